@@ -1,0 +1,5 @@
+// Package sensitivity owns a job's throughput-versus-CPU-and-memory matrix:
+// the versioned profile JSON the profiler writes (Profile, Cell), the grid
+// form the scheduler reads (Matrix), and fitting, validation and exports.
+// It uses the standard library only and imports nothing else of synergy.
+package sensitivity

@@ -1,0 +1,414 @@
+package sensitivity
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// SchemaVersion is the version of the profile JSON this package writes and
+// the newest it reads. docs/profile-format.md documents every field.
+const SchemaVersion = 1
+
+// GPU modes: where the step time of a profile came from.
+const (
+	GPUModeNVML     = "nvml"     // a real GPU, sampled through NVML
+	GPUModeEmulated = "emulated" // the step was a timed wait (GPEmu-style)
+	GPUModeNone     = "none"     // no GPU and no emulation declared
+)
+
+// Phases of a sweep: which axis a point belongs to.
+const (
+	PhaseCPU      = "cpu"      // memory unlimited, dataset warm
+	PhaseMemory   = "memory"   // at the best CPU count, dataset cold at start
+	PhaseValidate = "validate" // extra cells measured only to check a fit
+	PhaseGrid     = "grid"     // every cell, measured (ground truth)
+)
+
+// Failure classes of a point.
+const (
+	FailCrashed     = "crashed"      // exited non-zero or by a signal we did not send
+	FailOOMKilled   = "oom_killed"   // killed by the kernel's OOM killer in its cgroup
+	FailTimeout     = "timeout"      // ran past the point's time cap without finishing
+	FailInterrupted = "interrupted"  // the sweep was stopped (Ctrl-C) during the point
+	FailStartFailed = "start_failed" // the runner could not start the job at all
+	FailNoProgress  = "no_progress"  // it ran but reported no usable iterations
+)
+
+// Metrics sources: how a cell's throughput was measured.
+const (
+	MetricsStream = "metrics_stream" // per-iteration JSON lines from the job
+	MetricsWall   = "wall_clock"     // job wrote nothing: max iterations over wall time
+)
+
+// Profile is one job's measured and predicted sensitivity to CPU and memory.
+type Profile struct {
+	SchemaVersion int          `json:"schema_version"`
+	ToolVersion   string       `json:"tool_version"`
+	CreatedAt     time.Time    `json:"created_at"`
+	Job           JobInfo      `json:"job"`
+	Host          HostInfo     `json:"host"`
+	GPU           GPUInfo      `json:"gpu"`
+	Strategy      string       `json:"strategy"`
+	Axes          Axes         `json:"axes"`
+	Cells         []Cell       `json:"cells"`
+	Cost          Cost         `json:"cost"`
+	Validation    *Validation  `json:"validation,omitempty"`
+	Fit           *FitInfo     `json:"fit,omitempty"`
+	Warnings      []string     `json:"warnings,omitempty"`
+	Samplers      []SamplerRun `json:"samplers,omitempty"`
+}
+
+// JobInfo says what was profiled.
+type JobInfo struct {
+	Name          string   `json:"name"`
+	Command       []string `json:"command"`
+	Runner        string   `json:"runner"`
+	Image         string   `json:"image,omitempty"`
+	Batch         int      `json:"batch"`
+	GPUs          int      `json:"gpus"`
+	MaxIterations int      `json:"max_iterations"`
+	DataDir       string   `json:"data_dir,omitempty"`
+}
+
+// HostInfo describes the machine the profile was measured on.
+type HostInfo struct {
+	Hostname         string  `json:"hostname,omitempty"`
+	CPUModel         string  `json:"cpu_model"`
+	LogicalCPUs      int     `json:"logical_cpus"`
+	DRAMBytes        int64   `json:"dram_bytes"`
+	CgroupMode       string  `json:"cgroup_mode"` // "v1", "v2", "hybrid", "none"
+	DatasetBytes     int64   `json:"dataset_bytes"`
+	DatasetFiles     int     `json:"dataset_files"`
+	ColdReadMBPerS   float64 `json:"cold_read_mb_per_s"`
+	ReadLimitBytesPS int64   `json:"read_limit_bytes_per_s,omitempty"`
+}
+
+// GPUInfo says whether step times came from a GPU.
+type GPUInfo struct {
+	Mode    string   `json:"mode"`
+	Count   int      `json:"count"`
+	Devices []string `json:"devices,omitempty"`
+	Note    string   `json:"note,omitempty"`
+}
+
+// Axes are the CPU counts and memory limits the grid spans. A memory limit
+// of 0 means "no limit"; it sorts last and stands for the host's DRAM.
+type Axes struct {
+	CPUs          []float64 `json:"cpus"`
+	MemLimitBytes []int64   `json:"mem_limit_bytes"`
+}
+
+// Cell is one (CPUs, memory limit) point of the grid.
+type Cell struct {
+	CPUs          float64 `json:"cpus"`
+	MemLimitBytes int64   `json:"mem_limit_bytes"`
+	Measured      bool    `json:"measured"`
+	Phase         string  `json:"phase,omitempty"`
+	SamplesPerS   float64 `json:"samples_per_s"`
+	// SamplesPerSCI95 is the 95% confidence half-width of SamplesPerS
+	// (measured cells) or the fit's uncertainty (predicted cells).
+	SamplesPerSCI95 float64     `json:"samples_per_s_ci95"`
+	Stats           *PointStats `json:"stats,omitempty"`
+	Failure         *Failure    `json:"failure,omitempty"`
+}
+
+// PointStats are the figures of one measured point.
+type PointStats struct {
+	Workers             int     `json:"workers"`
+	Iterations          int     `json:"iterations"`
+	WarmupIterations    int     `json:"warmup_iterations"`
+	MetricsSource       string  `json:"metrics_source"`
+	Converged           bool    `json:"converged"`
+	StopReason          string  `json:"stop_reason"`
+	IterSecondsP50      float64 `json:"iter_seconds_p50"`
+	IterSecondsP95      float64 `json:"iter_seconds_p95"`
+	DataWaitFraction    float64 `json:"data_wait_fraction"`
+	StepSecondsMean     float64 `json:"step_seconds_mean"`
+	FirstPassSamplesPS  float64 `json:"first_pass_samples_per_s,omitempty"`
+	WallSeconds         float64 `json:"wall_seconds"`
+	ColdStart           bool    `json:"cold_start"`
+	ResidentBytesBefore int64   `json:"resident_bytes_before"`
+	ExitCode            int     `json:"exit_code"`
+	CPUUsageSeconds     float64 `json:"cpu_usage_seconds"`
+	CPUThrottledPeriods uint64  `json:"cpu_throttled_periods"`
+	CPUThrottledSeconds float64 `json:"cpu_throttled_seconds"`
+	MemPeakBytes        int64   `json:"mem_peak_bytes"`
+	MemCacheBytes       int64   `json:"mem_cache_bytes"`
+	MemAnonBytes        int64   `json:"mem_anon_bytes"`
+	IOReadBytes         int64   `json:"io_read_bytes"`
+}
+
+// Failure records why a point did not produce a measurement.
+type Failure struct {
+	Class    string `json:"class"`
+	ExitCode int    `json:"exit_code"`
+	Message  string `json:"message"`
+}
+
+// Cost is what the profile took to make.
+type Cost struct {
+	Points      int     `json:"points"`
+	WallSeconds float64 `json:"wall_seconds"`
+}
+
+// Validation compares predicted cells with cells measured for the check only.
+type Validation struct {
+	Cells        int     `json:"cells"`
+	MAPEPct      float64 `json:"mape_pct"`
+	WorstCPUs    float64 `json:"worst_cpus"`
+	WorstMemBytes int64  `json:"worst_mem_limit_bytes"`
+	WorstErrPct  float64 `json:"worst_err_pct"`
+	BaselineMAPEPct float64 `json:"baseline_mape_pct,omitempty"`
+	BaselineName    string  `json:"baseline_name,omitempty"`
+}
+
+// FitInfo records the model that predicted the unmeasured cells.
+type FitInfo struct {
+	Model  string             `json:"model"`
+	Params map[string]float64 `json:"params,omitempty"`
+}
+
+// SamplerRun records one sampler's health over the whole profile.
+type SamplerRun struct {
+	Name    string   `json:"name"`
+	Samples int      `json:"samples"`
+	Errors  []string `json:"errors,omitempty"`
+}
+
+// Unlimited reports whether a memory limit means "no limit".
+func Unlimited(memLimitBytes int64) bool { return memLimitBytes <= 0 }
+
+// memKey orders memory limits with "unlimited" last.
+func memKey(b int64) float64 {
+	if Unlimited(b) {
+		return math.Inf(1)
+	}
+	return float64(b)
+}
+
+// SortCells orders cells by CPUs, then memory limit (unlimited last).
+func (p *Profile) SortCells() {
+	sort.SliceStable(p.Cells, func(i, j int) bool {
+		a, b := p.Cells[i], p.Cells[j]
+		if a.CPUs != b.CPUs {
+			return a.CPUs < b.CPUs
+		}
+		return memKey(a.MemLimitBytes) < memKey(b.MemLimitBytes)
+	})
+}
+
+// Cell returns the cell at (cpus, mem), or nil.
+func (p *Profile) Cell(cpus float64, memLimitBytes int64) *Cell {
+	for i := range p.Cells {
+		c := &p.Cells[i]
+		if c.CPUs == cpus && sameMem(c.MemLimitBytes, memLimitBytes) {
+			return c
+		}
+	}
+	return nil
+}
+
+func sameMem(a, b int64) bool {
+	if Unlimited(a) || Unlimited(b) {
+		return Unlimited(a) && Unlimited(b)
+	}
+	return a == b
+}
+
+// SetCell inserts or replaces the cell at c's coordinates, keeping order.
+func (p *Profile) SetCell(c Cell) {
+	if old := p.Cell(c.CPUs, c.MemLimitBytes); old != nil {
+		*old = c
+		return
+	}
+	p.Cells = append(p.Cells, c)
+	p.SortCells()
+}
+
+// MeasuredOK returns the measured cells that have no failure.
+func (p *Profile) MeasuredOK() []Cell {
+	var out []Cell
+	for _, c := range p.Cells {
+		if c.Measured && c.Failure == nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Validate checks the profile's invariants; errors name the field.
+func (p *Profile) Validate() error {
+	if p.SchemaVersion == 0 {
+		return errors.New("schema_version: missing")
+	}
+	if p.SchemaVersion > SchemaVersion {
+		return fmt.Errorf("schema_version: %d is newer than this tool reads (%d); upgrade synergy", p.SchemaVersion, SchemaVersion)
+	}
+	if p.SchemaVersion < 1 {
+		return fmt.Errorf("schema_version: %d is not a valid version", p.SchemaVersion)
+	}
+	switch p.GPU.Mode {
+	case GPUModeNVML, GPUModeEmulated, GPUModeNone:
+	default:
+		return fmt.Errorf("gpu.mode: %q is not one of nvml, emulated, none", p.GPU.Mode)
+	}
+	if p.Job.GPUs < 0 {
+		return fmt.Errorf("job.gpus: %d is negative", p.Job.GPUs)
+	}
+	if p.Job.Batch < 0 {
+		return fmt.Errorf("job.batch: %d is negative", p.Job.Batch)
+	}
+	for i, c := range p.Axes.CPUs {
+		if !(c > 0) || math.IsInf(c, 0) {
+			return fmt.Errorf("axes.cpus[%d]: %v is not a positive number", i, c)
+		}
+		if i > 0 && c <= p.Axes.CPUs[i-1] {
+			return fmt.Errorf("axes.cpus[%d]: %v is not above the previous value", i, c)
+		}
+	}
+	for i, m := range p.Axes.MemLimitBytes {
+		if m < 0 {
+			return fmt.Errorf("axes.mem_limit_bytes[%d]: %d is negative", i, m)
+		}
+		if i > 0 && memKey(m) <= memKey(p.Axes.MemLimitBytes[i-1]) {
+			return fmt.Errorf("axes.mem_limit_bytes[%d]: %d is not above the previous value (0 = unlimited goes last)", i, m)
+		}
+	}
+	seen := map[[2]float64]bool{}
+	for i, c := range p.Cells {
+		f := func(format string, a ...any) error {
+			return fmt.Errorf("cells[%d] (cpus=%v mem_limit_bytes=%d): %s", i, c.CPUs, c.MemLimitBytes, fmt.Sprintf(format, a...))
+		}
+		if !(c.CPUs > 0) || math.IsInf(c.CPUs, 0) {
+			return f("cpus: not a positive number")
+		}
+		if c.MemLimitBytes < 0 {
+			return f("mem_limit_bytes: negative")
+		}
+		if math.IsNaN(c.SamplesPerS) || math.IsInf(c.SamplesPerS, 0) || c.SamplesPerS < 0 {
+			return f("samples_per_s: %v is not a non-negative number", c.SamplesPerS)
+		}
+		if math.IsNaN(c.SamplesPerSCI95) || c.SamplesPerSCI95 < 0 {
+			return f("samples_per_s_ci95: %v is not a non-negative number", c.SamplesPerSCI95)
+		}
+		if c.Failure != nil && c.Failure.Class == "" {
+			return f("failure.class: empty")
+		}
+		if c.Failure != nil && !c.Measured {
+			return f("failure: only a measured cell can record a failure")
+		}
+		k := [2]float64{c.CPUs, memKey(c.MemLimitBytes)}
+		if seen[k] {
+			return f("duplicate cell")
+		}
+		seen[k] = true
+	}
+	return nil
+}
+
+// Decode reads a profile strictly: unknown fields, trailing data, future
+// versions and broken invariants are errors that name what is wrong.
+func Decode(r io.Reader) (*Profile, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	// Check the version first so a future file gets the right message
+	// rather than an unknown-field one.
+	var head struct {
+		SchemaVersion *int `json:"schema_version"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, fmt.Errorf("profile is not JSON: %w", err)
+	}
+	if head.SchemaVersion == nil {
+		return nil, errors.New("schema_version: missing (is this a synergy profile?)")
+	}
+	if *head.SchemaVersion > SchemaVersion {
+		return nil, fmt.Errorf("schema_version: %d is newer than this tool reads (%d); upgrade synergy", *head.SchemaVersion, SchemaVersion)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var p Profile
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("profile: trailing data after the JSON object")
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Load reads and validates the profile at path.
+func Load(path string) (*Profile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	p, err := Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
+
+// Encode writes the profile as indented JSON.
+func (p *Profile) Encode(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(p)
+}
+
+// Save writes the profile to path atomically: a temporary file in the same
+// directory, fsync, then rename, so a reader never sees half a profile.
+func (p *Profile) Save(path string) error {
+	var buf bytes.Buffer
+	if err := p.Encode(&buf); err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, buf.Bytes(), 0o644)
+}
+
+// WriteFileAtomic writes data to path through a temporary file and rename.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	cleanup := func() { tmp.Close(); os.Remove(name) }
+	if _, err := tmp.Write(data); err != nil {
+		cleanup()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		cleanup()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(name)
+		return err
+	}
+	if err := os.Chmod(name, perm); err != nil {
+		os.Remove(name)
+		return err
+	}
+	if err := os.Rename(name, path); err != nil {
+		os.Remove(name)
+		return err
+	}
+	return nil
+}
