@@ -1,0 +1,37 @@
+// Command synergy profiles training jobs' sensitivity to CPU and memory and
+// schedules them on GPU clusters by it. See the README and docs/.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v3"
+)
+
+// version is stamped by the Makefile (-ldflags "-X main.version=...").
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newApp().Run(ctx, os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "synergy:", err)
+		os.Exit(1)
+	}
+}
+
+func newApp() *cli.Command {
+	return &cli.Command{
+		Name:    "synergy",
+		Usage:   "profile DL training jobs' CPU and memory sensitivity, and schedule GPU clusters by it",
+		Version: version,
+		Commands: []*cli.Command{
+			scheduleCommand(),
+			simulateCommand(),
+		},
+	}
+}
