@@ -248,8 +248,8 @@ func TestAggregator_Summary(t *testing.T) {
 	}
 	const tol = 1e-9
 	tests := []struct {
-		name                             string
-		count                            int
+		name                            string
+		count                           int
 		mean, min, max, delta, ratePerS float64
 	}{
 		{"cg_cpu_usage_s", 3, 5.5 / 3, 1, 3, 2, 1},
