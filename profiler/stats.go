@@ -1,0 +1,166 @@
+package profiler
+
+import (
+	"math"
+	"sort"
+)
+
+// Estimate is a throughput estimate over a run of iterations.
+type Estimate struct {
+	SamplesPerS float64 // total samples over total time
+	HalfWidth   float64 // 95% confidence half-width of SamplesPerS
+	Batches     int     // batch means used for the interval
+	Iterations  int
+}
+
+// RelHalfWidth is HalfWidth / SamplesPerS (Inf when unknown).
+func (e Estimate) RelHalfWidth() float64 {
+	if e.SamplesPerS <= 0 || e.Batches < 2 {
+		return math.Inf(1)
+	}
+	return e.HalfWidth / e.SamplesPerS
+}
+
+// minBatches and maxBatches bound the number of batch means.
+const (
+	minBatches = 5
+	maxBatches = 10
+)
+
+// Estimate computes throughput and its 95% confidence interval from
+// iterations, using the method of batch means: consecutive iterations are
+// autocorrelated (a prefetch queue drains and refills), so the run is cut
+// into 5–10 contiguous batches whose rates are close to independent, and a
+// Student-t interval is put on their mean (Law & Kelton, Simulation
+// Modeling and Analysis, §9.5.3). iters must be in order; the duration of
+// iteration k is ts[k] − ts[k−1], so the first iteration only anchors time.
+func estimate(iters []Iteration) Estimate {
+	n := len(iters) - 1 // durations available
+	if n < 1 {
+		return Estimate{Iterations: len(iters)}
+	}
+	var samples float64
+	for _, it := range iters[1:] {
+		samples += float64(it.Samples)
+	}
+	span := iters[len(iters)-1].TS - iters[0].TS
+	e := Estimate{Iterations: n}
+	if span <= 0 {
+		return e
+	}
+	e.SamplesPerS = samples / span
+	k := n / 4 // at least 4 iterations per batch
+	if k > maxBatches {
+		k = maxBatches
+	}
+	if k < minBatches {
+		return e
+	}
+	per := n / k
+	rates := make([]float64, 0, k)
+	for b := 0; b < k; b++ {
+		lo := 1 + b*per
+		hi := lo + per // exclusive
+		if b == k-1 {
+			hi = n + 1
+		}
+		var s float64
+		for _, it := range iters[lo:hi] {
+			s += float64(it.Samples)
+		}
+		d := iters[hi-1].TS - iters[lo-1].TS
+		if d <= 0 {
+			return e
+		}
+		rates = append(rates, s/d)
+	}
+	// The interval is centred on the ratio estimate; its width comes from
+	// the spread of the batch rates.
+	_, sd := meanSD(rates)
+	e.Batches = k
+	e.HalfWidth = tQuantile975(k-1) * sd / math.Sqrt(float64(k))
+	return e
+}
+
+func meanSD(xs []float64) (mean, sd float64) {
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	if len(xs) < 2 {
+		return mean, 0
+	}
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(ss / float64(len(xs)-1))
+}
+
+// tQuantile975 is the 0.975 quantile of Student's t with df degrees of
+// freedom (two-sided 95%), from the standard table; df > 30 uses 1.96.
+func tQuantile975(df int) float64 {
+	table := []float64{0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+		2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
+	if df < 1 {
+		return math.Inf(1)
+	}
+	if df < len(table) {
+		return table[df]
+	}
+	return 1.960
+}
+
+// iterSeconds returns the per-iteration durations of iters (len−1 values).
+func iterSeconds(iters []Iteration) []float64 {
+	if len(iters) < 2 {
+		return nil
+	}
+	out := make([]float64, 0, len(iters)-1)
+	for k := 1; k < len(iters); k++ {
+		out = append(out, iters[k].TS-iters[k-1].TS)
+	}
+	return out
+}
+
+// percentile returns the p-th percentile (0..100) of xs by linear
+// interpolation between order statistics; 0 for no data.
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	pos := p / 100 * float64(len(s)-1)
+	lo := int(math.Floor(pos))
+	hi := int(math.Ceil(pos))
+	return s[lo] + (s[hi]-s[lo])*(pos-float64(lo))
+}
+
+// dataWaitFraction is the share of wall time spent waiting for data.
+func dataWaitFraction(iters []Iteration) float64 {
+	if len(iters) < 2 {
+		return 0
+	}
+	span := iters[len(iters)-1].TS - iters[0].TS
+	if span <= 0 {
+		return 0
+	}
+	var w float64
+	for _, it := range iters[1:] {
+		w += it.DataWaitS
+	}
+	return math.Min(1, w/span)
+}
+
+func meanStep(iters []Iteration) float64 {
+	if len(iters) == 0 {
+		return 0
+	}
+	var s float64
+	for _, it := range iters {
+		s += it.StepS
+	}
+	return s / float64(len(iters))
+}

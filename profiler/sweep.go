@@ -1,0 +1,250 @@
+package profiler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/synergy-sched/synergy/sensitivity"
+)
+
+// ErrInterrupted is returned by Run when its context was cancelled; the
+// profile saved so far is valid and --resume continues it.
+var ErrInterrupted = errors.New("profiling interrupted; the partial profile is saved, run again with --resume to finish it")
+
+// sweep is the state of one Run.
+type sweep struct {
+	cfg          Config
+	prof         *sensitivity.Profile
+	workDir      string
+	datasetBytes int64
+	datasetFiles int
+	sawEmulated  bool
+	warnings     []string
+}
+
+func (s *sweep) warnf(format string, a ...any) {
+	msg := fmt.Sprintf(format, a...)
+	for _, w := range s.warnings {
+		if w == msg {
+			return
+		}
+	}
+	s.warnings = append(s.warnings, msg)
+	if s.cfg.Progress != nil {
+		s.cfg.Progress.Note("warning: " + msg)
+	}
+}
+
+// Run profiles the job: the CPU axis with memory unlimited and the dataset
+// warm, then the memory axis at the best CPU count from a cold cache. It
+// saves the profile atomically after every point, records failed points
+// with their class and goes on, and fills the cells it did not measure with
+// predictions (marked measured: false). On cancellation it returns
+// ErrInterrupted with the profile saved as of the last finished point.
+func Run(ctx context.Context, cfg Config) (*sensitivity.Profile, error) {
+	cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &sweep{cfg: cfg}
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp("", "synergy-profile-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	s.workDir = work
+	if err := os.Chmod(work, 0o777); err != nil { // container jobs may run as another user
+		return nil, err
+	}
+	if cfg.LogDir != "" {
+		if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
+			return nil, fmt.Errorf("log dir: %w", err)
+		}
+	}
+
+	startWall := cfg.Now()
+	baseWall := s.prof.Cost.WallSeconds
+	save := func() error {
+		s.prof.Cost.WallSeconds = baseWall + cfg.Now().Sub(startWall).Seconds()
+		s.finish()
+		if err := s.prof.Save(cfg.Out); err != nil {
+			return fmt.Errorf("save profile %s: %w", cfg.Out, err)
+		}
+		return nil
+	}
+
+	cpuPoints := make([]point, 0, len(cfg.CPUs))
+	for _, c := range s.prof.Axes.CPUs {
+		cpuPoints = append(cpuPoints, point{cpus: c, phase: sensitivity.PhaseCPU})
+	}
+	total := len(cpuPoints) + len(cfg.MemLimits)
+	idx := 0
+	runOne := func(pt point) error {
+		idx++
+		if c := s.prof.Cell(pt.cpus, pt.memLimit); c != nil && c.Measured {
+			if cfg.Progress != nil {
+				cfg.Progress.Note(fmt.Sprintf("[%d/%d] %s: measured already, skipped", idx, total, pt.label()))
+			}
+			return nil
+		}
+		if cfg.Progress != nil {
+			cfg.Progress.PointStart(idx, total, pt.label())
+		}
+		t0 := cfg.Now()
+		cell, err := s.runPoint(ctx, pt)
+		if errors.Is(err, errInterrupted) {
+			if serr := save(); serr != nil {
+				return serr
+			}
+			return ErrInterrupted
+		}
+		if err != nil {
+			return fmt.Errorf("profile point %s: %w", pt.label(), err)
+		}
+		s.prof.SetCell(cell)
+		s.prof.Cost.Points++
+		if cfg.Progress != nil {
+			cfg.Progress.PointDone(pt.label(), cell, cfg.Now().Sub(t0))
+		}
+		return save()
+	}
+
+	for _, pt := range cpuPoints {
+		if err := runOne(pt); err != nil {
+			return s.prof, err
+		}
+	}
+	if len(cfg.MemLimits) > 0 {
+		best, ok := bestCPU(s.prof.Cells)
+		if !ok {
+			s.warnf("no CPU point succeeded: the memory axis was not measured")
+		} else {
+			for _, m := range cfg.MemLimits {
+				if err := runOne(point{cpus: best, memLimit: m, phase: sensitivity.PhaseMemory, cold: true}); err != nil {
+					return s.prof, err
+				}
+			}
+		}
+	}
+	if err := save(); err != nil {
+		return s.prof, err
+	}
+	return s.prof, nil
+}
+
+// open starts a new profile or loads the one to resume.
+func (s *sweep) open() error {
+	cfg := &s.cfg
+	if err := s.scanDataset(); err != nil {
+		return err
+	}
+	if _, err := os.Stat(cfg.Out); err == nil {
+		if !cfg.Resume {
+			return fmt.Errorf("out: %s exists; pass --resume to continue it or remove it first", cfg.Out)
+		}
+		p, err := sensitivity.Load(cfg.Out)
+		if err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
+		if !slices.Equal(p.Job.Command, cfg.Command) {
+			return fmt.Errorf("resume: %s profiles %q, not %q", cfg.Out, strings.Join(p.Job.Command, " "), strings.Join(cfg.Command, " "))
+		}
+		if p.Job.Batch != cfg.Batch {
+			return fmt.Errorf("resume: %s was measured at batch %d, not %d", cfg.Out, p.Job.Batch, cfg.Batch)
+		}
+		// Predicted cells are recomputed at the end.
+		kept := p.Cells[:0]
+		for _, c := range p.Cells {
+			if c.Measured {
+				kept = append(kept, c)
+			}
+		}
+		p.Cells = kept
+		s.prof = p
+		s.warnings = p.Warnings
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("out: %w", err)
+	} else {
+		s.prof = &sensitivity.Profile{
+			SchemaVersion: sensitivity.SchemaVersion,
+			ToolVersion:   cfg.ToolVersion,
+			CreatedAt:     cfg.Now().UTC().Truncate(1e9),
+			Job: sensitivity.JobInfo{
+				Name: cfg.JobName, Command: cfg.Command, Runner: cfg.Runner.Name(),
+				Batch: cfg.Batch, GPUs: cfg.GPUs, MaxIterations: cfg.MaxIterations, DataDir: cfg.DataDir,
+			},
+			Strategy: "sweep",
+		}
+	}
+	p := s.prof
+	p.Host = cfg.Host
+	p.Host.DatasetBytes = s.datasetBytes
+	p.Host.DatasetFiles = s.datasetFiles
+	p.Host.ReadLimitBytesPS = cfg.ReadBPS
+	p.GPU = cfg.GPU
+	if p.GPU.Mode == "" {
+		p.GPU.Mode = sensitivity.GPUModeNone
+	}
+	p.Axes.CPUs = sortedUniqueFloats(append(p.Axes.CPUs, cfg.CPUs...))
+	var mems []int64
+	for _, m := range p.Axes.MemLimitBytes {
+		if !sensitivity.Unlimited(m) {
+			mems = append(mems, m)
+		}
+	}
+	cfg.MemLimits = sortedUniqueInts(cfg.MemLimits)
+	p.Axes.MemLimitBytes = append(sortedUniqueInts(append(mems, cfg.MemLimits...)), 0)
+	if cfg.Cache == nil {
+		s.warnf("the page cache is not controlled on this runner: memory points may be optimistic")
+	}
+	return nil
+}
+
+// scanDataset measures the dataset's size.
+func (s *sweep) scanDataset() error {
+	if s.cfg.DataDir == "" {
+		return nil
+	}
+	st, err := os.Stat(s.cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("data: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("data: %s is not a directory", s.cfg.DataDir)
+	}
+	return filepath.WalkDir(s.cfg.DataDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("data: %w", err)
+		}
+		if d.Type().IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				return fmt.Errorf("data: %w", err)
+			}
+			s.datasetBytes += info.Size()
+			s.datasetFiles++
+		}
+		return nil
+	})
+}
+
+// finish brings derived parts of the profile up to date: GPU mode from the
+// stream, predicted cells, warnings.
+func (s *sweep) finish() {
+	p := s.prof
+	if s.sawEmulated && p.GPU.Mode == sensitivity.GPUModeNone {
+		p.GPU.Mode = sensitivity.GPUModeEmulated
+		p.GPU.Note = "the job reported an emulated GPU step (a timed wait): throughput is not from a GPU"
+	}
+	sensitivity.FillPredicted(p)
+	p.Warnings = s.warnings
+}
