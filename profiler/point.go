@@ -19,10 +19,10 @@ import (
 
 // Stop reasons recorded in a cell's stats.
 const (
-	StopConverged = "converged"      // the confidence interval reached its target
-	StopJobExited = "job_exited"     // the job ran to --max-iterations by itself
-	StopIterCap   = "iteration_cap"  // the measured-iteration cap was reached
-	StopTimeCap   = "time_cap"       // the point's time cap was reached
+	StopConverged = "converged"     // the confidence interval reached its target
+	StopJobExited = "job_exited"    // the job ran to --max-iterations by itself
+	StopIterCap   = "iteration_cap" // the measured-iteration cap was reached
+	StopTimeCap   = "time_cap"      // the point's time cap was reached
 )
 
 // point is one (CPUs, memory limit) measurement.

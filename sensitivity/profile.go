@@ -161,11 +161,11 @@ type Cost struct {
 
 // Validation compares predicted cells with cells measured for the check only.
 type Validation struct {
-	Cells        int     `json:"cells"`
-	MAPEPct      float64 `json:"mape_pct"`
-	WorstCPUs    float64 `json:"worst_cpus"`
-	WorstMemBytes int64  `json:"worst_mem_limit_bytes"`
-	WorstErrPct  float64 `json:"worst_err_pct"`
+	Cells           int     `json:"cells"`
+	MAPEPct         float64 `json:"mape_pct"`
+	WorstCPUs       float64 `json:"worst_cpus"`
+	WorstMemBytes   int64   `json:"worst_mem_limit_bytes"`
+	WorstErrPct     float64 `json:"worst_err_pct"`
 	BaselineMAPEPct float64 `json:"baseline_mape_pct,omitempty"`
 	BaselineName    string  `json:"baseline_name,omitempty"`
 }
