@@ -291,7 +291,7 @@ loop:
 	}
 	stats.StopReason = stopReason
 	stats.Iterations = len(m.all)
-	stats.WarmupIterations = len(m.all) - len(m.window)
+	stats.WarmupIterations = len(m.all) - m.est.Iterations // the window's first iteration only anchors time
 
 	if len(m.all) == 0 {
 		if stopReason == StopTimeCap {

@@ -1,0 +1,133 @@
+package profiler
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseIteration_Errors(t *testing.T) {
+	for _, tc := range []struct{ line, want string }{
+		{`{"iter":1,"samples":4,"data_wait_s":0,"step_s":0.1,"ts":1.7e9}`, ""},
+		{`{"samples":4,"data_wait_s":0,"step_s":0.1,"ts":1.7e9}`, `missing key "iter"`},
+		{`{"iter":1,"samples":-4,"data_wait_s":0,"step_s":0.1,"ts":1.7e9}`, "samples"},
+		{`{"iter":1,"samples":4,"data_wait_s":-1,"step_s":0.1,"ts":1.7e9}`, "data_wait_s"},
+		{`{"iter":1,"samples":4,"data_wait_s":0,"step_s":0.1,"ts":0}`, "ts"},
+		{`{"iter":1,"samples":4,"data_wait_s":0,"step_s":0.1,"ts":1.7e9,"epoch":-1}`, "epoch"},
+		{`{"iter":"x","samples":4,"data_wait_s":0,"step_s":0.1,"ts":1.7e9}`, "iter"},
+		{`[1,2]`, "not a JSON object"},
+	} {
+		_, err := ParseIteration([]byte(tc.line))
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.line, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want it to mention %q", tc.line, err, tc.want)
+		}
+	}
+}
+
+func TestTailer_PartialLinesAndBadLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.jsonl")
+	tl := NewTailer(path)
+	if its, err := tl.Poll(); err != nil || len(its) != 0 {
+		t.Fatalf("missing file: %v %v", its, err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.WriteString(`{"iter":0,"samples":4,"data_wait_s":0,"step_s":0.1,"ts":1.7e9}` + "\n" + `{"iter":1,"samp`)
+	its, _ := tl.Poll()
+	if len(its) != 1 || its[0].Iter != 0 {
+		t.Fatalf("first poll = %+v, want iteration 0 only (the second line is partial)", its)
+	}
+	f.WriteString(`les":4,"data_wait_s":0,"step_s":0.1,"ts":1.7e9}` + "\nnot json\n")
+	its, _ = tl.Poll()
+	if len(its) != 1 || its[0].Iter != 1 {
+		t.Fatalf("second poll = %+v, want the completed iteration 1", its)
+	}
+	if tl.Bad != 1 || !strings.Contains(tl.Errors[0], "metrics line 3") {
+		t.Errorf("bad = %d, errors = %v; want line 3 reported", tl.Bad, tl.Errors)
+	}
+}
+
+func FuzzParseIteration(f *testing.F) {
+	f.Add([]byte(`{"iter":1,"samples":4,"data_wait_s":0,"step_s":0.1,"ts":1.7e9,"epoch":0}`))
+	f.Add([]byte(`{"iter":1e99}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		it, err := ParseIteration(line)
+		if err != nil {
+			return
+		}
+		if it.Iter < 0 || it.Samples < 0 || bad(it.DataWaitS) || bad(it.StepS) || !(it.TS > 0) {
+			t.Fatalf("accepted an invalid iteration %+v from %q", it, line)
+		}
+	})
+}
+
+func TestEstimate_BatchMeans(t *testing.T) {
+	// 41 iterations of 10 samples, 0.1 s each: 100 samples/s exactly, no
+	// spread between batches, so the interval is 0.
+	var its []Iteration
+	for i := 0; i <= 40; i++ {
+		its = append(its, Iteration{Iter: i, Samples: 10, TS: 100 + 0.1*float64(i)})
+	}
+	e := estimate(its)
+	if math.Abs(e.SamplesPerS-100) > 1e-9 || e.HalfWidth > 1e-9 || e.Batches != 10 || e.Iterations != 40 {
+		t.Fatalf("estimate = %+v, want 100 samples/s, half-width 0, 10 batches, 40 iterations", e)
+	}
+	// Alternate batches at 0.1 s and 0.2 s per iteration: batch rates 100
+	// and 50; with 10 batches of 4 the t interval is
+	// t(0.975, 9) × sd / sqrt(10) = 2.262 × 26.35 / 3.162 = 18.85.
+	its = its[:1]
+	ts := 100.0
+	for b := 0; b < 10; b++ {
+		d := 0.1
+		if b%2 == 1 {
+			d = 0.2
+		}
+		for k := 0; k < 4; k++ {
+			ts += d
+			its = append(its, Iteration{Iter: len(its), Samples: 10, TS: ts})
+		}
+	}
+	e = estimate(its)
+	if math.Abs(e.HalfWidth-18.85) > 0.05 {
+		t.Errorf("half-width = %.3f, want 18.85", e.HalfWidth)
+	}
+	// total samples over total time: 400 / 6 = 66.67
+	if math.Abs(e.SamplesPerS-400.0/6) > 1e-9 {
+		t.Errorf("samples/s = %v, want 66.67", e.SamplesPerS)
+	}
+	if short := estimate(its[:10]); short.Batches != 0 || !math.IsInf(short.RelHalfWidth(), 1) {
+		t.Errorf("9 durations give no interval, got %+v", short)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	xs := []float64{4, 1, 3, 2, 5}
+	for _, tc := range []struct{ p, want float64 }{{0, 1}, {50, 3}, {100, 5}, {95, 4.8}} {
+		if got := percentile(xs, tc.p); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("p%v = %v, want %v", tc.p, got, tc.want)
+		}
+	}
+}
+
+func TestAxes(t *testing.T) {
+	if got := CPUAxis(12); len(got) != 5 || got[4] != 12 || got[3] != 8 {
+		t.Errorf("CPUAxis(12) = %v, want [1 2 4 8 12]", got)
+	}
+	if got := MemAxis(8 << 30); len(got) != 4 || got[0] != 1<<30 || got[3] != 8<<30 {
+		t.Errorf("MemAxis(8GiB) = %v", got)
+	}
+	if Workers(0.5, 1) != 1 || Workers(3, 2) != 2 || Workers(4, 1) != 4 {
+		t.Error("Workers = max(1, ceil(cpus/gpus))")
+	}
+}

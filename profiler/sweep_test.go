@@ -1,0 +1,380 @@
+package profiler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/sensitivity"
+)
+
+// fakeRunner "runs" a job by appending a synthetic metrics stream whose
+// timestamps advance by samples/rate, so a sweep's logic is exercised
+// without real time passing.
+type fakeRunner struct {
+	// rate returns samples/s at a point; 0 means write no metrics.
+	rate func(l runner.Limits) float64
+	// fail returns how a point ends early: "" (runs), "crash", "oom".
+	fail func(l runner.Limits) string
+	// onStart is called with the number of jobs started so far.
+	onStart func(n int)
+	noise   float64
+
+	mu      sync.Mutex
+	started int
+	argvs   [][]string
+}
+
+var _ runner.Runner = (*fakeRunner)(nil)
+
+func (f *fakeRunner) Name() string { return "fake" }
+
+func (f *fakeRunner) Start(ctx context.Context, job runner.Job) (runner.Handle, error) {
+	f.mu.Lock()
+	f.started++
+	n := f.started
+	f.argvs = append(f.argvs, job.Argv)
+	f.mu.Unlock()
+	if f.onStart != nil {
+		f.onStart(n)
+	}
+	var path string
+	for _, e := range job.Env {
+		if v, ok := strings.CutPrefix(e, "SYNERGY_METRICS_FILE="); ok {
+			path = v
+		}
+	}
+	maxIter := 0
+	batch := 0
+	for i, a := range job.Argv {
+		if a == "--max-iterations" {
+			fmt.Sscan(job.Argv[i+1], &maxIter)
+		}
+		if a == "--batch" {
+			fmt.Sscan(job.Argv[i+1], &batch)
+		}
+	}
+	h := &fakeHandle{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		mode := ""
+		if f.fail != nil {
+			mode = f.fail(job.Limits)
+		}
+		rate := f.rate(job.Limits)
+		rng := rand.New(rand.NewPCG(uint64(n), 7))
+		ts := 1.7e9
+		out, _ := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		defer out.Close()
+		for i := 0; i < maxIter; i++ {
+			if mode != "" && i == 3 {
+				h.res = runner.Result{ExitCode: 1}
+				if mode == "oom" {
+					h.res = runner.Result{ExitCode: -1, Signal: "killed", OOMKilled: true}
+				}
+				return
+			}
+			select {
+			case <-h.stop:
+				h.res = runner.Result{ExitCode: -1, Signal: "killed", Stopped: true}
+				return
+			case <-ctx.Done():
+				h.res = runner.Result{ExitCode: -1, Signal: "killed", Stopped: true}
+				return
+			default:
+			}
+			if rate > 0 {
+				ts += float64(batch) / rate * (1 + f.noise*(rng.Float64()-0.5))
+				line, _ := json.Marshal(map[string]any{"iter": i, "samples": batch, "data_wait_s": 0.001, "step_s": 0.01, "ts": ts, "epoch": i / 10, "emulated": true})
+				out.Write(append(line, '\n'))
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+	}()
+	return h, nil
+}
+
+type fakeHandle struct {
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+	res      runner.Result
+}
+
+func (h *fakeHandle) Stats() (runner.Stats, error)   { return runner.Stats{}, nil }
+func (h *fakeHandle) CgroupPaths() map[string]string { return nil }
+func (h *fakeHandle) Stop() error                    { h.stopOnce.Do(func() { close(h.stop) }); return nil }
+func (h *fakeHandle) Wait() (runner.Result, error)   { <-h.done; return h.res, nil }
+
+// trueRate is the job the fake runs: CPU-bound at 100 samples/s per core up
+// to 2 cores, fetch-bound at 120 samples/s under 100 MiB.
+func trueRate(l runner.Limits) float64 {
+	r := 100 * math.Min(l.CPUs, 2)
+	if l.MemLimitBytes > 0 && l.MemLimitBytes < 100<<20 {
+		r = math.Min(r, 120)
+	}
+	return r
+}
+
+func baseConfig(t *testing.T, fr *fakeRunner) Config {
+	t.Helper()
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 40; i++ { // 40 samples: 10 iterations of batch 4 per epoch
+		if err := os.WriteFile(filepath.Join(data, fmt.Sprintf("s%02d", i)), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return Config{
+		Command:       []string{"/bin/train", "--lr", "0.1"},
+		Batch:         4,
+		MaxIterations: 300,
+		DataDir:       data,
+		CPUs:          []float64{1, 2, 3},
+		MemLimits:     []int64{50 << 20, 1 << 30},
+		Out:           filepath.Join(dir, "profile.json"),
+		Runner:        fr,
+		Host:          sensitivity.HostInfo{DRAMBytes: 4 << 30, LogicalCPUs: 4},
+		Poll:          2 * time.Millisecond,
+	}
+}
+
+func TestRun_MeasuresAxesAndPredictsTheRest(t *testing.T) {
+	fr := &fakeRunner{rate: trueRate, noise: 0.05}
+	cfg := baseConfig(t, fr)
+	p, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 3 CPU points + 2 memory points at the best CPU count (2: 3 cores is
+	// no faster, so the fewest cores within the interval wins).
+	if p.Cost.Points != 5 {
+		t.Fatalf("points = %d, want 5", p.Cost.Points)
+	}
+	want := map[[2]float64]bool{{1, 0}: true, {2, 0}: true, {3, 0}: true, {2, 50 << 20}: true, {2, 1 << 30}: true}
+	for _, c := range p.Cells {
+		k := [2]float64{c.CPUs, float64(c.MemLimitBytes)}
+		if c.Measured != want[k] {
+			t.Errorf("cell %v measured=%v, want %v", k, c.Measured, want[k])
+		}
+		truth := trueRate(runner.Limits{CPUs: c.CPUs, MemLimitBytes: c.MemLimitBytes})
+		// measured cells: within the 2% target (plus the noise's own slack);
+		// predicted ones follow min(P(c), M(m)) exactly on this job.
+		if rel := math.Abs(c.SamplesPerS-truth) / truth; rel > 0.03 {
+			t.Errorf("cell %v: %.1f samples/s, truth %.1f (%.1f%% off)", k, c.SamplesPerS, truth, 100*rel)
+		}
+		if c.Measured {
+			if !c.Stats.Converged || c.Stats.StopReason != StopConverged {
+				t.Errorf("cell %v: converged=%v stop=%q", k, c.Stats.Converged, c.Stats.StopReason)
+			}
+			if c.SamplesPerSCI95/c.SamplesPerS > 0.02 {
+				t.Errorf("cell %v: CI %.3f above target", k, c.SamplesPerSCI95/c.SamplesPerS)
+			}
+		}
+	}
+	if len(p.Cells) != 3*3 {
+		t.Fatalf("cells = %d, want the full 3×3 grid", len(p.Cells))
+	}
+	if p.GPU.Mode != sensitivity.GPUModeEmulated {
+		t.Errorf("gpu.mode = %q, want emulated (the stream said so)", p.GPU.Mode)
+	}
+	// Cold points measure from the second pass: the memory cell's warm-up
+	// covers the first epoch (10 iterations here).
+	if c := p.Cell(2, 50<<20); c.Stats.WarmupIterations < 10 || !c.Stats.ColdStart {
+		t.Errorf("memory point warm-up = %d iterations, cold=%v; want >= one epoch (10), cold", c.Stats.WarmupIterations, c.Stats.ColdStart)
+	}
+	// What is on disk is what was returned, and it validates.
+	back, err := sensitivity.Load(cfg.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Cells) != len(p.Cells) {
+		t.Errorf("saved %d cells, returned %d", len(back.Cells), len(p.Cells))
+	}
+	// The contract flags come last, with workers = ceil(cpus/gpus).
+	argv := fr.argvs[1]
+	tailArgs := strings.Join(argv[len(argv)-8:], " ")
+	if !strings.HasPrefix(tailArgs, "--batch 4 --workers 2 --max-iterations ") || !strings.HasSuffix(tailArgs, "--data "+cfg.DataDir) {
+		t.Errorf("contract flags = %q", tailArgs)
+	}
+}
+
+func TestRun_RecordsFailuresAndGoesOn(t *testing.T) {
+	fr := &fakeRunner{rate: trueRate, fail: func(l runner.Limits) string {
+		switch {
+		case l.CPUs == 1:
+			return "crash"
+		case l.MemLimitBytes == 50<<20:
+			return "oom"
+		}
+		return ""
+	}}
+	cfg := baseConfig(t, fr)
+	p, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Cell(1, 0); c == nil || c.Failure == nil || c.Failure.Class != sensitivity.FailCrashed || c.Failure.ExitCode != 1 {
+		t.Fatalf("cpus=1 cell = %+v, want a crashed failure with exit code 1", c)
+	}
+	if c := p.Cell(2, 50<<20); c == nil || c.Failure == nil || c.Failure.Class != sensitivity.FailOOMKilled {
+		t.Fatalf("mem=50MiB cell = %+v, want oom_killed", c)
+	}
+	if c := p.Cell(3, 50<<20); c == nil || c.Measured || c.SamplesPerS != 0 {
+		t.Errorf("a limit that OOMs predicts 0 for other CPU counts, got %+v", c)
+	}
+	if c := p.Cell(2, 1<<30); c == nil || c.Failure != nil || c.SamplesPerS < 190 {
+		t.Errorf("the sweep went on after failures: mem=1GiB cell = %+v", c)
+	}
+}
+
+func TestRun_InterruptSavesAndResumeFinishes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fr := &fakeRunner{rate: trueRate}
+	fr.onStart = func(n int) {
+		if n == 3 { // cancel during the third point
+			cancel()
+		}
+	}
+	cfg := baseConfig(t, fr)
+	_, err := Run(ctx, cfg)
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("err = %v, want ErrInterrupted", err)
+	}
+	partial, err := sensitivity.Load(cfg.Out)
+	if err != nil {
+		t.Fatalf("partial profile does not load: %v", err)
+	}
+	if len(partial.MeasuredOK()) != 2 {
+		t.Fatalf("partial profile has %d measured cells, want the 2 finished before Ctrl-C", len(partial.MeasuredOK()))
+	}
+	// Without --resume an existing profile is never overwritten.
+	fr2 := &fakeRunner{rate: trueRate}
+	cfg.Runner = fr2
+	if _, err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "--resume") {
+		t.Fatalf("rerun without resume: err = %v, want a hint about --resume", err)
+	}
+	cfg.Resume = true
+	p, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fr2.started != 3 {
+		t.Errorf("resume started %d jobs, want the 3 unmeasured points", fr2.started)
+	}
+	if len(p.MeasuredOK()) != 5 || p.Cost.Points != 5 {
+		t.Errorf("resumed profile: %d measured cells, %d points; want 5 and 5", len(p.MeasuredOK()), p.Cost.Points)
+	}
+}
+
+func TestRun_ResumeRefusesAnotherCommand(t *testing.T) {
+	fr := &fakeRunner{rate: trueRate}
+	cfg := baseConfig(t, fr)
+	cfg.CPUs = []float64{1}
+	cfg.MemLimits = nil
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Resume = true
+	cfg.Command = []string{"/bin/other"}
+	if _, err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "resume") {
+		t.Fatalf("err = %v, want a resume mismatch", err)
+	}
+}
+
+func TestRun_NoMetricsStreamUsesWallClock(t *testing.T) {
+	fr := &fakeRunner{rate: func(runner.Limits) float64 { return 0 }}
+	cfg := baseConfig(t, fr)
+	cfg.CPUs = []float64{1}
+	cfg.MemLimits = nil
+	cfg.MaxIterations = 30
+	p, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Cell(1, 0)
+	if c.Failure != nil || c.Stats.MetricsSource != sensitivity.MetricsWall || c.SamplesPerS <= 0 {
+		t.Fatalf("cell = %+v stats=%+v, want a wall-clock measurement", c, c.Stats)
+	}
+	// iterations × batch / wall seconds
+	want := float64(c.Stats.Iterations*cfg.Batch) / c.Stats.WallSeconds
+	if math.Abs(c.SamplesPerS-want)/want > 1e-9 {
+		t.Errorf("samples/s = %v, want %v", c.SamplesPerS, want)
+	}
+}
+
+func TestRun_SavesAfterEveryPoint(t *testing.T) {
+	fr := &fakeRunner{rate: trueRate}
+	cfg := baseConfig(t, fr)
+	rec := &recordingProgress{t: t, path: cfg.Out}
+	cfg.Progress = rec
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	// At each point's start, the file holds every point finished before it.
+	want := []int{-1, 1, 2, 3, 4} // -1: no file yet
+	if fmt.Sprint(rec.measuredAtStart) != fmt.Sprint(want) {
+		t.Errorf("measured cells on disk at each point's start = %v, want %v", rec.measuredAtStart, want)
+	}
+}
+
+type recordingProgress struct {
+	t               *testing.T
+	path            string
+	measuredAtStart []int
+}
+
+func (r *recordingProgress) PointStart(i, n int, label string) {
+	p, err := sensitivity.Load(r.path)
+	if errors.Is(err, os.ErrNotExist) {
+		r.measuredAtStart = append(r.measuredAtStart, -1)
+		return
+	}
+	if err != nil {
+		r.t.Errorf("profile on disk at point %d: %v", i, err)
+		return
+	}
+	r.measuredAtStart = append(r.measuredAtStart, len(p.MeasuredOK()))
+}
+func (r *recordingProgress) PointUpdate(string, int, Estimate, time.Duration)  {}
+func (r *recordingProgress) PointDone(string, sensitivity.Cell, time.Duration) {}
+func (r *recordingProgress) Note(string)                                       {}
+
+func TestConfigValidate_NamesTheSetting(t *testing.T) {
+	fr := &fakeRunner{rate: trueRate}
+	for _, tc := range []struct {
+		name string
+		mut  func(*Config)
+		want string
+	}{
+		{"no script", func(c *Config) { c.Command = nil }, "training script"},
+		{"batch", func(c *Config) { c.Batch = 0 }, "batch"},
+		{"cpus", func(c *Config) { c.CPUs = []float64{1, -2} }, "cpus"},
+		{"mem", func(c *Config) { c.MemLimits = []int64{0} }, "mem-limits"},
+		{"max iterations", func(c *Config) { c.MaxIterations = 3 }, "max-iterations"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := baseConfig(t, fr)
+			tc.mut(&cfg)
+			cfg.withDefaults()
+			err := cfg.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to name %q", err, tc.want)
+			}
+		})
+	}
+}
