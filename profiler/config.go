@@ -41,7 +41,8 @@ type Config struct {
 	// Resume continues the profile at Out, skipping measured points.
 	Resume bool
 
-	// Warmup is the number of iterations dropped at the start of a point.
+	// Warmup is the number of iterations dropped at the start of a point
+	// (0: the default; negative: none).
 	Warmup int
 	// MinIterations is the fewest measured iterations before a point may
 	// stop early.
@@ -103,8 +104,11 @@ func (c *Config) withDefaults() {
 	if c.GPUs == 0 {
 		c.GPUs = 1
 	}
-	if c.Warmup == 0 {
+	switch {
+	case c.Warmup == 0:
 		c.Warmup = DefaultWarmup
+	case c.Warmup < 0: // asked for none
+		c.Warmup = 0
 	}
 	if c.MinIterations == 0 {
 		c.MinIterations = DefaultMinIterations

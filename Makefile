@@ -1,0 +1,50 @@
+# synergy: profile DL training jobs' CPU and memory sensitivity, schedule by it.
+# `make demo` and `make test` work on a fresh machine with Go and root.
+
+GO        ?= go
+VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X main.version=$(VERSION)
+DEMO      ?= demo
+# The demo's job: the audio preset (fetch-bound when its data is not cached)
+# over a dataset 4x its smallest memory limit, reads throttled to stand for
+# remote storage.
+DEMO_PRESET ?= audio
+DEMO_BYTES  ?= 256MiB
+DEMO_CPUS   ?= 0.5,1,2
+DEMO_MEM    ?= 64MiB,128MiB,384MiB
+DEMO_READ   ?= 40MB
+
+.PHONY: all build demo test test-short bench fuzz clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/synergy ./cmd/synergy
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/synthtrain ./cmd/synthtrain
+
+# Build, make a small dataset, profile the bundled workload over 3 CPU counts
+# x 3 memory limits (+ unlimited), print the matrix, then place it on a cluster.
+demo: build
+	@mkdir -p $(DEMO)
+	@test -d $(DEMO)/data-$(DEMO_PRESET) || bin/synthtrain gen --dir $(DEMO)/data-$(DEMO_PRESET) --bytes $(DEMO_BYTES) --preset $(DEMO_PRESET) --seed 1
+	@rm -rf $(DEMO)/profile.json $(DEMO)/profile.logs
+	bin/synergy profile --cpus $(DEMO_CPUS) --mem-limits $(DEMO_MEM) --disk-read-bps $(DEMO_READ) \
+		--data $(DEMO)/data-$(DEMO_PRESET) --max-iterations 150 --point-timeout 90s \
+		--out $(DEMO)/profile.json -- bin/synthtrain --preset $(DEMO_PRESET)
+	bin/synergy schedule --cluster default $(DEMO)/profile.json
+
+test:
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+test-short:
+	$(GO) test -short ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./... 
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParseIteration -fuzztime 20s ./profiler
+
+clean:
+	rm -rf bin $(DEMO)
