@@ -17,6 +17,11 @@
 //	cg_mem_oom_kills    memory.oom_control oom_kill              memory.events oom_kill
 //	cg_io_read_bytes    blkio.throttle.io_service_bytes[_recursive] Read   io.stat rbytes
 //
+// On v1, recent kernels (6.x here) account a device in
+// blkio.throttle.io_service_bytes only once a throttle rule is set on it; a
+// file with no device line therefore gives no cg_io_read_bytes at all rather
+// than a misleading 0. v2 io.stat is always accounted.
+//
 // A file the kernel does not offer (memory.peak before Linux 5.19, io.stat
 // without the io controller) is left out at Open and its counter is simply
 // absent ("no data"), listed by Reader.Missing. Sampler adapts a Reader to
