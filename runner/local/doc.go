@@ -1,0 +1,56 @@
+// Package local runs training jobs as plain processes on this host, each in
+// a fresh cgroup of its own that carries the profiling point's limits: an
+// exact cpuset, a CFS quota, a memory limit that page cache is charged to,
+// and optionally a read-bandwidth limit on the dataset's disk. It owns the
+// translation from runner.Limits to cgroup settings (a pure step, see
+// v1Resources and v2Resources) and is the only package that imports
+// containerd/cgroups.
+//
+// # Hierarchies
+//
+// DetectMode tells cgroup v1, hybrid (v1 controllers plus an empty-ish
+// cgroup2 at <root>/unified) and v2 unified apart. On v1 and hybrid hosts the
+// job gets one directory per controller (cpuset, cpu, cpuacct, memory,
+// blkio); on v2 it gets one directory in the unified tree. By default each
+// directory is nested under the caller's own cgroup for that controller, as
+// read from /proc/self/cgroup (on this machine kind the memory controller
+// puts the caller in /process_api/<id>, the others at /).
+//
+// On v2 a parent that itself holds processes cannot enable controllers for
+// its children (the "no internal processes" rule): run synergy in a cgroup
+// with delegated controllers, or pass Options.Parent.
+//
+// # Limits in force from the first instruction
+//
+// On v2 the job is cloned straight into its cgroup (clone3 with
+// CLONE_INTO_CGROUP, through SysProcAttr.UseCgroupFD). cgroup v1 has no such
+// call and Go's os/exec cannot pause between fork and exec, so on v1 the job
+// is started through a gate: the runner launches its own executable as
+//
+//	<GatePath> __synergy-gate -- argv...
+//
+// with a pipe on fd 3. The gate (GateMain) blocks reading one byte from fd 3;
+// meanwhile the runner writes the child's PID into every controller's
+// cgroup.procs and only then writes the byte. The gate then execs the real
+// argv, so the job's own code starts inside the cgroup with the limits set.
+// If the exec fails the gate reports the error on fd 4 (close-on-exec, so a
+// successful exec closes it silently) and Start returns it. Any program that
+// embeds this runner must therefore dispatch to GateMain first thing in
+// main:
+//
+//	if local.IsGate(os.Args) { local.GateMain() }
+//
+// Tests do the same in TestMain. The gate's own Go runtime runs briefly in
+// the parent's cgroup before the move; its memory is not charged to the job
+// and vanishes at exec.
+//
+// # Ending a job
+//
+// Every job is its own process group. Stop (and cancellation of the context
+// given to Start) sends SIGKILL to the group, then kills whatever is still in
+// the cgroup (children that left the group with setsid), through cgroup.kill
+// on v2 where available. Wait reaps the job, kills stragglers even after a
+// normal exit, reads the final counters, classifies the end (exit code,
+// signal, OOM kill from the memory.oom_control or memory.events oom_kill
+// counter) and removes the cgroup, on success and on every failure path.
+package local

@@ -1,0 +1,68 @@
+package local
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// GateArg is the first argument that selects gate mode: a program embedding
+// this runner must call GateMain when os.Args[1] is GateArg.
+const GateArg = "__synergy-gate"
+
+// Gate file descriptors in the gated child.
+const (
+	gateReleaseFD = 3 // one byte from the runner releases the gate
+	gateErrFD     = 4 // close-on-exec; the gate writes why an exec failed
+)
+
+// Exit statuses of a gate that never reached the job.
+const (
+	gateExitUsage      = 2   // called without "-- argv..."
+	gateExitAbandoned  = 125 // the runner closed the gate without releasing it
+	gateExitExecFailed = 126 // the program was found but could not be executed
+	gateExitNotFound   = 127 // the program was not found
+)
+
+// IsGate reports whether args (os.Args) ask for gate mode.
+func IsGate(args []string) bool { return len(args) > 1 && args[1] == GateArg }
+
+// GateMain runs the gate: it waits until the runner has put this process in
+// the job's cgroups (one byte on fd 3), then replaces itself with the job
+// (os.Args[3:], after "__synergy-gate --"). It never returns.
+func GateMain() {
+	os.Exit(gate(os.Args[2:]))
+}
+
+// gate returns only when it could not exec the job.
+func gate(args []string) int {
+	if len(args) < 2 || args[0] != "--" {
+		fmt.Fprintf(os.Stderr, "%s: usage: %s -- program [args...]\n", GateArg, GateArg)
+		return gateExitUsage
+	}
+	argv := args[1:]
+	release := os.NewFile(gateReleaseFD, "synergy-gate-release")
+	errPipe := os.NewFile(gateErrFD, "synergy-gate-errors")
+	var b [1]byte
+	if n, _ := release.Read(b[:]); n != 1 {
+		return gateExitAbandoned
+	}
+	release.Close()
+	unix.CloseOnExec(gateErrFD)
+	report := func(code int, format string, a ...any) int {
+		msg := fmt.Sprintf(format, a...)
+		if errPipe == nil || func() error { _, err := errPipe.WriteString(msg); return err }() != nil {
+			fmt.Fprintln(os.Stderr, msg)
+		}
+		return code
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return report(gateExitNotFound, "find program %q: %v", argv[0], err)
+	}
+	err = syscall.Exec(path, argv, os.Environ())
+	return report(gateExitExecFailed, "exec %s: %v", path, err)
+}

@@ -1,0 +1,263 @@
+package local
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/containerd/cgroups/v3/cgroup1"
+	"github.com/containerd/cgroups/v3/cgroup2"
+	"golang.org/x/sys/unix"
+
+	"github.com/synergy-sched/synergy/runner"
+)
+
+// group is one job's cgroup, in one or several hierarchies.
+type group interface {
+	paths() map[string]string
+	// addProc moves a process (all its threads) into the group.
+	addProc(pid int) error
+	// procs lists the processes in the group (all hierarchies).
+	procs() ([]int, error)
+	// kill SIGKILLs everything in the group and waits until it is empty.
+	kill() error
+	stats() (runner.Stats, error)
+	// remove deletes the group's directories; it must be empty.
+	remove() error
+}
+
+// Bounds of the kill and remove loops.
+const (
+	emptyPollInterval = 10 * time.Millisecond
+	emptyPollTries    = 300 // 3 s
+)
+
+// v1Group is a job's directories in the v1 hierarchies.
+type v1Group struct {
+	dirs map[string]string // controller -> directory
+	cg   cgroup1.Cgroup
+}
+
+// newV1Group makes the job's cgroup in every mounted v1 controller, with the
+// plan's limits written through containerd's cgroup1 package.
+func (r *Runner) newV1Group(jobName string, p plan) (group, error) {
+	anchor := "memory"
+	if _, ok := r.ctl[anchor]; !ok {
+		anchor = slices.Sorted(maps.Keys(r.ctl))[0]
+	}
+	name, err := r.reserveName(jobName, r.ctl[anchor])
+	if err != nil {
+		return nil, err
+	}
+	g := &v1Group{dirs: map[string]string{}}
+	var subs []cgroup1.Subsystem
+	for c, h := range r.ctl {
+		g.dirs[c] = h.dir(name)
+		subs = append(subs, v1Subsystem(c, filepath.Dir(h.Root)))
+	}
+	rel := func(n cgroup1.Name) (string, error) {
+		h, ok := r.ctl[string(n)]
+		if !ok {
+			return "", cgroup1.ErrControllerNotActive
+		}
+		return path.Join(h.Parent, name), nil
+	}
+	cg, err := cgroup1.New(rel, v1Resources(p), cgroup1.WithHierarchy(func() ([]cgroup1.Subsystem, error) { return subs, nil }))
+	if err != nil {
+		err = fmt.Errorf("create cgroup %s with limits: %w", name, err)
+		return nil, errors.Join(err, g.remove())
+	}
+	g.cg = cg
+	return g, nil
+}
+
+// v1Subsystem is containerd's controller for one of v1Controllers, rooted
+// at mountRoot (the directory holding the per-controller mounts).
+func v1Subsystem(name, mountRoot string) cgroup1.Subsystem {
+	switch name {
+	case "cpuset":
+		return cgroup1.NewCpuset(mountRoot)
+	case "cpu":
+		return cgroup1.NewCpu(mountRoot)
+	case "cpuacct":
+		return cgroup1.NewCpuacct(mountRoot)
+	case "memory":
+		return cgroup1.NewMemory(mountRoot)
+	case "blkio":
+		return cgroup1.NewBlkio(mountRoot)
+	}
+	panic("local: no v1 subsystem " + name)
+}
+
+func (g *v1Group) paths() map[string]string { return maps.Clone(g.dirs) }
+
+func (g *v1Group) addProc(pid int) error { return g.cg.AddProc(uint64(pid)) }
+
+func (g *v1Group) procs() ([]int, error) {
+	var all []int
+	for _, c := range slices.Sorted(maps.Keys(g.dirs)) {
+		pids, err := readProcs(g.dirs[c])
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, pids...)
+	}
+	slices.Sort(all)
+	return slices.Compact(all), nil
+}
+
+func (g *v1Group) kill() error { return killUntilEmpty(g.procs) }
+
+func (g *v1Group) stats() (runner.Stats, error) { return readStatsV1(g.dirs, time.Now()) }
+
+func (g *v1Group) remove() error {
+	var errs []error
+	for _, c := range slices.Sorted(maps.Keys(g.dirs)) {
+		if err := rmdirWhenEmpty(g.dirs[c]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// v2Group is a job's directory in the unified hierarchy.
+type v2Group struct{ dir string }
+
+// newV2Group makes the job's cgroup in the unified hierarchy with the
+// plan's limits, plus accounting for the controllers the parent already
+// delegates.
+func (r *Runner) newV2Group(jobName string, p plan) (group, error) {
+	h := r.ctl[unifiedKey]
+	res := v2Resources(p)
+	parent := h.dir("")
+	available := strings.Fields(readString(filepath.Join(parent, "cgroup.controllers")))
+	for _, c := range res.EnabledControllers() {
+		if !slices.Contains(available, c) {
+			return nil, fmt.Errorf("cgroup v2: the %s controller is not available in %s (cgroup.controllers: %q)",
+				c, parent, strings.Join(available, " "))
+		}
+	}
+	delegated := strings.Fields(readString(filepath.Join(parent, "cgroup.subtree_control")))
+	if res.Memory == nil && slices.Contains(delegated, "memory") {
+		res.Memory = &cgroup2.Memory{}
+	}
+	if res.IO == nil && slices.Contains(delegated, "io") {
+		res.IO = &cgroup2.IO{}
+	}
+	if res.CPU == nil && slices.Contains(delegated, "cpu") {
+		res.CPU = &cgroup2.CPU{}
+	}
+	name, err := r.reserveName(jobName, h)
+	if err != nil {
+		return nil, err
+	}
+	g := &v2Group{dir: h.dir(name)}
+	if _, err := cgroup2.NewManager(h.Root, path.Join(h.Parent, name), res); err != nil {
+		err = fmt.Errorf("create cgroup %s with limits: %w", g.dir, err)
+		if errors.Is(err, unix.EBUSY) {
+			err = fmt.Errorf("%w (the parent holds processes, so it cannot enable controllers for children: "+
+				"run in a cgroup with delegated controllers or set a parent)", err)
+		}
+		return nil, errors.Join(err, g.remove())
+	}
+	return g, nil
+}
+
+func (g *v2Group) paths() map[string]string { return map[string]string{unifiedKey: g.dir} }
+
+func (g *v2Group) addProc(pid int) error {
+	return os.WriteFile(filepath.Join(g.dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
+}
+
+func (g *v2Group) procs() ([]int, error) { return readProcs(g.dir) }
+
+// kill uses cgroup.kill (Linux 5.14+) where there is one.
+func (g *v2Group) kill() error {
+	err := os.WriteFile(filepath.Join(g.dir, "cgroup.kill"), []byte("1"), 0)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("write %s: %w", filepath.Join(g.dir, "cgroup.kill"), err)
+	}
+	return killUntilEmpty(g.procs)
+}
+
+func (g *v2Group) stats() (runner.Stats, error) { return readStatsV2(g.dir, time.Now()) }
+
+func (g *v2Group) remove() error { return rmdirWhenEmpty(g.dir) }
+
+// readProcs lists the pids in dir/cgroup.procs; a removed group is empty.
+func readProcs(dir string) ([]int, error) {
+	f, err := os.Open(filepath.Join(dir, "cgroup.procs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list processes of cgroup %s: %w", dir, err)
+	}
+	defer f.Close()
+	var pids []int
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if t := strings.TrimSpace(s.Text()); t != "" {
+			pid, err := strconv.Atoi(t)
+			if err != nil {
+				return nil, fmt.Errorf("list processes of cgroup %s: %q is not a pid", dir, t)
+			}
+			pids = append(pids, pid)
+		}
+	}
+	if err := s.Err(); err != nil {
+		return nil, fmt.Errorf("list processes of cgroup %s: %w", dir, err)
+	}
+	return pids, nil
+}
+
+// killUntilEmpty SIGKILLs every listed process until none is left (a
+// process may fork while being killed).
+func killUntilEmpty(list func() ([]int, error)) error {
+	var pids []int
+	for range emptyPollTries {
+		var err error
+		if pids, err = list(); err != nil {
+			return err
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		for _, pid := range pids {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+		time.Sleep(emptyPollInterval)
+	}
+	return fmt.Errorf("processes %v survived SIGKILL for %v", pids, emptyPollInterval*emptyPollTries)
+}
+
+// rmdirWhenEmpty removes a cgroup directory, retrying while the kernel
+// still reports it busy (exiting tasks); a missing directory is removed.
+func rmdirWhenEmpty(dir string) error {
+	var err error
+	for range emptyPollTries {
+		err = unix.Rmdir(dir)
+		if err == nil || errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		if !errors.Is(err, unix.EBUSY) {
+			break
+		}
+		time.Sleep(emptyPollInterval)
+	}
+	return fmt.Errorf("remove cgroup %s: %w", dir, err)
+}
+
+func readString(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
+}
