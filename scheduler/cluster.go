@@ -1,0 +1,290 @@
+package scheduler
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Server is one machine of a cluster.
+type Server struct {
+	// Name is how explanations refer to the server ("server-3").
+	Name     string  `json:"name"`
+	Rack     int     `json:"rack"`
+	GPUs     int     `json:"gpus"`
+	CPUs     float64 `json:"cpus"`
+	MemBytes int64   `json:"mem_bytes"`
+}
+
+// Cluster is a set of servers. Server i in Servers is addressed by index i
+// everywhere in this package; GPU indices run across servers in that order
+// (server 0 holds GPUs 0..GPUs-1), which is what "first fit by GPU index"
+// means.
+type Cluster struct {
+	Name    string   `json:"name"`
+	Servers []Server `json:"servers"`
+}
+
+// Totals sums the servers' resources.
+func (c *Cluster) Totals() Resources {
+	var t Resources
+	for _, s := range c.Servers {
+		t.GPUs += s.GPUs
+		t.CPUs += s.CPUs
+		t.MemBytes += float64(s.MemBytes)
+	}
+	return t
+}
+
+// PerServer is Synergy's per_server_size: the cluster's totals divided by
+// the number of servers and truncated to whole units, as the original does
+// (int(total/servers)).
+func (c *Cluster) PerServer() Resources {
+	t := c.Totals()
+	n := float64(len(c.Servers))
+	if n == 0 {
+		return Resources{}
+	}
+	return Resources{
+		GPUs:     int(float64(t.GPUs) / n),
+		CPUs:     math.Trunc(t.CPUs / n),
+		MemBytes: math.Trunc(t.MemBytes / n),
+	}
+}
+
+// FairShare is the GPU-proportional share of one GPU: PerServer divided by
+// GPUs per server (Synergy's per_server_size_fair; 3 CPUs and 62.5 GB on the
+// default cluster).
+func (c *Cluster) FairShare() PerGPU {
+	p := c.PerServer()
+	if p.GPUs == 0 {
+		return PerGPU{}
+	}
+	return PerGPU{CPUs: p.CPUs / float64(p.GPUs), MemBytes: p.MemBytes / float64(p.GPUs)}
+}
+
+// Validate checks that the cluster can be scheduled on.
+func (c *Cluster) Validate() error {
+	if len(c.Servers) == 0 {
+		return errors.New("cluster: servers: no servers")
+	}
+	names := map[string]int{}
+	for i, s := range c.Servers {
+		f := fmt.Sprintf("servers[%d]", i)
+		if s.GPUs < 1 {
+			return fmt.Errorf("cluster: %s.gpus = %d: need at least 1", f, s.GPUs)
+		}
+		if !(s.CPUs > 0) || math.IsInf(s.CPUs, 0) {
+			return fmt.Errorf("cluster: %s.cpus = %v: need a positive number", f, s.CPUs)
+		}
+		if s.MemBytes <= 0 {
+			return fmt.Errorf("cluster: %s.mem_bytes = %d: need a positive number", f, s.MemBytes)
+		}
+		if s.Rack < 0 {
+			return fmt.Errorf("cluster: %s.rack = %d: must not be negative", f, s.Rack)
+		}
+		if s.Name == "" {
+			return fmt.Errorf("cluster: %s.name: empty", f)
+		}
+		if j, dup := names[s.Name]; dup {
+			return fmt.Errorf("cluster: %s.name = %q: same as servers[%d]", f, s.Name, j)
+		}
+		names[s.Name] = i
+	}
+	return nil
+}
+
+// Homogeneous builds n identical servers named server-0..server-(n-1), all
+// in rack 0.
+func Homogeneous(name string, n, gpus int, cpus float64, memBytes int64) Cluster {
+	c := Cluster{Name: name}
+	for i := 0; i < n; i++ {
+		c.Servers = append(c.Servers, Server{Name: fmt.Sprintf("server-%d", i), GPUs: gpus, CPUs: cpus, MemBytes: memBytes})
+	}
+	return c
+}
+
+// Presets are Synergy's cluster .ini shapes (simulator/configs), with memory
+// read as decimal GB (1 GB = 1e9 bytes):
+//
+//	default  default_cluster.ini  16 × (8 GPUs, 24 CPUs, 500 GB) = 128 GPUs
+//	philly   philly_cluster.ini   64 × (8 GPUs, 24 CPUs, 500 GB) = 512 GPUs
+//	cpu4     cluster_4.ini        16 × (8 GPUs, 32 CPUs, 500 GB)
+//	cpu5     cluster_5.ini        16 × (8 GPUs, 40 CPUs, 500 GB)
+//	cpu6     cluster_6.ini        16 × (8 GPUs, 48 CPUs, 500 GB)
+func Preset(name string) (Cluster, error) {
+	const gb = 1_000_000_000
+	switch name {
+	case "default":
+		return Homogeneous(name, 16, 8, 24, 500*gb), nil
+	case "philly":
+		return Homogeneous(name, 64, 8, 24, 500*gb), nil
+	case "cpu4":
+		return Homogeneous(name, 16, 8, 32, 500*gb), nil
+	case "cpu5":
+		return Homogeneous(name, 16, 8, 40, 500*gb), nil
+	case "cpu6":
+		return Homogeneous(name, 16, 8, 48, 500*gb), nil
+	}
+	return Cluster{}, fmt.Errorf("no preset cluster %q (have %s)", name, strings.Join(PresetNames(), ", "))
+}
+
+// PresetNames lists the preset names.
+func PresetNames() []string { return []string{"default", "philly", "cpu4", "cpu5", "cpu6"} }
+
+// clusterFile is the JSON cluster file: a list of servers, or groups of
+// identical servers, or both (servers first, then groups in order).
+//
+//	{"name": "lab", "groups": [{"count": 16, "gpus": 8, "cpus": 24, "mem_bytes": 500000000000}]}
+type clusterFile struct {
+	Name    string        `json:"name"`
+	Servers []Server      `json:"servers"`
+	Groups  []serverGroup `json:"groups"`
+}
+
+type serverGroup struct {
+	Count int `json:"count"`
+	// Prefix names the servers prefix-0, prefix-1, ...; default "server"
+	// numbered across the whole cluster.
+	Prefix   string  `json:"prefix"`
+	Rack     int     `json:"rack"`
+	GPUs     int     `json:"gpus"`
+	CPUs     float64 `json:"cpus"`
+	MemBytes int64   `json:"mem_bytes"`
+}
+
+// ParseCluster decodes a JSON cluster file. Syntax and type errors name the
+// line and column; unknown fields are refused; semantic errors name the
+// field (servers[3].cpus, groups[0].count).
+func ParseCluster(data []byte) (Cluster, error) {
+	var f clusterFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return Cluster{}, jsonError("cluster", data, dec, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		line, col := lineCol(data, dec.InputOffset())
+		return Cluster{}, fmt.Errorf("cluster: line %d col %d: trailing data after the JSON object", line, col)
+	}
+	c := Cluster{Name: f.Name, Servers: f.Servers}
+	for i, s := range c.Servers {
+		if s.Name == "" {
+			c.Servers[i].Name = fmt.Sprintf("server-%d", i)
+		}
+	}
+	for gi, g := range f.Groups {
+		if g.Count < 1 {
+			return Cluster{}, fmt.Errorf("cluster: groups[%d].count = %d: need at least 1", gi, g.Count)
+		}
+		if g.Count > 1_000_000 {
+			return Cluster{}, fmt.Errorf("cluster: groups[%d].count = %d: more than 1000000 servers", gi, g.Count)
+		}
+		for k := 0; k < g.Count; k++ {
+			name := fmt.Sprintf("server-%d", len(c.Servers))
+			if g.Prefix != "" {
+				name = fmt.Sprintf("%s-%d", g.Prefix, k)
+			}
+			c.Servers = append(c.Servers, Server{Name: name, Rack: g.Rack, GPUs: g.GPUs, CPUs: g.CPUs, MemBytes: g.MemBytes})
+		}
+	}
+	if err := c.Validate(); err != nil {
+		// Name group fields by their group when the server came from one.
+		return Cluster{}, groupField(err, len(f.Servers), f.Groups)
+	}
+	return c, nil
+}
+
+// groupField rewrites "servers[i]" to "groups[g]" for servers made from a
+// group, so the error names what the user wrote.
+func groupField(err error, listed int, groups []serverGroup) error {
+	msg := err.Error()
+	var i int
+	if _, scanErr := fmt.Sscanf(strings.TrimPrefix(msg, "cluster: "), "servers[%d]", &i); scanErr != nil || i < listed {
+		return err
+	}
+	k := i - listed
+	for gi, g := range groups {
+		if k < g.Count {
+			old := fmt.Sprintf("servers[%d]", i)
+			return errors.New(strings.Replace(msg, old, fmt.Sprintf("groups[%d] (server %d)", gi, i), 1))
+		}
+		k -= g.Count
+	}
+	return err
+}
+
+// LoadCluster reads a cluster from a JSON file, or returns the preset of that
+// name when arg names one and no such file exists.
+func LoadCluster(arg string) (Cluster, error) {
+	data, err := os.ReadFile(arg)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			if c, perr := Preset(arg); perr == nil {
+				return c, nil
+			}
+			return Cluster{}, fmt.Errorf("cluster %q: neither a file nor a preset (%s)", arg, strings.Join(PresetNames(), ", "))
+		}
+		return Cluster{}, fmt.Errorf("read cluster file: %w", err)
+	}
+	c, err := ParseCluster(data)
+	if err != nil {
+		return Cluster{}, fmt.Errorf("%s: %w", arg, err)
+	}
+	if c.Name == "" {
+		c.Name = arg
+	}
+	return c, nil
+}
+
+// jsonError turns a decoding error into one naming the line and column and,
+// for type errors, the field.
+func jsonError(what string, data []byte, dec *json.Decoder, err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		line, col := lineCol(data, syn.Offset)
+		return fmt.Errorf("%s: line %d col %d: %w", what, line, col, err)
+	case errors.As(err, &typ):
+		line, col := lineCol(data, typ.Offset)
+		return fmt.Errorf("%s: line %d col %d: field %s: %s is not a %s", what, line, col, typ.Field, typ.Value, typ.Type)
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("%s: empty file", what)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%s: unexpected end of file", what)
+	}
+	line, col := lineCol(data, dec.InputOffset())
+	return fmt.Errorf("%s: line %d col %d: %w", what, line, col, err)
+}
+
+// lineCol converts a byte offset to 1-based line and column.
+func lineCol(data []byte, off int64) (line, col int) {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	if off < 0 {
+		off = 0
+	}
+	before := data[:off]
+	line = bytes.Count(before, []byte{'\n'}) + 1
+	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	return line, col
+}
+
+// sortedKeys returns a map's keys in order (map iteration never reaches
+// output unsorted).
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

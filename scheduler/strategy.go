@@ -1,0 +1,317 @@
+package scheduler
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Strategy decides how much CPU and memory each offered job gets alongside
+// its GPUs, and where. The simulator and `synergy schedule` offer jobs in a
+// Policy's order, one at a time, and only when the round still has at least
+// the job's GPU count free.
+type Strategy interface {
+	// Name is the strategy's name on the command line ("fair", "tune").
+	Name() string
+	// FairRates reports whether ordering policies should estimate a job's
+	// remaining time at fair-share speed (Synergy's `fair` flag) rather
+	// than at the speed-up of its last allocation.
+	FairRates() bool
+	// Place tries to place j on r and says what it did or why it could
+	// not. It may change earlier placements of the same round (TUNE).
+	Place(r *Round, j *Job) Decision
+}
+
+// BatchStrategy places all offered jobs of a round at once (Synergy-OPT);
+// Schedule prefers PlaceAll when a strategy has it.
+type BatchStrategy interface {
+	Strategy
+	PlaceAll(r *Round, jobs []*Job) []Decision
+}
+
+// LargestFirst is implemented by strategies before which the LAS policy
+// offers its chosen jobs largest GPU demand first (the original re-sorts
+// LAS's jobs by GPU demand when TUNE is on).
+type LargestFirst interface {
+	LargestFirst() bool
+}
+
+// Schedule offers jobs to s in order on r and returns one decision per job,
+// in the same order. A job needing more GPUs than are free is not offered;
+// its decision names the GPU shortfall.
+func Schedule(r *Round, s Strategy, jobs []*Job) []Decision {
+	if b, ok := s.(BatchStrategy); ok {
+		return b.PlaceAll(r, jobs)
+	}
+	out := make([]Decision, 0, len(jobs))
+	for _, j := range jobs {
+		if j.GPUs > r.FreeGPUs() {
+			out = append(out, Decision{JobID: j.ID, Note: "waiting", Shortfalls: []Shortfall{{Resource: "gpu", Need: float64(j.GPUs), Free: float64(r.FreeGPUs())}}})
+			continue
+		}
+		out = append(out, s.Place(r, j))
+	}
+	return out
+}
+
+// NewStrategy returns the strategy called name: fair, greedy or tune.
+// Further strategies (opt, drf, tetris) register through the same names in
+// ParseStrategy's callers.
+func NewStrategy(name string) (Strategy, error) {
+	switch name {
+	case "fair":
+		return Fair{}, nil
+	case "greedy":
+		return Greedy{}, nil
+	case "tune":
+		return Tune{}, nil
+	}
+	return nil, fmt.Errorf("unknown strategy %q (have %s)", name, strings.Join(StrategyNames(), ", "))
+}
+
+// StrategyNames lists the strategies NewStrategy knows.
+func StrategyNames() []string { return []string{"fair", "greedy", "tune"} }
+
+// Fair is GPU-proportional allocation: every GPU comes with the cluster's
+// fair share of CPU and memory (3 CPUs and 62.5 GB on the default cluster),
+// placed first-fit by GPU index (Synergy's `+fair`).
+type Fair struct{}
+
+func (Fair) Name() string    { return "fair" }
+func (Fair) FairRates() bool { return true }
+
+// Place implements Strategy.
+func (Fair) Place(r *Round, j *Job) Decision {
+	fair := FairDemand(j, r.shape)
+	per := r.shape.Fair
+	servers, ok := r.firstFit(per, j.GPUs)
+	if !ok {
+		return Decision{JobID: j.ID, Note: "fair share did not fit", Shortfalls: r.explain(per, j.GPUs)}
+	}
+	p := r.commit(j, Demand{Ideal: fair, Speedup: 1}, Allocation{JobID: j.ID, Servers: servers, Speedup: 1})
+	return Decision{JobID: j.ID, Placed: true, Allocation: &p.alloc, Note: "fair share"}
+}
+
+// Greedy is Synergy-GREEDY: the job's ideal demand if it fits first-fit,
+// else the job waits this round, even when GPUs stay idle (the paper's
+// foil; Synergy's scheduler with neither `+fair` nor `+tune`).
+type Greedy struct{}
+
+func (Greedy) Name() string    { return "greedy" }
+func (Greedy) FairRates() bool { return false }
+
+// Place implements Strategy.
+func (Greedy) Place(r *Round, j *Job) Decision {
+	d := IdealDemand(j, r.shape)
+	per := perGPUOf(d.Ideal)
+	servers, ok := r.firstFit(per, j.GPUs)
+	if !ok {
+		return Decision{JobID: j.ID, Note: "ideal demand did not fit", Shortfalls: r.explain(per, j.GPUs)}
+	}
+	p := r.commit(j, d, Allocation{JobID: j.ID, Servers: servers, Speedup: d.Speedup})
+	return Decision{JobID: j.ID, Placed: true, Allocation: &p.alloc, Note: "ideal demand"}
+}
+
+// Tune is Synergy-TUNE (cluster.py allocate_synergy_tune and _tune):
+//  1. place the job's ideal demand first-fit by GPU index;
+//  2. else, if the ideal exceeds the GPU-proportional share in CPU or
+//     memory, drop the job to that share (speed-up 1) and retry;
+//  3. else pick servers with free GPUs (for a multi-GPU job the first
+//     server with enough free GPUs, otherwise servers fewest-free-GPUs
+//     first) and on each revert this round's peers to their fair share,
+//     peers ordered by servers spanned, then CPUs per GPU descending, then
+//     memory per GPU descending, until the job's share fits there; retry.
+//
+// No job ever gets less than its fair share. Where the original exits the
+// process when step 3 still fails, Tune leaves the job waiting and says why.
+type Tune struct{}
+
+func (Tune) Name() string       { return "tune" }
+func (Tune) FairRates() bool    { return false }
+func (Tune) LargestFirst() bool { return true }
+
+// Place implements Strategy.
+func (Tune) Place(r *Round, j *Job) Decision {
+	d := IdealDemand(j, r.shape)
+	demand, speed := d.Ideal, d.Speedup
+	if servers, ok := r.firstFit(perGPUOf(demand), j.GPUs); ok {
+		p := r.commit(j, d, Allocation{JobID: j.ID, Servers: servers, Speedup: speed})
+		return Decision{JobID: j.ID, Placed: true, Allocation: &p.alloc, Note: "ideal demand"}
+	}
+	short := r.explain(perGPUOf(demand), j.GPUs)
+	demoted := false
+	if exceedsFair(demand, j.GPUs, r.shape) {
+		demand, speed, demoted = FairDemand(j, r.shape), 1, true
+		if servers, ok := r.firstFit(perGPUOf(demand), j.GPUs); ok {
+			p := r.commit(j, d, Allocation{JobID: j.ID, Servers: servers, Speedup: speed, Demoted: true})
+			return Decision{JobID: j.ID, Placed: true, Allocation: &p.alloc, Note: "dropped to fair share: ideal demand did not fit", Shortfalls: short}
+		}
+	}
+	reverted := 0
+	for _, sg := range r.underutilized(j.GPUs) {
+		free := r.Free(sg.server)
+		ratio := float64(sg.gpus) / float64(j.GPUs)
+		need := [3]float64{
+			max0(float64(j.GPUs)*ratio - float64(free.GPUs)),
+			max0(demand.CPUs*ratio - free.CPUs),
+			max0(demand.MemBytes*ratio - free.MemBytes),
+		}
+		for _, p := range r.peersToRevert(sg.server, need) {
+			r.revert(p)
+			reverted++
+		}
+	}
+	if servers, ok := r.firstFit(perGPUOf(demand), j.GPUs); ok {
+		p := r.commit(j, d, Allocation{JobID: j.ID, Servers: servers, Speedup: speed, Demoted: demoted})
+		note := fmt.Sprintf("reverted %d peers to fair share", reverted)
+		if demoted {
+			note = "dropped to fair share and " + note
+		}
+		return Decision{JobID: j.ID, Placed: true, Allocation: &p.alloc, Note: note, Shortfalls: short}
+	}
+	return Decision{JobID: j.ID, Note: fmt.Sprintf("share did not fit even after reverting %d peers", reverted), Shortfalls: r.explain(perGPUOf(demand), j.GPUs)}
+}
+
+func max0(x float64) float64 {
+	if x > 0 {
+		return x
+	}
+	return 0
+}
+
+type serverGPUs struct{ server, gpus int }
+
+// underutilized is Synergy's _get_underutilized_servers.
+func (r *Round) underutilized(n int) []serverGPUs {
+	if n > 1 {
+		for i := range r.cluster.Servers {
+			if r.Free(i).GPUs >= n {
+				return []serverGPUs{{i, n}}
+			}
+		}
+	}
+	var cand []serverGPUs
+	for i := range r.cluster.Servers {
+		if f := r.Free(i).GPUs; f > 0 {
+			cand = append(cand, serverGPUs{i, f})
+		}
+	}
+	// A heap of (free GPUs, server) pops in this order.
+	sort.Slice(cand, func(a, b int) bool {
+		if cand[a].gpus != cand[b].gpus {
+			return cand[a].gpus < cand[b].gpus
+		}
+		return cand[a].server < cand[b].server
+	})
+	var out []serverGPUs
+	for _, c := range cand {
+		if n <= 0 {
+			break
+		}
+		if c.gpus >= n {
+			return append(out, serverGPUs{c.server, n})
+		}
+		out = append(out, c)
+		n -= c.gpus
+	}
+	return out
+}
+
+// peersToRevert is Synergy's _reallocate_peer: this round's jobs on server
+// srv, sorted in place (stably) by servers spanned, CPUs per GPU
+// descending, memory per GPU descending, taken in that order until their
+// surplus over fair share on this server covers need (GPUs, CPUs, memory).
+func (r *Round) peersToRevert(srv int, need [3]float64) []*placement {
+	if need == [3]float64{} {
+		return nil
+	}
+	list := r.onServer[srv]
+	type key struct {
+		spans    int
+		cpu, mem float64
+	}
+	keys := make(map[*placement]key, len(list))
+	for _, p := range list {
+		t := p.alloc.Total()
+		keys[p] = key{len(p.alloc.Servers), -(t.CPUs / float64(t.GPUs)), -(t.MemBytes / float64(t.GPUs))}
+	}
+	sort.SliceStable(list, func(a, b int) bool {
+		ka, kb := keys[list[a]], keys[list[b]]
+		if ka.spans != kb.spans {
+			return ka.spans < kb.spans
+		}
+		if ka.cpu != kb.cpu {
+			return ka.cpu < kb.cpu
+		}
+		return ka.mem < kb.mem
+	})
+	var out []*placement
+	fair := r.shape.Fair
+	for _, p := range list {
+		if p.reserved {
+			continue
+		}
+		var here ServerAlloc
+		for _, sa := range p.alloc.Servers {
+			if sa.Server == srv {
+				here = sa
+			}
+		}
+		t := p.alloc.Total()
+		share := float64(here.GPUs) / float64(t.GPUs)
+		g := float64(here.GPUs)
+		excess := [3]float64{
+			max0(float64(t.GPUs)*share - g),
+			max0(t.CPUs*share - fair.CPUs*g),
+			max0(t.MemBytes*share - fair.MemBytes*g),
+		}
+		var diff [3]float64
+		allZero, allPos := true, true
+		for k := range diff {
+			diff[k] = max0(need[k] - excess[k])
+			if diff[k] != 0 {
+				allZero = false
+			}
+			if !(diff[k] > 0) {
+				allPos = false
+			}
+		}
+		switch {
+		case allZero:
+			return append(out, p)
+		case allPos:
+			continue
+		default:
+			out = append(out, p)
+			need = diff
+		}
+	}
+	return out
+}
+
+// revert gives a peer its fair share (or its ideal, when that is no more
+// than fair) on the GPUs it holds: Synergy deallocates it, rolls back the
+// round's credit, and reallocates it at fair-share speed.
+func (r *Round) revert(p *placement) {
+	j := p.job
+	t := p.alloc.Total()
+	vec := p.demand.Ideal
+	adjust := exceedsFair(vec, j.GPUs, r.shape)
+	if adjust {
+		vec = FairDemand(j, r.shape)
+	}
+	for _, sa := range p.alloc.Servers {
+		r.give(sa)
+	}
+	for k, sa := range p.alloc.Servers {
+		share := float64(sa.GPUs) / float64(t.GPUs)
+		ns := ServerAlloc{Server: sa.Server, GPUs: sa.GPUs, CPUs: vec.CPUs * share, MemBytes: vec.MemBytes * share}
+		p.alloc.Servers[k] = ns
+		r.take(ns)
+	}
+	p.alloc.Speedup = 1
+	p.alloc.Reverted = true
+	if adjust {
+		p.alloc.Demoted = true
+	}
+}
