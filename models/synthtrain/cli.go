@@ -1,0 +1,310 @@
+package synthtrain
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Flag names, as the job contract and the brief spell them.
+const (
+	FlagBatch         = "batch"
+	FlagBatchShort    = "b"
+	FlagWorkers       = "workers"
+	FlagWorkersShort  = "j"
+	FlagMaxIter       = "max-iterations"
+	FlagMaxIterAlias  = "max_iterations"
+	FlagData          = "data"
+	FlagSynthetic     = "synthetic-data"
+	FlagPreset        = "preset"
+	FlagGPUStep       = "gpu-step"
+	FlagPrefetch      = "prefetch"
+	FlagSeed          = "seed"
+	FlagDir           = "dir"
+	FlagBytes         = "bytes"
+	FlagClasses       = "classes"
+	EnvMetricsFile    = "SYNERGY_METRICS_FILE"
+	EnvPoint          = "SYNERGY_POINT"
+	exitOK, exitFail  = 0, 1
+	exitUsage         = 2
+	defaultPreset     = "image"
+	defaultGenClasses = 10
+)
+
+// UsageError is a bad command line; Main exits 2 on it.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+func usageErrorf(format string, a ...any) error { return &UsageError{Msg: fmt.Sprintf(format, a...)} }
+
+// ParseTrainArgs turns `synthtrain [train]` arguments into a config. Flags
+// may repeat (the last wins, so the profiler's appended flags win), take
+// one or two dashes, and `-b 32` or `--batch=32`. Batch and GPU step
+// default to the preset's values, workers to the CPUs this process may run
+// on, prefetch to 2 × workers. It returns flag.ErrHelp for -h/--help.
+func ParseTrainArgs(args []string) (TrainConfig, error) {
+	fs := flag.NewFlagSet("synthtrain train", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	var (
+		cfg    TrainConfig
+		preset string
+		seed   uint64
+	)
+	fs.IntVar(&cfg.Batch, FlagBatch, 0, "")
+	fs.IntVar(&cfg.Batch, FlagBatchShort, 0, "")
+	fs.IntVar(&cfg.Workers, FlagWorkers, 0, "")
+	fs.IntVar(&cfg.Workers, FlagWorkersShort, 0, "")
+	fs.IntVar(&cfg.MaxIterations, FlagMaxIter, 0, "")
+	fs.IntVar(&cfg.MaxIterations, FlagMaxIterAlias, 0, "")
+	fs.StringVar(&cfg.Data, FlagData, "", "")
+	fs.BoolVar(&cfg.Synthetic, FlagSynthetic, false, "")
+	fs.StringVar(&preset, FlagPreset, defaultPreset, "")
+	fs.DurationVar(&cfg.GPUStep, FlagGPUStep, 0, "")
+	fs.IntVar(&cfg.Prefetch, FlagPrefetch, 0, "")
+	fs.Uint64Var(&seed, FlagSeed, 1, "")
+	if err := parseFlags(fs, args); err != nil {
+		return cfg, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	p, err := LookupPreset(preset)
+	if err != nil {
+		return cfg, usageErrorf("--%s: %v", FlagPreset, err)
+	}
+	cfg.Preset, cfg.Seed = p, seed
+	if !set[FlagBatch] && !set[FlagBatchShort] {
+		cfg.Batch = p.Batch
+	}
+	if !set[FlagGPUStep] {
+		cfg.GPUStep = p.GPUStep
+	}
+	if !set[FlagWorkers] && !set[FlagWorkersShort] {
+		cfg.Workers = runtime.NumCPU()
+	}
+	if !set[FlagPrefetch] {
+		cfg.Prefetch = 2 * max(cfg.Workers, 1)
+	}
+	switch {
+	case cfg.Batch < 1:
+		return cfg, usageErrorf("--%s: %d must be >= 1", FlagBatch, cfg.Batch)
+	case cfg.Workers < 1:
+		return cfg, usageErrorf("--%s: %d must be >= 1", FlagWorkers, cfg.Workers)
+	case cfg.MaxIterations < 0:
+		return cfg, usageErrorf("--%s: %d must be >= 0 (0: until stopped)", FlagMaxIter, cfg.MaxIterations)
+	case cfg.Prefetch < 1:
+		return cfg, usageErrorf("--%s: %d must be >= 1", FlagPrefetch, cfg.Prefetch)
+	case cfg.GPUStep < 0:
+		return cfg, usageErrorf("--%s: %s must be >= 0", FlagGPUStep, cfg.GPUStep)
+	case cfg.Data == "" && !cfg.Synthetic:
+		return cfg, usageErrorf("--%s: required (a DIR/<class>/<file> tree), or give --%s", FlagData, FlagSynthetic)
+	}
+	return cfg, nil
+}
+
+// ParseGenArgs turns `synthtrain gen` arguments into a config.
+func ParseGenArgs(args []string) (GenConfig, error) {
+	fs := flag.NewFlagSet("synthtrain gen", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	var (
+		cfg           GenConfig
+		preset, bytes string
+	)
+	fs.StringVar(&cfg.Dir, FlagDir, "", "")
+	fs.StringVar(&bytes, FlagBytes, "", "")
+	fs.StringVar(&preset, FlagPreset, defaultPreset, "")
+	fs.Uint64Var(&cfg.Seed, FlagSeed, 1, "")
+	fs.IntVar(&cfg.Classes, FlagClasses, defaultGenClasses, "")
+	fs.IntVar(&cfg.Workers, FlagWorkers, runtime.NumCPU(), "")
+	fs.IntVar(&cfg.Workers, FlagWorkersShort, runtime.NumCPU(), "")
+	if err := parseFlags(fs, args); err != nil {
+		return cfg, err
+	}
+	p, err := LookupPreset(preset)
+	if err != nil {
+		return cfg, usageErrorf("--%s: %v", FlagPreset, err)
+	}
+	cfg.Preset = p
+	switch {
+	case cfg.Dir == "":
+		return cfg, usageErrorf("--%s: required", FlagDir)
+	case bytes == "":
+		return cfg, usageErrorf("--%s: required (e.g. 256MiB)", FlagBytes)
+	case cfg.Classes < 1:
+		return cfg, usageErrorf("--%s: %d must be >= 1", FlagClasses, cfg.Classes)
+	case cfg.Workers < 1:
+		return cfg, usageErrorf("--%s: %d must be >= 1", FlagWorkers, cfg.Workers)
+	}
+	if cfg.Bytes, err = ParseSize(bytes); err != nil {
+		return cfg, usageErrorf("--%s: %v", FlagBytes, err)
+	}
+	if cfg.Bytes <= 0 {
+		return cfg, usageErrorf("--%s: %q must be > 0", FlagBytes, bytes)
+	}
+	return cfg, nil
+}
+
+// parseFlags parses and refuses stray positional arguments, which would
+// otherwise silently stop the parse before the profiler's flags.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &UsageError{Msg: err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("unexpected argument %q (flags only)", fs.Arg(0))
+	}
+	return nil
+}
+
+// Usage is the text of `synthtrain --help`.
+func Usage() string {
+	return `synthtrain: a reference training job for synergy's profiler.
+It loads real files with real CPU work and emulates the GPU step with a timed
+wait (GPEmu-style), following docs/job-contract.md.
+
+usage:
+  synthtrain [train] --data DIR [flags]    train (the default command)
+  synthtrain gen --dir DIR --bytes SIZE [--preset P] [--seed N] [--classes N] [--workers N]
+
+train flags (repeatable, the last wins; -x and --x are the same):
+  -b, --batch N              samples per batch (default: the preset's)
+  -j, --workers N            loader goroutines (default: CPUs in the affinity mask)
+  --max-iterations N         stop with exit 0 after N iterations (also --max_iterations; 0: never)
+  --data DIR                 dataset: DIR/<class>/<file>
+  --synthetic-data           read no files; feed one pre-made batch (still emulates the GPU step)
+  --preset ` + PresetNames() + `   workload kind (default image)
+  --gpu-step DURATION        emulated GPU time per batch, e.g. 8ms (default: the preset's)
+  --prefetch N               batches queued ahead of the loop (default 2 x workers)
+  --seed N                   shuffle and augmentation seed (default 1)
+
+gen flags:
+  --dir DIR                  where to write (created; must be empty or hold the same dataset)
+  --bytes SIZE               about this much in total: 256MiB, 1GiB, 500MB
+  --preset P, --seed N       as above; --classes N: class directories (default 10)
+  -j, --workers N            encoders in parallel (default: CPUs); output does not depend on it
+
+presets (defaults calibrated on a 2-core machine):
+` + PresetTable() + `
+environment:
+  ` + EnvMetricsFile + `   append one JSON line per iteration (iter, samples, data_wait_s,
+                         step_s, ts, epoch, step_intended_s, emulated)
+  ` + EnvPoint + `          label of the profiling point, echoed in the log
+
+exit status: 0 done, 1 failed, 2 bad command line.
+`
+}
+
+// Main runs the command line and returns the exit status. getenv reads the
+// environment (os.Getenv in production).
+func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	cmd := "train"
+	if len(args) > 0 && (args[0] == "train" || args[0] == "gen" || args[0] == "help") {
+		cmd, args = args[0], args[1:]
+	}
+	var err error
+	switch cmd {
+	case "help":
+		err = flag.ErrHelp
+	case "gen":
+		err = runGen(ctx, args, stdout)
+	default:
+		err = runTrain(ctx, args, getenv, stderr)
+	}
+	var ue *UsageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stdout, Usage())
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "synthtrain %s: %v (see synthtrain --help)\n", cmd, err)
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "synthtrain %s: %v\n", cmd, err)
+		return exitFail
+	}
+}
+
+func runGen(ctx context.Context, args []string, stdout io.Writer) error {
+	cfg, err := ParseGenArgs(args)
+	if err != nil {
+		return err
+	}
+	res, err := Generate(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	m := res.Manifest
+	verb := "made"
+	if res.Reused {
+		verb = "already there:"
+	}
+	fmt.Fprintf(stdout, "%s %d %s files, %s (%d bytes, asked %s) in %d classes under %s, seed %d, in %.1fs\n",
+		verb, m.Files, m.Preset, formatSize(m.Bytes), m.Bytes, formatSize(m.RequestedBytes), min(m.Classes, m.Files), cfg.Dir, m.Seed, res.Elapsed.Seconds())
+	return nil
+}
+
+func runTrain(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	cfg, err := ParseTrainArgs(args)
+	if err != nil {
+		return err
+	}
+	// One P per loader worker plus one for the training loop, as PyTorch
+	// runs the loop and each worker as its own process: the kernel then
+	// wakes the loop on time after its emulated step instead of leaving it
+	// queued behind a decoding goroutine until Go preempts it (~10 ms
+	// late). The cgroup's CPU limit still caps what they all may use.
+	if getenv("GOMAXPROCS") == "" {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), cfg.Workers+1)))
+	}
+	var metrics io.Writer
+	if path := getenv(EnvMetricsFile); path != "" {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("open metrics file (%s): %w", EnvMetricsFile, err)
+		}
+		defer f.Close()
+		metrics = f
+	}
+	point := getenv(EnvPoint)
+	if point == "" {
+		point = "-"
+	}
+	data := cfg.Data
+	if cfg.Synthetic {
+		data = "synthetic"
+	}
+	fmt.Fprintf(stderr, "synthtrain: point=%q preset=%s batch=%d workers=%d prefetch=%d gpu-step=%s max-iterations=%d data=%s cpus=%d\n",
+		point, cfg.Preset.Name, cfg.Batch, cfg.Workers, cfg.Prefetch, cfg.GPUStep, cfg.MaxIterations, data, runtime.NumCPU())
+	sum, err := Train(ctx, cfg, metrics)
+	fmt.Fprintln(stderr, summaryLine(sum))
+	return err
+}
+
+func summaryLine(s Summary) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "synthtrain: %d iterations, %d samples, %d epoch(s) in %.2fs: %.1f samples/s",
+		s.Iterations, s.Samples, s.Epochs, s.Wall.Seconds(), s.SamplesPerS())
+	if s.Files > 0 {
+		fmt.Fprintf(&b, "; dataset %d files, %s", s.Files, formatSize(s.DatasetBytes))
+	}
+	if s.Iterations > 0 {
+		n := time.Duration(s.Iterations)
+		fmt.Fprintf(&b, "; mean data wait %s, step %s (asked %s)",
+			(s.DataWait / n).Round(time.Microsecond), (s.Step / n).Round(time.Microsecond), (s.StepIntended / n).Round(time.Microsecond))
+	}
+	return b.String()
+}

@@ -1,0 +1,173 @@
+package synthtrain
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+)
+
+// TrainConfig is one training run, as the flags describe it.
+type TrainConfig struct {
+	Preset Preset
+	// Batch is samples per batch (--batch), Workers the loader goroutines
+	// (--workers), Prefetch the bounded queue of batches (--prefetch).
+	Batch, Workers, Prefetch int
+	// MaxIterations stops the run with success after that many
+	// iterations; 0 runs until the context is cancelled.
+	MaxIterations int
+	// GPUStep is the emulated GPU time of one batch (--gpu-step).
+	GPUStep time.Duration
+	// Data is the dataset directory (--data); unused when Synthetic.
+	Data string
+	// Synthetic feeds one pre-made batch over and over and reads no files
+	// (--synthetic-data): the GPU step's ingestion rate.
+	Synthetic bool
+	Seed      uint64
+}
+
+// Iteration is one line of the metrics stream (docs/job-contract.md).
+type Iteration struct {
+	Iter          int     `json:"iter"`
+	Samples       int     `json:"samples"`
+	DataWaitS     float64 `json:"data_wait_s"`
+	StepS         float64 `json:"step_s"`
+	TS            float64 `json:"ts"`
+	Epoch         int     `json:"epoch"`
+	StepIntendedS float64 `json:"step_intended_s"`
+	Emulated      bool    `json:"emulated"`
+}
+
+// Summary totals a run, for the human summary at exit.
+type Summary struct {
+	Iterations int
+	Samples    int
+	// Epochs is the highest epoch index seen plus one.
+	Epochs int
+	// Files and DatasetBytes describe the dataset (0 when synthetic).
+	Files        int
+	DatasetBytes int64
+	Wall         time.Duration
+	DataWait     time.Duration
+	Step         time.Duration
+	StepIntended time.Duration
+}
+
+// SamplesPerS is the run's throughput over its whole wall time.
+func (s Summary) SamplesPerS() float64 {
+	if s.Wall <= 0 {
+		return 0
+	}
+	return float64(s.Samples) / s.Wall.Seconds()
+}
+
+// batchSource is what the training loop takes batches from.
+type batchSource interface {
+	Next(ctx context.Context) (Batch, error)
+	Release(b Batch)
+	Close()
+}
+
+// Train runs the training loop: take a batch (the time blocked is
+// data_wait_s), emulate the GPU step with a timed wait (a timer, which burns
+// no CPU; step_s is the wait measured, step_intended_s the wait asked for),
+// and append one Iteration to metrics (nil: none) in a single write per line.
+// It returns when MaxIterations are done, or with ctx's error.
+func Train(ctx context.Context, cfg TrainConfig, metrics io.Writer) (Summary, error) {
+	var sum Summary
+	start := time.Now()
+	var src batchSource
+	if cfg.Synthetic {
+		src = newSyntheticSource(cfg)
+	} else {
+		ds, err := ScanDataset(cfg.Data, cfg.Preset.Ext)
+		if err != nil {
+			return sum, fmt.Errorf("train: %w", err)
+		}
+		sum.Files, sum.DatasetBytes = len(ds.Files), ds.Bytes
+		l, err := StartLoader(ctx, LoaderConfig{
+			Dataset: ds, Preset: cfg.Preset, Batch: cfg.Batch,
+			Workers: cfg.Workers, Prefetch: cfg.Prefetch, Seed: cfg.Seed,
+		})
+		if err != nil {
+			return sum, fmt.Errorf("train: %w", err)
+		}
+		src = l
+	}
+	defer src.Close()
+
+	var line []byte
+	for i := 0; cfg.MaxIterations == 0 || i < cfg.MaxIterations; i++ {
+		t0 := time.Now()
+		b, err := src.Next(ctx)
+		if err != nil {
+			return sum, fmt.Errorf("train: iteration %d: wait for data: %w", i, err)
+		}
+		t1 := time.Now()
+		if err := sleepCtx(ctx, cfg.GPUStep); err != nil {
+			return sum, fmt.Errorf("train: iteration %d: gpu step: %w", i, err)
+		}
+		t2 := time.Now()
+		src.Release(b)
+
+		it := Iteration{
+			Iter: i, Samples: b.Samples, Epoch: b.Epoch,
+			DataWaitS: t1.Sub(t0).Seconds(), StepS: t2.Sub(t1).Seconds(),
+			StepIntendedS: cfg.GPUStep.Seconds(), Emulated: true,
+			TS: float64(t2.UnixMicro()) / 1e6,
+		}
+		if metrics != nil {
+			line = it.appendJSON(line[:0])
+			if _, err := metrics.Write(line); err != nil {
+				return sum, fmt.Errorf("train: iteration %d: write metrics: %w", i, err)
+			}
+		}
+		sum.Iterations++
+		sum.Samples += b.Samples
+		sum.Epochs = max(sum.Epochs, b.Epoch+1)
+		sum.DataWait += t1.Sub(t0)
+		sum.Step += t2.Sub(t1)
+		sum.StepIntended += cfg.GPUStep
+		sum.Wall = time.Since(start)
+	}
+	return sum, nil
+}
+
+// sleepCtx waits d on a timer, or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// syntheticSource hands out one pre-made batch: no files, no decode.
+type syntheticSource struct{ b Batch }
+
+func newSyntheticSource(cfg TrainConfig) *syntheticSource {
+	data := make([]float32, cfg.Batch*cfg.Preset.codec.tensorLen())
+	r := newRNG(cfg.Seed, 30)
+	for i := range data {
+		data[i] = float32(r.float())
+	}
+	return &syntheticSource{b: Batch{Samples: cfg.Batch, Data: data}}
+}
+
+func (s *syntheticSource) Next(ctx context.Context) (Batch, error) {
+	if err := ctx.Err(); err != nil {
+		return Batch{}, err
+	}
+	b := s.b
+	s.b.Index++
+	return b, nil
+}
+
+func (s *syntheticSource) Release(Batch) {}
+func (s *syntheticSource) Close()        {}
