@@ -45,6 +45,7 @@ type handle struct {
 
 	mu        sync.Mutex
 	last      runner.Stats
+	frozen    bool // last was read just before our kill: keep it
 	stopped   bool
 	cancelled error
 	finished  bool
@@ -145,7 +146,7 @@ func (h *handle) sample() (runner.Stats, error) {
 		return s, err
 	}
 	h.mu.Lock()
-	if !h.finished {
+	if !h.finished && !h.frozen {
 		h.last = s
 	}
 	h.mu.Unlock()
@@ -211,6 +212,11 @@ func (h *handle) kill(cause error) error {
 		return nil
 	}
 	_, _ = h.sample()
+	// Samples taken while the kill tears the container down would show
+	// its memory being freed; Final is the state the job was stopped in.
+	h.mu.Lock()
+	h.frozen = true
+	h.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
 	_, err := h.r.api.ContainerKill(ctx, h.id, client.ContainerKillOptions{Signal: "KILL"})

@@ -235,6 +235,14 @@ func (r *Runner) Start(ctx context.Context, job runner.Job) (runner.Handle, erro
 	if err != nil {
 		return nil, r.explain(fmt.Sprintf("job %q (%s): create container", job.Name, job.Limits), err)
 	}
+	if job.Stderr != nil {
+		// e.g. "Your kernel does not support swap limit capabilities":
+		// the point then runs without part of its limits; say so where
+		// the job's own output goes.
+		for _, w := range created.Warnings {
+			fmt.Fprintf(job.Stderr, "synergy: docker: container %.12s: warning: %s\n", created.ID, w)
+		}
+	}
 	h := newHandle(r, created.ID, job)
 	if err := h.begin(ctx); err != nil {
 		return nil, errors.Join(err, h.abandon())
