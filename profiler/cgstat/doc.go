@@ -25,5 +25,6 @@
 // A file the kernel does not offer (memory.peak before Linux 5.19, io.stat
 // without the io controller) is left out at Open and its counter is simply
 // absent ("no data"), listed by Reader.Missing. Sampler adapts a Reader to
-// profiler/sample. The package must not import containerd/cgroups.
+// profiler/sample. PathsOf builds the same paths map for any PID from
+// /proc/<pid>/cgroup and the mount table (v1, v2 and hybrid). The package must not import containerd/cgroups.
 package cgstat
