@@ -2,6 +2,7 @@ package local
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"syscall"
@@ -34,13 +35,13 @@ func IsGate(args []string) bool { return len(args) > 1 && args[1] == GateArg }
 // the job's cgroups (one byte on fd 3), then replaces itself with the job
 // (os.Args[3:], after "__synergy-gate --"). It never returns.
 func GateMain() {
-	os.Exit(gate(os.Args[2:]))
+	os.Exit(gate(os.Args[2:], os.Stderr))
 }
 
 // gate returns only when it could not exec the job.
-func gate(args []string) int {
+func gate(args []string, stderr io.Writer) int {
 	if len(args) < 2 || args[0] != "--" {
-		fmt.Fprintf(os.Stderr, "%s: usage: %s -- program [args...]\n", GateArg, GateArg)
+		fmt.Fprintf(stderr, "%s: usage: %s -- program [args...]\n", GateArg, GateArg)
 		return gateExitUsage
 	}
 	argv := args[1:]
@@ -55,7 +56,7 @@ func gate(args []string) int {
 	report := func(code int, format string, a ...any) int {
 		msg := fmt.Sprintf(format, a...)
 		if errPipe == nil || func() error { _, err := errPipe.WriteString(msg); return err }() != nil {
-			fmt.Fprintln(os.Stderr, msg)
+			fmt.Fprintln(stderr, msg)
 		}
 		return code
 	}

@@ -2,6 +2,7 @@ package local
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -425,10 +426,10 @@ func TestSanitizeName(t *testing.T) {
 }
 
 func TestGate_Usage(t *testing.T) {
-	if got := gate(nil); got != gateExitUsage {
+	if got := gate(nil, io.Discard); got != gateExitUsage {
 		t.Errorf("gate() = %d, want %d", got, gateExitUsage)
 	}
-	if got := gate([]string{"true"}); got != gateExitUsage {
+	if got := gate([]string{"true"}, io.Discard); got != gateExitUsage {
 		t.Errorf("gate(true) = %d, want %d (missing --)", got, gateExitUsage)
 	}
 	if !IsGate([]string{"synergy", GateArg, "--", "x"}) || IsGate([]string{"synergy", "profile"}) || IsGate(nil) {
