@@ -53,4 +53,9 @@
 // normal exit, reads the final counters, classifies the end (exit code,
 // signal, OOM kill from the memory.oom_control or memory.events oom_kill
 // counter) and removes the cgroup, on success and on every failure path.
+// Jobs are not tied to the runner's life (no parent-death signal: Go may
+// retire the OS thread that forked), so a runner killed outright leaves its
+// jobs and their cgroups behind; they carry the prefix, pid and a sequence
+// number in their names ("synergy-<job>-<pid>-<n>") to be found and removed.
+// A parent given in Options is made when missing and never removed.
 package local

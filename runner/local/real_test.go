@@ -610,3 +610,23 @@ func TestLocal_V2StartOnUnifiedMount(t *testing.T) {
 		t.Errorf("err = %v, want the memory controller named", err)
 	}
 }
+
+func TestLocal_ExplicitParent(t *testing.T) {
+	const parent = "/synergy-test-parent"
+	r := newRunner(t, local.Options{Parent: parent})
+	t.Cleanup(func() {
+		for _, c := range []string{"cpuset", "cpu", "cpuacct", "memory", "blkio"} {
+			_ = os.Remove(filepath.Join("/sys/fs/cgroup", c, parent))
+		}
+	})
+	res, out, paths := run(t, r, runner.Job{Name: "parented", Argv: []string{"nproc"},
+		Limits: runner.Limits{CPUs: 1, MemLimitBytes: 128 << 20}})
+	if res.ExitCode != 0 || strings.TrimSpace(out) != "1" {
+		t.Errorf("result %+v, nproc %q; want 1", res, out)
+	}
+	for c, p := range paths {
+		if filepath.Base(filepath.Dir(p)) != strings.TrimPrefix(parent, "/") {
+			t.Errorf("%s cgroup %s is not under %s", c, p, parent)
+		}
+	}
+}
