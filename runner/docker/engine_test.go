@@ -64,7 +64,7 @@ func TestMain(m *testing.M) {
 
 // realRunner connects to the engine and makes sure the probe image exists,
 // skipping the test when there is no engine.
-func realRunner(t *testing.T, o Options) *Runner {
+func realRunner(t testing.TB, o Options) *Runner {
 	t.Helper()
 	engine.once.Do(func() {
 		r, err := New(Options{})
@@ -110,6 +110,8 @@ func realRunner(t *testing.T, o Options) *Runner {
 	t.Cleanup(func() { r.Close() })
 	return r
 }
+
+func realRunnerB(b *testing.B) *Runner { return realRunner(b, Options{}) }
 
 // probeJob is a job running the probe with a dataset holding hello.txt and
 // a metrics directory.
@@ -397,4 +399,66 @@ func TestNew_DaemonDown(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("New error = %v, want it to contain %q", err, want)
 	}
+}
+
+// TestEngine_Synthtrain puts the real reference job (cmd/synthtrain, built
+// static) into a scratch image and runs one profiling point through the
+// runner, passing host paths the way the profiler does.
+func TestEngine_Synthtrain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cmd/synthtrain")
+	}
+	r := realRunner(t, Options{})
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "synthtrain")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/synergy-sched/synergy/cmd/synthtrain")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build synthtrain: %v\n%s", err, out)
+	}
+	data, metrics := filepath.Join(dir, "data"), filepath.Join(dir, "metrics")
+	if out, err := exec.Command(bin, "gen", "--dir", data, "--bytes", "2MiB").CombinedOutput(); err != nil {
+		t.Fatalf("synthtrain gen: %v\n%s", err, out)
+	}
+	if err := os.Mkdir(metrics, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tag := "synergy-test-synthtrain:" + engine.runID
+	ctx := context.Background()
+	if _, err := r.BuildScratchImage(ctx, tag, map[string]string{"/usr/local/bin/synthtrain": bin}, []string{"synthtrain"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := r.RemoveImage(context.Background(), tag); err != nil {
+			t.Error(err)
+		}
+	})
+	rt := realRunner(t, Options{Image: tag})
+	limits := runner.Limits{CPUs: 1, MemLimitBytes: 256 << 20}
+	var stdout, stderr bytes.Buffer
+	h, err := rt.Start(ctx, runner.Job{
+		Name:       "synthtrain",
+		Argv:       []string{"synthtrain", "-b", "4", "--gpu-step", "1ms", "--max-iterations", "6", "--data", data},
+		Env:        []string{MetricsEnv + "=" + filepath.Join(metrics, "metrics.jsonl"), "SYNERGY_POINT=" + limits.String()},
+		Stdout:     &stdout,
+		Stderr:     &stderr,
+		Limits:     limits,
+		DataDir:    data,
+		MetricsDir: metrics,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.Wait()
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("result %+v, %v\nstdout:\n%s\nstderr:\n%s", res, err, stdout.String(), stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(metrics, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n != 6 {
+		t.Errorf("%d metrics lines on the host, want 6 (one per iteration):\n%s", n, b)
+	}
+	assertGone(t, h)
 }
