@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,6 +19,12 @@ const GateArg = "__synergy-gate"
 const (
 	gateReleaseFD = 3 // one byte from the runner releases the gate
 	gateErrFD     = 4 // close-on-exec; the gate writes why an exec failed
+)
+
+// The gate's first byte on fd 4, and how long the runner waits for it.
+const (
+	gateHello        = 'G'
+	gateHelloTimeout = 10 * time.Second
 )
 
 // Exit statuses of a gate that never reached the job.
@@ -38,7 +45,8 @@ func GateMain() {
 	os.Exit(gate(os.Args[2:], os.Stderr))
 }
 
-// gate returns only when it could not exec the job.
+// gate returns only when it could not exec the job. It writes gateHello
+// on fd 4, waits for the release byte on fd 3, then execs.
 func gate(args []string, stderr io.Writer) int {
 	if len(args) < 2 || args[0] != "--" {
 		fmt.Fprintf(stderr, "%s: usage: %s -- program [args...]\n", GateArg, GateArg)
@@ -47,6 +55,11 @@ func gate(args []string, stderr io.Writer) int {
 	argv := args[1:]
 	release := os.NewFile(gateReleaseFD, "synergy-gate-release")
 	errPipe := os.NewFile(gateErrFD, "synergy-gate-errors")
+	if errPipe != nil {
+		if _, err := errPipe.Write([]byte{gateHello}); err != nil {
+			return gateExitAbandoned
+		}
+	}
 	var b [1]byte
 	if n, _ := release.Read(b[:]); n != 1 {
 		return gateExitAbandoned

@@ -174,6 +174,11 @@ func (r *Runner) Start(ctx context.Context, job runner.Job) (runner.Handle, erro
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("start job %q: %w", job.Name, err)
 	}
+	if job.Dir != "" {
+		if fi, err := os.Stat(job.Dir); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("start job %q: working directory %s is not a directory (%v)", job.Name, job.Dir, err)
+		}
+	}
 	p, err := r.plan(job.Limits)
 	if err != nil {
 		return nil, fmt.Errorf("start job %q: %w", job.Name, err)
@@ -457,6 +462,14 @@ func (h *handle) startGated(job runner.Job, grp group, gatePath string, stdout, 
 		_ = cmd.Wait()
 		return nil, err
 	}
+	// The gate says hello first, so a GatePath whose main does not
+	// dispatch to GateMain is an error, not a job run with odd arguments.
+	var hello [1]byte
+	_ = errR.SetReadDeadline(time.Now().Add(gateHelloTimeout))
+	if n, err := errR.Read(hello[:]); n != 1 || hello[0] != gateHello {
+		return fail(fmt.Errorf("gate %s did not answer (%v): its main must call local.GateMain when local.IsGate(os.Args)", gatePath, err))
+	}
+	_ = errR.SetReadDeadline(time.Time{})
 	if err := grp.addProc(cmd.Process.Pid); err != nil {
 		return fail(fmt.Errorf("move process %d into its cgroup: %w", cmd.Process.Pid, err))
 	}

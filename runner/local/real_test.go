@@ -557,12 +557,21 @@ func TestLocal_StartFailuresLeaveNothing(t *testing.T) {
 		{"missing program", runner.Job{Name: "x", Argv: []string{"/nonexistent/train.py"}}, "/nonexistent/train.py"},
 		{"not on PATH", runner.Job{Name: "x", Argv: []string{"no-such-synergy-program"}}, "no-such-synergy-program"},
 		{"empty argv", runner.Job{Name: "x"}, "empty command"},
+		{"missing working directory", runner.Job{Name: "x", Argv: []string{"true"}, Dir: "/nonexistent/dir"}, "working directory /nonexistent/dir"},
+		{"gate path that is no gate", runner.Job{Name: "x", Argv: []string{"true"}}, "did not answer"},
 		{"too many cpus", runner.Job{Name: "x", Argv: []string{"true"}, Limits: runner.Limits{CPUs: 4096}}, "cpus=4096"},
 		{"read limit on tmpfs-like path", runner.Job{Name: "x", Argv: []string{"true"},
 			Limits: runner.Limits{ReadBPS: 1e6, ReadBPSPath: "/proc/self/status"}}, "not a block device"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			r := r
+			if strings.HasPrefix(tt.name, "gate path") {
+				if r.Mode() == local.ModeV2 {
+					t.Skip("no gate on cgroup v2")
+				}
+				r = newRunner(t, local.Options{Prefix: "synergy-startfail", GatePath: "/bin/true"})
+			}
 			_, err := r.Start(context.Background(), tt.job)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
