@@ -10,12 +10,19 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v3"
+
+	"github.com/synergy-sched/synergy/runner/local"
 )
 
 // version is stamped by the Makefile (-ldflags "-X main.version=...").
 var version = "dev"
 
 func main() {
+	// The local runner re-executes this binary as a gate that holds a job
+	// until it is inside its cgroups (runner/local: GateMain).
+	if local.IsGate(os.Args) {
+		local.GateMain()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newApp().Run(ctx, os.Args); err != nil {
@@ -30,6 +37,7 @@ func newApp() *cli.Command {
 		Usage:   "profile DL training jobs' CPU and memory sensitivity, and schedule GPU clusters by it",
 		Version: version,
 		Commands: []*cli.Command{
+			profileCommand(),
 			scheduleCommand(),
 			simulateCommand(),
 		},

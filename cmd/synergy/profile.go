@@ -1,0 +1,415 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/synergy-sched/synergy/profiler"
+	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/sensitivity"
+)
+
+// Flag names of `synergy profile`.
+const (
+	flagRunner        = "runner"
+	flagCPUs          = "cpus"
+	flagCPUMax        = "cpu"
+	flagMemLimits     = "mem-limits"
+	flagMemoryMax     = "memory"
+	flagBatch         = "batch"
+	flagGPUs          = "num-gpus"
+	flagMaxIterations = "max-iterations"
+	flagData          = "data"
+	flagJobName       = "job-name"
+	flagOut           = "out"
+	flagResume        = "resume"
+	flagReadBPS       = "disk-read-bps"
+	flagPointTimeout  = "point-timeout"
+	flagTargetCI      = "target-ci"
+	flagMinIterations = "min-iterations"
+	flagWarmup        = "warmup"
+	flagLogDir        = "log-dir"
+	flagRequireGPU    = "require-gpu"
+	flagJSON          = "json"
+	flagDockerImg     = "docker-img"
+	flagContainerMnt  = "container-mnt"
+	flagShmSize       = "shm-size"
+)
+
+func profileCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "profile",
+		Usage:     "measure a training job's throughput over CPU cores and memory limits",
+		ArgsUsage: "-- SCRIPT [ARGS...]",
+		Description: `Runs SCRIPT once per point under real cgroup limits: first over the CPU axis with
+memory unlimited and the dataset warm in page cache, then over the memory axis at
+the best CPU count, starting each memory point with the dataset evicted from page
+cache and measuring after the job's first pass over it. Each point runs until the
+95% confidence half-width of samples/s is within --target-ci of the mean (or a cap
+on iterations and time). The profile is saved after every point; Ctrl-C leaves a
+valid partial profile that --resume finishes. Cells not measured are predicted
+(marked measured: false).
+
+SCRIPT must follow the job contract (docs/job-contract.md): the profiler appends
+--batch, --workers, --max-iterations and --data, and reads per-iteration metrics
+from the file named by $SYNERGY_METRICS_FILE.
+
+Example:
+  synergy profile --cpus 1,2 --mem-limits 64MiB,128MiB --data demo/data \
+      --disk-read-bps 40MB --out demo/profile.json -- bin/synthtrain --preset audio`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: flagRunner, Value: "local", Usage: "where points run: local (a cgroup on this host) or docker"},
+			&cli.StringFlag{Name: flagCPUs, Usage: "CPU axis, in cores, e.g. 1,2,4 (fractions allowed: 0.5); default: --cpu"},
+			&cli.FloatFlag{Name: flagCPUMax, Usage: "sweep 1, 2, 4, ... up to MAX cores (default: all online cores)"},
+			&cli.StringFlag{Name: flagMemLimits, Usage: "memory axis, e.g. 256MiB,1GiB (page cache is charged); unlimited is always measured"},
+			&cli.StringFlag{Name: flagMemoryMax, Usage: "sweep MAX/8, MAX/4, MAX/2, MAX (e.g. 8GiB); default: around the dataset size"},
+			&cli.IntFlag{Name: flagBatch, Aliases: []string{"b"}, Value: 32, Usage: "per-GPU batch size passed to the script"},
+			&cli.IntFlag{Name: flagGPUs, Value: 1, Usage: "GPUs the job trains on (workers per point = ceil(cpus / gpus))"},
+			&cli.IntFlag{Name: flagMaxIterations, Value: profiler.DefaultMaxIterations, Usage: "cap on measured iterations per point"},
+			&cli.StringFlag{Name: flagData, Usage: "dataset directory (evicted from page cache before memory points)"},
+			&cli.StringFlag{Name: flagJobName, Usage: "name of the job in the profile (default: the script's name)"},
+			&cli.StringFlag{Name: flagOut, Value: "profile.json", Usage: "profile JSON to write (saved after every point)"},
+			&cli.BoolFlag{Name: flagResume, Usage: "continue the profile at --out, skipping points already measured"},
+			&cli.StringFlag{Name: flagReadBPS, Usage: "throttle reads from the dataset's disk to stand for remote storage, e.g. 50MB (per second)"},
+			&cli.DurationFlag{Name: flagPointTimeout, Value: profiler.DefaultPointTimeout, Usage: "cap on one point's wall time"},
+			&cli.FloatFlag{Name: flagTargetCI, Value: 100 * profiler.DefaultTargetRelCI, Usage: "stop a point when the 95% CI half-width is within this % of the mean"},
+			&cli.IntFlag{Name: flagMinIterations, Value: profiler.DefaultMinIterations, Usage: "fewest measured iterations before a point may stop"},
+			&cli.IntFlag{Name: flagWarmup, Value: profiler.DefaultWarmup, Usage: "iterations dropped at the start of each point"},
+			&cli.StringFlag{Name: flagLogDir, Usage: "directory for each point's stdout/stderr (default: OUT's name + .logs)"},
+			&cli.BoolFlag{Name: flagRequireGPU, Usage: "fail if no GPU can be sampled through NVML"},
+			&cli.BoolFlag{Name: flagJSON, Usage: "print the profile JSON on stdout instead of the table"},
+			&cli.StringFlag{Name: flagDockerImg, Usage: "docker runner: image holding the script (never pulled)"},
+			&cli.StringFlag{Name: flagContainerMnt, Value: "/datadrive", Usage: "docker runner: where the dataset is mounted read-only"},
+			&cli.StringFlag{Name: flagShmSize, Usage: "docker runner: /dev/shm size for loader workers (default 1GiB)"},
+		},
+		Action: runProfile,
+	}
+}
+
+// profileOptions is everything `synergy profile` was asked, checked.
+type profileOptions struct {
+	cfg        profiler.Config
+	runnerName string
+	requireGPU bool
+	json       bool
+	dockerImg  string
+	mount      string
+	shmBytes   int64
+}
+
+// parseProfileFlags turns flags into options; every error names its flag.
+func parseProfileFlags(c *cli.Command) (profileOptions, error) {
+	var o profileOptions
+	cfg := &o.cfg
+	cfg.Command = c.Args().Slice()
+	if len(cfg.Command) == 0 {
+		return o, errors.New("no training script: synergy profile [flags] -- SCRIPT [ARGS...]")
+	}
+	o.runnerName = c.String(flagRunner)
+	switch o.runnerName {
+	case "local", "docker":
+	default:
+		return o, fmt.Errorf("--%s: %q is not a runner (local, docker)", flagRunner, o.runnerName)
+	}
+	if c.IsSet(flagCPUs) && c.IsSet(flagCPUMax) {
+		return o, fmt.Errorf("--%s and --%s: give one or the other", flagCPUs, flagCPUMax)
+	}
+	if c.IsSet(flagMemLimits) && c.IsSet(flagMemoryMax) {
+		return o, fmt.Errorf("--%s and --%s: give one or the other", flagMemLimits, flagMemoryMax)
+	}
+	var err error
+	switch {
+	case c.IsSet(flagCPUs):
+		if cfg.CPUs, err = parseFloatList(c.String(flagCPUs)); err != nil {
+			return o, fmt.Errorf("--%s: %w", flagCPUs, err)
+		}
+	case c.IsSet(flagCPUMax):
+		m := c.Float(flagCPUMax)
+		if !(m > 0) || math.IsInf(m, 0) {
+			return o, fmt.Errorf("--%s: %v is not a positive number of cores", flagCPUMax, m)
+		}
+		cfg.CPUs = profiler.CPUAxis(m)
+	}
+	switch {
+	case c.IsSet(flagMemLimits):
+		for _, s := range splitList(c.String(flagMemLimits)) {
+			b, err := runner.ParseBytes(s)
+			if err != nil {
+				return o, fmt.Errorf("--%s: %w", flagMemLimits, err)
+			}
+			if b < 4<<20 {
+				return o, fmt.Errorf("--%s: %s is below 4MiB, too small for any job", flagMemLimits, s)
+			}
+			cfg.MemLimits = append(cfg.MemLimits, b)
+		}
+		if len(cfg.MemLimits) == 0 {
+			return o, fmt.Errorf("--%s: no sizes given", flagMemLimits)
+		}
+	case c.IsSet(flagMemoryMax):
+		b, err := runner.ParseBytes(c.String(flagMemoryMax))
+		if err != nil {
+			return o, fmt.Errorf("--%s: %w", flagMemoryMax, err)
+		}
+		if cfg.MemLimits = profiler.MemAxis(b); len(cfg.MemLimits) == 0 {
+			return o, fmt.Errorf("--%s: %s is too small to sweep", flagMemoryMax, c.String(flagMemoryMax))
+		}
+	}
+	if cfg.Batch = int(c.Int(flagBatch)); cfg.Batch <= 0 {
+		return o, fmt.Errorf("--%s: %d is not a positive batch size", flagBatch, cfg.Batch)
+	}
+	if cfg.GPUs = int(c.Int(flagGPUs)); cfg.GPUs <= 0 {
+		return o, fmt.Errorf("--%s: %d is not a positive GPU count", flagGPUs, cfg.GPUs)
+	}
+	if cfg.MaxIterations = int(c.Int(flagMaxIterations)); cfg.MaxIterations <= 0 {
+		return o, fmt.Errorf("--%s: %d is not a positive count", flagMaxIterations, cfg.MaxIterations)
+	}
+	if cfg.MinIterations = int(c.Int(flagMinIterations)); cfg.MinIterations < 10 {
+		return o, fmt.Errorf("--%s: %d is below 10, too few for a confidence interval", flagMinIterations, cfg.MinIterations)
+	}
+	if cfg.MaxIterations < cfg.MinIterations {
+		return o, fmt.Errorf("--%s: %d is below --%s (%d)", flagMaxIterations, cfg.MaxIterations, flagMinIterations, cfg.MinIterations)
+	}
+	if cfg.Warmup = int(c.Int(flagWarmup)); cfg.Warmup < 0 {
+		return o, fmt.Errorf("--%s: %d is negative", flagWarmup, cfg.Warmup)
+	}
+	if cfg.Warmup == 0 {
+		cfg.Warmup = -1 // keep "no warm-up" distinct from "default"
+	}
+	ci := c.Float(flagTargetCI)
+	if !(ci > 0 && ci < 100) {
+		return o, fmt.Errorf("--%s: %v is not a percentage in (0, 100)", flagTargetCI, ci)
+	}
+	cfg.TargetRelCI = ci / 100
+	if cfg.PointTimeout = c.Duration(flagPointTimeout); cfg.PointTimeout <= 0 {
+		return o, fmt.Errorf("--%s: %v is not a positive duration", flagPointTimeout, cfg.PointTimeout)
+	}
+	if d := c.String(flagData); d != "" {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return o, fmt.Errorf("--%s: %w", flagData, err)
+		}
+		st, err := os.Stat(abs)
+		if err != nil {
+			return o, fmt.Errorf("--%s: %w", flagData, err)
+		}
+		if !st.IsDir() {
+			return o, fmt.Errorf("--%s: %s is not a directory", flagData, d)
+		}
+		cfg.DataDir = abs
+	}
+	if s := c.String(flagReadBPS); s != "" {
+		if cfg.ReadBPS, err = runner.ParseBytes(strings.TrimSuffix(strings.TrimSuffix(s, "/s"), "ps")); err != nil {
+			return o, fmt.Errorf("--%s: %w", flagReadBPS, err)
+		}
+		if cfg.ReadBPS < 1<<20 {
+			return o, fmt.Errorf("--%s: %s is below 1MiB/s", flagReadBPS, s)
+		}
+		if cfg.DataDir == "" {
+			return o, fmt.Errorf("--%s needs --%s (the limit applies to the dataset's disk)", flagReadBPS, flagData)
+		}
+	}
+	cfg.JobName = c.String(flagJobName)
+	cfg.Out = c.String(flagOut)
+	if cfg.Out == "" {
+		return o, fmt.Errorf("--%s: empty path", flagOut)
+	}
+	cfg.Resume = c.Bool(flagResume)
+	cfg.LogDir = c.String(flagLogDir)
+	if cfg.LogDir == "" {
+		cfg.LogDir = strings.TrimSuffix(cfg.Out, filepath.Ext(cfg.Out)) + ".logs"
+	}
+	cfg.ToolVersion = version
+	o.requireGPU = c.Bool(flagRequireGPU)
+	o.json = c.Bool(flagJSON)
+	o.dockerImg = c.String(flagDockerImg)
+	o.mount = c.String(flagContainerMnt)
+	if o.runnerName == "docker" && o.dockerImg == "" {
+		return o, fmt.Errorf("--%s: needed with --%s=docker", flagDockerImg, flagRunner)
+	}
+	if o.runnerName != "docker" && c.IsSet(flagDockerImg) {
+		return o, fmt.Errorf("--%s: only with --%s=docker", flagDockerImg, flagRunner)
+	}
+	if s := c.String(flagShmSize); s != "" {
+		if o.shmBytes, err = runner.ParseBytes(s); err != nil {
+			return o, fmt.Errorf("--%s: %w", flagShmSize, err)
+		}
+	}
+	return o, nil
+}
+
+func runProfile(ctx context.Context, c *cli.Command) error {
+	o, err := parseProfileFlags(c)
+	if err != nil {
+		return err
+	}
+	cfg := &o.cfg
+	env, err := probeEnvironment(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer env.close()
+	cfg.Runner = env.runner
+	cfg.Cache = env.cache
+	cfg.Host = env.host
+	cfg.GPU = env.gpu
+	if len(cfg.CPUs) == 0 {
+		cfg.CPUs = profiler.CPUAxis(float64(cfg.Host.LogicalCPUs))
+	}
+	if maxC := float64(cfg.Host.LogicalCPUs); maxC > 0 {
+		for _, v := range cfg.CPUs {
+			if v > maxC {
+				return fmt.Errorf("--%s: %g cores asked but this host has %g", flagCPUs, v, maxC)
+			}
+		}
+	}
+	if len(cfg.MemLimits) == 0 && cfg.DataDir != "" {
+		ds, err := dirBytes(cfg.DataDir)
+		if err != nil {
+			return fmt.Errorf("--%s: %w", flagData, err)
+		}
+		cfg.MemLimits = profiler.DefaultMemAxis(ds, 64<<20)
+	}
+	for _, w := range env.warnings {
+		fmt.Fprintln(os.Stderr, "warning:", w)
+	}
+	cfg.Progress = newTextProgress(os.Stderr, isTerminal(os.Stderr))
+	fmt.Fprintf(os.Stderr, "profiling %s on the %s runner: %d CPU points × %d memory points (gpu: %s)\n",
+		strings.Join(cfg.Command, " "), o.runnerName, len(cfg.CPUs), len(cfg.MemLimits), cfg.GPU.Mode)
+
+	p, err := profiler.Run(ctx, *cfg)
+	if err != nil {
+		if errors.Is(err, profiler.ErrInterrupted) {
+			return fmt.Errorf("%w (%s)", err, cfg.Out)
+		}
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "profile saved to %s (%d points, %.0f s)\n", cfg.Out, p.Cost.Points, p.Cost.WallSeconds)
+	if o.json {
+		return p.Encode(os.Stdout)
+	}
+	return printMatrix(os.Stdout, p)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func parseFloatList(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range splitList(s) {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || !(v > 0) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%q is not a positive number of cores", f)
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no values given")
+	}
+	return out, nil
+}
+
+func dirBytes(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			n += info.Size()
+		}
+		return nil
+	})
+	return n, err
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// textProgress prints one line per point on stderr: on a terminal the line
+// is rewritten in place while the point runs; otherwise a line every 5 s.
+type textProgress struct {
+	w        io.Writer
+	tty      bool
+	idx, n   int
+	lastLine time.Time
+}
+
+func newTextProgress(w io.Writer, tty bool) *textProgress { return &textProgress{w: w, tty: tty} }
+
+func (t *textProgress) PointStart(i, n int, label string) {
+	t.idx, t.n = i, n
+	t.lastLine = time.Now()
+	if t.tty {
+		fmt.Fprintf(t.w, "[%d/%d] %s: starting", i, n, label)
+	} else {
+		fmt.Fprintf(t.w, "[%d/%d] %s: starting\n", i, n, label)
+	}
+}
+
+func (t *textProgress) PointUpdate(label string, iters int, est profiler.Estimate, elapsed time.Duration) {
+	ci := "CI pending"
+	if r := est.RelHalfWidth(); !math.IsInf(r, 1) {
+		ci = fmt.Sprintf("±%.1f%%", 100*r)
+	}
+	line := fmt.Sprintf("[%d/%d] %s: %d iterations measured, %.1f samples/s %s, %s",
+		t.idx, t.n, label, iters, est.SamplesPerS, ci, elapsed.Truncate(100*time.Millisecond))
+	if t.tty {
+		fmt.Fprintf(t.w, "\r\033[K%s", line)
+		return
+	}
+	if time.Since(t.lastLine) >= 5*time.Second {
+		t.lastLine = time.Now()
+		fmt.Fprintln(t.w, line)
+	}
+}
+
+func (t *textProgress) PointDone(label string, cell sensitivity.Cell, elapsed time.Duration) {
+	var what string
+	switch {
+	case cell.Failure != nil:
+		what = fmt.Sprintf("FAILED (%s): %s", cell.Failure.Class, cell.Failure.Message)
+	default:
+		st := cell.Stats
+		what = fmt.Sprintf("%.1f samples/s ±%.1f%% over %d iterations (%s), data wait %.0f%%",
+			cell.SamplesPerS, 100*cell.SamplesPerSCI95/math.Max(cell.SamplesPerS, 1e-9),
+			st.Iterations-st.WarmupIterations, st.StopReason, 100*st.DataWaitFraction)
+		if st.MetricsSource == sensitivity.MetricsWall {
+			what = fmt.Sprintf("%.1f samples/s from wall time (the job wrote no metrics)", cell.SamplesPerS)
+		}
+	}
+	prefix := ""
+	if t.tty {
+		prefix = "\r\033[K"
+	}
+	fmt.Fprintf(t.w, "%s[%d/%d] %s: %s in %s\n", prefix, t.idx, t.n, label, what, elapsed.Truncate(100*time.Millisecond))
+}
+
+func (t *textProgress) Note(msg string) {
+	if t.tty {
+		fmt.Fprint(t.w, "\r\033[K")
+	}
+	fmt.Fprintln(t.w, msg)
+}
