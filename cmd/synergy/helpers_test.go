@@ -21,7 +21,17 @@ type binaries struct {
 
 // builtOnce builds both programs into a temporary directory the first time
 // it is called; TestMain removes it.
-var builtOnce = sync.OnceValue(func() *binaries {
+var (
+	buildOnce sync.Once
+	built     *binaries
+)
+
+func builtOnce() *binaries {
+	buildOnce.Do(func() { built = build() })
+	return built
+}
+
+func build() *binaries {
 	b := &binaries{}
 	dir, err := os.MkdirTemp("", "synergy-e2e-bin-*")
 	if err != nil {
@@ -51,7 +61,7 @@ var builtOnce = sync.OnceValue(func() *binaries {
 		}
 	}
 	return b
-})
+}
 
 type buildError struct {
 	pkg, out string
@@ -86,8 +96,8 @@ func genDataset(t *testing.T, b *binaries, preset, size string) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if b := builtOnce(); b.dir != "" {
-		os.RemoveAll(b.dir)
+	if built != nil && built.dir != "" {
+		os.RemoveAll(built.dir)
 	}
 	os.Exit(code)
 }
