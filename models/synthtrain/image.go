@@ -79,7 +79,7 @@ func (imageCodec) generate(seed uint64, idx int) ([]byte, error) {
 		}
 		n := int(noise&0xff)*imageNoise/256 - imageNoise/2
 		noise >>= 8
-		img.Pix[i] = clamp8(float64(int(img.Pix[i]) + n))
+		img.Pix[i] = uint8(min(max(int(img.Pix[i])+n, 0), 255))
 	}
 	var buf bytes.Buffer
 	buf.Grow(160 << 10)

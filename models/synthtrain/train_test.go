@@ -214,3 +214,34 @@ func TestIteration_RoundTrip(t *testing.T) {
 		t.Errorf("NaN rendered as invalid JSON: %s", nan)
 	}
 }
+
+// FuzzIteration_RoundTrip: every line the loop can write parses back to the
+// same iteration, to the 1 µs the stream carries.
+func FuzzIteration_RoundTrip(f *testing.F) {
+	f.Add(0, 32, 0.0123, 0.05, 1732300000.123456, 0, 0.05, true)
+	f.Add(1<<40, 0, 0.0, 1e-9, 0.0, 7, 0.0, false)
+	f.Add(-1, -5, 1e300, math.Inf(1), math.NaN(), -2, -0.5, true)
+	f.Fuzz(func(t *testing.T, iter, samples int, wait, step, ts float64, epoch int, intended float64, emulated bool) {
+		in := Iteration{Iter: iter, Samples: samples, DataWaitS: wait, StepS: step, TS: ts, Epoch: epoch, StepIntendedS: intended, Emulated: emulated}
+		line := in.appendJSON(nil)
+		if bytes.Count(line, []byte("\n")) != 1 || line[len(line)-1] != '\n' {
+			t.Fatalf("not exactly one line: %q", line)
+		}
+		out, err := ParseIteration(line)
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if out.Iter != iter || out.Samples != samples || out.Epoch != epoch || out.Emulated != emulated {
+			t.Errorf("ints/bool: %+v from %+v", out, in)
+		}
+		for _, p := range [][2]float64{{wait, out.DataWaitS}, {step, out.StepS}, {ts, out.TS}, {intended, out.StepIntendedS}} {
+			want := p[0]
+			if math.IsNaN(want) || math.IsInf(want, 0) {
+				want = 0
+			}
+			if d := math.Abs(p[1] - want); d > 5.0001e-7 && d > 1e-12*math.Abs(want) {
+				t.Errorf("float %v came back as %v", p[0], p[1])
+			}
+		}
+	})
+}
