@@ -138,6 +138,9 @@ func Preset(name string) (Cluster, error) {
 // PresetNames lists the preset names.
 func PresetNames() []string { return []string{"default", "philly", "cpu4", "cpu5", "cpu6"} }
 
+// maxServers bounds a cluster file's size.
+const maxServers = 100_000
+
 // clusterFile is the JSON cluster file: a list of servers, or groups of
 // identical servers, or both (servers first, then groups in order).
 //
@@ -183,8 +186,8 @@ func ParseCluster(data []byte) (Cluster, error) {
 		if g.Count < 1 {
 			return Cluster{}, fmt.Errorf("cluster: groups[%d].count = %d: need at least 1", gi, g.Count)
 		}
-		if g.Count > 1_000_000 {
-			return Cluster{}, fmt.Errorf("cluster: groups[%d].count = %d: more than 1000000 servers", gi, g.Count)
+		if len(c.Servers)+g.Count > maxServers {
+			return Cluster{}, fmt.Errorf("cluster: groups[%d].count = %d: more than %d servers in all", gi, g.Count, maxServers)
 		}
 		for k := 0; k < g.Count; k++ {
 			name := fmt.Sprintf("server-%d", len(c.Servers))

@@ -1,0 +1,84 @@
+package scheduler
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/synergy-sched/synergy/sensitivity"
+)
+
+// cpuBoundProfile is a one-GPU job whose throughput grows 100 samples/s per
+// CPU up to 4 CPUs and ignores memory.
+func cpuBoundProfile() *sensitivity.Profile {
+	p := &sensitivity.Profile{
+		SchemaVersion: sensitivity.SchemaVersion,
+		Job:           sensitivity.JobInfo{Name: "cnn", Batch: 32, GPUs: 1, MaxIterations: 5000},
+		Host:          sensitivity.HostInfo{DRAMBytes: 64e9},
+		Axes:          sensitivity.Axes{CPUs: []float64{1, 2, 4, 8}, MemLimitBytes: []int64{8e9, 16e9, 0}},
+	}
+	for _, c := range p.Axes.CPUs {
+		for _, b := range p.Axes.MemLimitBytes {
+			p.Cells = append(p.Cells, sensitivity.Cell{CPUs: c, MemLimitBytes: b, Measured: true, SamplesPerS: 100 * math.Min(c, 4)})
+		}
+	}
+	return p
+}
+
+func TestJobFromProfile_NormalisesAtFairShare(t *testing.T) {
+	// One server, 4 GPUs, 8 CPUs, 64 GB: fair share 2 CPUs, 16 GB per GPU.
+	c := Homogeneous("lab", 1, 4, 8, 64e9)
+	j, err := JobFromProfile(7, cpuBoundProfile(), ShapeOf(&c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// At fair share 200 samples/s → 1.0; 4 CPUs → 400/200 = 2.0, the best;
+	// ideal = the fewest CPUs and least memory reaching 95% of 2.0.
+	if j.IdealCPUsPerGPU != 4 || j.IdealMemBytesPerGPU != 8e9 || j.Speedup != 2 {
+		t.Errorf("ideal %v CPUs %v B speed-up %v", j.IdealCPUsPerGPU, j.IdealMemBytesPerGPU, j.Speedup)
+	}
+	// iteration time at fair share: 32 samples / 200 samples/s = 0.16 s
+	if j.IterSeconds != 0.16 || j.Iterations != 5000 || j.ID != 7 || j.GPUs != 1 {
+		t.Errorf("job %+v", j)
+	}
+	if v, _ := j.Matrix.At(1, 16e9); v != 0.5 {
+		t.Errorf("value at 1 CPU = %v, want 0.5", v)
+	}
+	if len(j.Warnings) != 0 {
+		t.Errorf("warnings %v", j.Warnings)
+	}
+	if err := j.Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestJobFromProfile_ClampsOutsideRangeWithWarning(t *testing.T) {
+	// 16 CPUs and 32 GB per GPU: beyond the profiled 8 CPUs.
+	c := Homogeneous("fat", 1, 2, 32, 64e9)
+	j, err := JobFromProfile(1, cpuBoundProfile(), ShapeOf(&c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(j.Warnings) != 1 || !strings.Contains(j.Warnings[0], "outside the profiled range") {
+		t.Fatalf("warnings %v", j.Warnings)
+	}
+	// Normalised at the clamped corner (8 CPUs, 64 GB) = 400 → every
+	// value ≤ 1, so the fair share is the ideal.
+	if j.Speedup != 1 || j.IdealCPUsPerGPU != 16 {
+		t.Errorf("speed-up %v ideal CPUs %v", j.Speedup, j.IdealCPUsPerGPU)
+	}
+}
+
+func TestJobFromProfile_Errors(t *testing.T) {
+	c := Homogeneous("lab", 1, 4, 8, 64e9)
+	p := cpuBoundProfile()
+	p.Job.Batch = 0
+	if _, err := JobFromProfile(1, p, ShapeOf(&c)); err == nil || !strings.Contains(err.Error(), "job.batch") {
+		t.Errorf("batch 0: %v", err)
+	}
+	p = cpuBoundProfile()
+	p.Cells = p.Cells[:3]
+	if _, err := JobFromProfile(1, p, ShapeOf(&c)); err == nil || !strings.Contains(err.Error(), "no cell") {
+		t.Errorf("missing cell: %v", err)
+	}
+}

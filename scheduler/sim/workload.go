@@ -1,0 +1,303 @@
+package sim
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/synergy-sched/synergy/models/zoo"
+	"github.com/synergy-sched/synergy/scheduler"
+	"github.com/synergy-sched/synergy/sensitivity"
+)
+
+// Source yields jobs in arrival order. The simulator asks for the next job
+// only when the previous one has arrived, as the original does.
+type Source interface {
+	// Next returns the next job, or ok=false when there are no more.
+	Next() (j *scheduler.Job, ok bool)
+	// Describe says where the jobs come from, for the result file.
+	Describe() string
+}
+
+// ZooJob builds a job of the named zoo model.
+func ZooJob(id int, model string, arrivalS float64, iterations int64, gpus int, matrices map[string]*sensitivity.Matrix) (*scheduler.Job, error) {
+	m, err := zoo.Lookup(model)
+	if err != nil {
+		return nil, err
+	}
+	mx := matrices[model]
+	if mx == nil {
+		x := m.Matrix()
+		mx = &x
+		if matrices != nil {
+			matrices[model] = mx
+		}
+	}
+	return &scheduler.Job{
+		ID: id, Model: m.Name, Class: m.Class, GPUs: gpus, Iterations: iterations,
+		ArrivalSeconds: arrivalS, IterSeconds: m.IterSeconds,
+		IdealCPUsPerGPU: m.IdealCPUsPerGPU, IdealMemBytesPerGPU: float64(m.IdealMemBytesPerGPU),
+		Speedup: m.Speedup, Matrix: mx,
+	}, nil
+}
+
+// GeneratorConfig is Synergy's workload generator (jobs/workload.py with
+// helpers/utils.py), the paper's continuous setting.
+type GeneratorConfig struct {
+	// JobsPerHour is the Poisson arrival rate.
+	JobsPerHour float64
+	// NumJobs stops the generator after this many jobs; 0 means no limit
+	// (the simulator stops when the window's jobs have finished).
+	NumJobs int
+	// Split is the percentage of image, language and speech jobs
+	// (default 20, 70, 10).
+	Split [3]float64
+	// MultiGPU draws GPU demands 1/2/4/8 with probabilities
+	// 0.7/0.1/0.15/0.05 (Synergy's get_job_gpu_demand); otherwise every
+	// job has one GPU.
+	MultiGPU bool
+	Seed     uint64
+}
+
+// Validate checks the generator settings; errors name the field.
+func (c GeneratorConfig) Validate() error {
+	if !(c.JobsPerHour > 0) || math.IsInf(c.JobsPerHour, 0) {
+		return fmt.Errorf("jobs_per_hour = %v: need a positive number", c.JobsPerHour)
+	}
+	if c.NumJobs < 0 {
+		return fmt.Errorf("num_jobs = %d: must not be negative", c.NumJobs)
+	}
+	sum := 0.0
+	for i, p := range c.Split {
+		if p < 0 || math.IsNaN(p) || math.IsInf(p, 0) {
+			return fmt.Errorf("split[%d] = %v: need a non-negative percentage", i, p)
+		}
+		sum += p
+	}
+	if math.Abs(sum-100) > 1e-6 {
+		return fmt.Errorf("split = %v: percentages sum to %v, not 100", c.Split, sum)
+	}
+	return nil
+}
+
+// Generator draws jobs:
+//   - inter-arrival ceil(Exp(JobsPerHour) hours in seconds);
+//   - duration 60·10^U(1.5,3) s with probability 0.8, else 60·10^U(3,4) s
+//     (Gavel-like: 31.6 min to 16.7 h, and 16.7 h to 6.9 days), iterations
+//     = int(duration / the model's fair-share iteration time);
+//   - class: the one furthest below its share of the jobs so far (the
+//     original's ModelAssignment.OVERALL: deterministic, ties in image,
+//     language, speech order), model round-robin within the class.
+//
+// One PCG stream seeded by Seed supplies all randomness; the original's
+// Python random stream cannot be reproduced, so matching is by
+// distribution.
+type Generator struct {
+	cfg      GeneratorConfig
+	rng      *rand.Rand
+	id       int
+	last     float64
+	count    [3]int
+	rr       [3]int
+	classes  [3][]string
+	matrices map[string]*sensitivity.Matrix
+}
+
+// NewGenerator validates cfg and starts a generator.
+func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("generator: %w", err)
+	}
+	g := &Generator{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed5eed)), matrices: map[string]*sensitivity.Matrix{}}
+	for _, m := range zoo.All() {
+		for k, c := range zoo.Classes() {
+			if m.Class == c {
+				g.classes[k] = append(g.classes[k], m.Name)
+			}
+		}
+	}
+	return g, nil
+}
+
+// Describe implements Source.
+func (g *Generator) Describe() string {
+	mg := "single-GPU"
+	if g.cfg.MultiGPU {
+		mg = "multi-GPU"
+	}
+	return fmt.Sprintf("generator: %v jobs/h, split %v/%v/%v, %s, seed %d", g.cfg.JobsPerHour, g.cfg.Split[0], g.cfg.Split[1], g.cfg.Split[2], mg, g.cfg.Seed)
+}
+
+// Next implements Source.
+func (g *Generator) Next() (*scheduler.Job, bool) {
+	if g.cfg.NumJobs > 0 && g.id >= g.cfg.NumJobs {
+		return nil, false
+	}
+	hours := -math.Log(1-g.rng.Float64()) / g.cfg.JobsPerHour
+	g.last += math.Ceil(hours * 3600)
+	var exp float64
+	if g.rng.Float64() >= 0.8 {
+		exp = 3 + g.rng.Float64()
+	} else {
+		exp = 1.5 + 1.5*g.rng.Float64()
+	}
+	durationS := 60 * math.Pow(10, exp)
+	gpus := 1
+	if g.cfg.MultiGPU {
+		switch u := g.rng.Float64(); {
+		case u >= 0.95:
+			gpus = 8
+		case u >= 0.8:
+			gpus = 4
+		case u >= 0.7:
+			gpus = 2
+		}
+	}
+	class := g.nextClass()
+	names := g.classes[class]
+	model := names[g.rr[class]%len(names)]
+	g.rr[class]++
+	g.count[class]++
+	m, _ := zoo.Lookup(model)
+	j, err := ZooJob(g.id, model, g.last, int64(durationS/m.IterSeconds), gpus, g.matrices)
+	if err != nil {
+		panic(err) // zoo names are ours
+	}
+	if j.Iterations < 1 {
+		j.Iterations = 1
+	}
+	g.id++
+	return j, true
+}
+
+// nextClass picks the class furthest below its share so far.
+func (g *Generator) nextClass() int {
+	total := g.count[0] + g.count[1] + g.count[2]
+	best, bestPri := -1, math.Inf(-1)
+	for k, p := range g.cfg.Split {
+		if p == 0 {
+			continue
+		}
+		pri := 0.0
+		if total > 0 {
+			pri = p/100 - float64(g.count[k])/float64(total)
+		}
+		if pri > bestPri {
+			best, bestPri = k, pri
+		}
+	}
+	return best
+}
+
+// List is a fixed list of jobs in arrival order.
+type List struct {
+	Jobs []*scheduler.Job
+	Name string
+	i    int
+}
+
+// Next implements Source.
+func (l *List) Next() (*scheduler.Job, bool) {
+	if l.i >= len(l.Jobs) {
+		return nil, false
+	}
+	l.i++
+	return l.Jobs[l.i-1], true
+}
+
+// Describe implements Source.
+func (l *List) Describe() string { return l.Name }
+
+// ParseTrace reads Synergy's recorded trace CSV (no header), one job per
+// line: job_id, model, arrival_seconds, total_iterations, gpus — e.g.
+// "3,m5,1505,122162,1". Blank lines and lines starting with # are skipped.
+// Errors name the line and the field. Jobs keep their file order; the
+// simulator admits them by arrival time (ties in file order).
+func ParseTrace(r io.Reader) ([]*scheduler.Job, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	matrices := map[string]*sensitivity.Matrix{}
+	var jobs []*scheduler.Job
+	seen := map[int]int{}
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		f := strings.Split(text, ",")
+		if len(f) != 5 {
+			return nil, fmt.Errorf("trace line %d: %d fields, want 5 (job_id, model, arrival_seconds, total_iterations, gpus)", line, len(f))
+		}
+		for i := range f {
+			f[i] = strings.TrimSpace(f[i])
+		}
+		id, err := strconv.Atoi(f[0])
+		if err != nil || id < 0 {
+			return nil, fmt.Errorf("trace line %d: job_id %q is not a non-negative integer", line, f[0])
+		}
+		if prev, dup := seen[id]; dup {
+			return nil, fmt.Errorf("trace line %d: job_id %d repeats line %d", line, id, prev)
+		}
+		seen[id] = line
+		arr, err := strconv.ParseFloat(f[2], 64)
+		if err != nil || math.IsNaN(arr) || math.IsInf(arr, 0) || arr < 0 || arr > 1e12 {
+			return nil, fmt.Errorf("trace line %d: arrival_seconds %q is not a non-negative number", line, f[2])
+		}
+		iters, err := strconv.ParseInt(f[3], 10, 64)
+		if err != nil || iters < 1 || iters > 1e15 {
+			return nil, fmt.Errorf("trace line %d: total_iterations %q is not a positive integer", line, f[3])
+		}
+		gpus, err := strconv.Atoi(f[4])
+		if err != nil || gpus < 1 || gpus > 1<<20 {
+			return nil, fmt.Errorf("trace line %d: gpus %q is not a positive integer", line, f[4])
+		}
+		j, err := ZooJob(id, f[1], arr, iters, gpus, matrices)
+		if err != nil {
+			return nil, fmt.Errorf("trace line %d: model: %w", line, err)
+		}
+		jobs = append(jobs, j)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("trace line %d: %w", line+1, err)
+	}
+	if len(jobs) == 0 {
+		return nil, errors.New("trace: no jobs")
+	}
+	return jobs, nil
+}
+
+// LoadTrace reads a trace CSV file.
+func LoadTrace(path string) ([]*scheduler.Job, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read trace: %w", err)
+	}
+	jobs, err := ParseTrace(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return jobs, nil
+}
+
+// WriteTrace writes jobs in the trace CSV format (Synergy's --record_trace).
+func WriteTrace(w io.Writer, jobs []*scheduler.Job) error {
+	bw := bufio.NewWriter(w)
+	for _, j := range jobs {
+		if _, err := fmt.Fprintf(bw, "%d,%s,%s,%d,%d\n", j.ID, j.Model, strconv.FormatFloat(j.ArrivalSeconds, 'f', -1, 64), j.Iterations, j.GPUs); err != nil {
+			return fmt.Errorf("write trace: %w", err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write trace: %w", err)
+	}
+	return nil
+}
