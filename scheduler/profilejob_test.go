@@ -62,9 +62,9 @@ func TestJobFromProfile_ClampsOutsideRangeWithWarning(t *testing.T) {
 	if len(j.Warnings) != 1 || !strings.Contains(j.Warnings[0], "outside the profiled range") {
 		t.Fatalf("warnings %v", j.Warnings)
 	}
-	// Normalised at the clamped corner (8 CPUs, 64 GB) = 400 → every
-	// value ≤ 1, so the fair share is the ideal.
-	if j.Speedup != 1 || j.IdealCPUsPerGPU != 16 {
+	// Normalised at the clamped edge (8 CPUs, 32 GB) = 400: the best is
+	// 1.0, first reached at 4 CPUs and 8 GB, less than the fair share.
+	if j.Speedup != 1 || j.IdealCPUsPerGPU != 4 || j.IdealMemBytesPerGPU != 8e9 {
 		t.Errorf("speed-up %v ideal CPUs %v", j.Speedup, j.IdealCPUsPerGPU)
 	}
 }
