@@ -21,6 +21,8 @@ rate() { # metrics file -> samples/s after warm-up
 	} END { if (t1 > t0) printf "%.1f", tot / (t1 - t0); else print "nan" }' "$1"
 }
 
+read -r load _ </proc/loadavg
+echo "load average $load (other work on these cores skews the image ratio down)"
 printf '%-9s %12s %12s %7s\n' preset "1 core/s" "2 cores/s" ratio
 for preset in image audio language; do
 	"$bin" gen --preset "$preset" --bytes "${size[$preset]}" --dir "$dir/$preset" >/dev/null

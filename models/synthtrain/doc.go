@@ -16,7 +16,7 @@
 // Presets and their defaults, calibrated on a 2-core machine:
 //
 //	preset    batch  gpu-step  sample file                            work per sample                       bound by
-//	image     32     8ms       JPEG 500x375 q90, ~90 KiB (.jpg)       decode, random resized crop, bilinear  CPU: ~4.5 ms/sample, ~140 ms/batch
+//	image     32     8ms       JPEG 500x375 q90, ~90 KiB (.jpg)       decode, random resized crop, bilinear  CPU: ~4.7 ms/sample, ~150 ms/batch
 //	                                                                  224x224, flip, normalise               on one core; scales with cores
 //	audio     16     40ms      16-bit mono PCM WAV, 1-2 MiB (.wav)    read all, energy + zero-crossing       step when cached (~24 MiB/batch,
 //	                                                                  features over 1/4 (~0.3 ms)            ~10 ms); fetch under a read limit
