@@ -1,0 +1,190 @@
+package sim
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/synergy-sched/synergy/scheduler"
+)
+
+func defaultCluster(t testing.TB) *scheduler.Cluster {
+	c, err := scheduler.Preset("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &c
+}
+
+func mustJob(t testing.TB, id int, model string, arrival float64, iters int64, gpus int) *scheduler.Job {
+	j, err := ZooJob(id, model, arrival, iters, gpus, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// TestRun_ClosedForm checks the no-queueing closed form from Synergy's
+// semantics: a job arriving at a with n iterations, alone on the cluster,
+// finishes at ceil(a/300)·300 + ceil(n / floor(300/t))·300, where t is its
+// fair-share iteration time (divided by its speed-up when it gets its
+// ideal allocation).
+func TestRun_ClosedForm(t *testing.T) {
+	cases := []struct {
+		model   string
+		arrival float64
+		iters   int64
+		gpus    int
+	}{
+		{"alexnet", 1000, 10000, 1},  // fair: floor(300/0.6) = 500 per round → 20 rounds
+		{"res18", 0, 1, 1},           // one round
+		{"lstm", 299.5, 123456, 1},   // floor(300/0.011) = 27272 per round → 5 rounds
+		{"m5", 600, 27000, 1},        // arrival on a boundary
+		{"deepspeech", 1, 396, 1},    // exactly one round at fair share: floor(300/0.757) = 396
+		{"res50", 7777, 5000, 4},     // 4 GPUs on one server
+		{"transformer", 45, 9999, 8}, // a whole server
+	}
+	for _, c := range cases {
+		for _, sn := range []string{"fair", "tune", "greedy"} {
+			s, _ := scheduler.NewStrategy(sn)
+			j := mustJob(t, 0, c.model, c.arrival, c.iters, c.gpus)
+			speed := 1.0
+			if sn != "fair" {
+				speed = scheduler.IdealDemand(j, scheduler.ShapeOf(defaultCluster(t))).Speedup
+			}
+			perRound := math.Floor(300 / (j.IterSeconds / speed))
+			want := math.Ceil(c.arrival/300)*300 + math.Ceil(float64(c.iters)/perRound)*300 - c.arrival
+			res, err := Run(Config{Cluster: defaultCluster(t), Strategy: s, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: All}, &List{Jobs: []*scheduler.Job{j}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.JCT.MeanHours * 3600; math.Abs(got-want) > 1e-6 || res.JCT.N != 1 {
+				t.Errorf("%s on %s: JCT %v s, want %v s", c.model, sn, got, want)
+			}
+			if d := res.QueueingDelay.MeanHours * 3600; math.Abs(d-(math.Ceil(c.arrival/300)*300-c.arrival)) > 1e-6 {
+				t.Errorf("%s on %s: queueing delay %v s", c.model, sn, d)
+			}
+		}
+	}
+}
+
+// TestRun_SameSeedSameBytes runs the same generator point twice and demands
+// byte-identical JSON; a different seed must differ.
+func TestRun_SameSeedSameBytes(t *testing.T) {
+	run := func(seed uint64) []byte {
+		g, err := NewGenerator(GeneratorConfig{JobsPerHour: 9, Split: [3]float64{20, 70, 10}, Seed: seed, MultiGPU: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Run(Config{Cluster: defaultCluster(t), Strategy: scheduler.Tune{}, Policy: scheduler.LAS{}, RoundSeconds: 300, Window: Window{200, 399}, FirstRoundAtZero: true}, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := res.WriteJSON(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	a, b := run(7), run(7)
+	if !bytes.Equal(a, b) {
+		t.Fatal("same seed, different output")
+	}
+	if bytes.Equal(a, run(8)) {
+		t.Fatal("different seeds, same output")
+	}
+}
+
+// TestRun_Invariants checks every round of loaded runs: no server over
+// capacity, nothing placed twice, and under tune no job below its fair
+// share (or its smaller ideal).
+func TestRun_Invariants(t *testing.T) {
+	for _, sn := range []string{"fair", "greedy", "tune"} {
+		for _, pn := range []string{"fifo", "srtf", "las", "ftf"} {
+			s, _ := scheduler.NewStrategy(sn)
+			p, _ := scheduler.NewPolicy(pn)
+			c := defaultCluster(t)
+			fair := c.FairShare()
+			rounds := 0
+			g, _ := NewGenerator(GeneratorConfig{JobsPerHour: 12, Split: [3]float64{40, 40, 20}, Seed: 3, MultiGPU: true, NumJobs: 400})
+			cfg := Config{Cluster: c, Strategy: s, Policy: p, RoundSeconds: 300, Window: All, FirstRoundAtZero: true}
+			cfg.OnRound = func(now float64, r *scheduler.Round, queue []*scheduler.Active) {
+				rounds++
+				for i, srv := range c.Servers {
+					u := r.Used(i)
+					if u.GPUs > srv.GPUs || u.CPUs > srv.CPUs+1e-9 || u.MemBytes > float64(srv.MemBytes)+1e-3 {
+						t.Fatalf("%s/%s at %v: %s used %+v", sn, pn, now, srv.Name, u)
+					}
+				}
+				seen := map[int]bool{}
+				r.EachPlacement(func(j *scheduler.Job, a *scheduler.Allocation) {
+					if seen[j.ID] {
+						t.Fatalf("job %d placed twice", j.ID)
+					}
+					seen[j.ID] = true
+					tot := a.Total()
+					if tot.GPUs != j.GPUs {
+						t.Fatalf("job %d got %d GPUs of %d", j.ID, tot.GPUs, j.GPUs)
+					}
+					if sn == "tune" {
+						minCPU := math.Min(fair.CPUs, j.IdealCPUsPerGPU) * float64(j.GPUs)
+						minMem := math.Min(fair.MemBytes, j.IdealMemBytesPerGPU) * float64(j.GPUs)
+						if tot.CPUs < minCPU-1e-9 || tot.MemBytes < minMem-1e-3 {
+							t.Fatalf("job %d below fair share: %+v", j.ID, tot)
+						}
+					}
+				})
+			}
+			res, err := Run(cfg, g)
+			if err != nil {
+				t.Fatalf("%s/%s: %v", sn, pn, err)
+			}
+			if res.JCT.N != 400 || rounds == 0 {
+				t.Errorf("%s/%s: %d jobs finished in %d rounds", sn, pn, res.JCT.N, rounds)
+			}
+		}
+	}
+}
+
+func TestRun_CappedAndOversizedJobs(t *testing.T) {
+	c := scheduler.Homogeneous("tiny", 1, 8, 4, 100e9) // 0.5 CPU per GPU fair share
+	j := mustJob(t, 0, "alexnet", 0, 10, 1)
+	_, err := Run(Config{Cluster: &c, Strategy: scheduler.Greedy{}, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: All}, &List{Jobs: []*scheduler.Job{j}})
+	if err != nil {
+		t.Fatalf("greedy with the ideal capped to the server should fit: %v", err)
+	}
+	big := mustJob(t, 0, "alexnet", 0, 10, 16)
+	if _, err := Run(Config{Cluster: &c, Strategy: scheduler.Fair{}, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: All}, &List{Jobs: []*scheduler.Job{big}}); err == nil || !strings.Contains(err.Error(), "needs 16 GPUs") {
+		t.Errorf("16-GPU job on 8 GPUs: %v", err)
+	}
+}
+
+func TestRun_StopWhenIdleAsOriginal(t *testing.T) {
+	jobs := []*scheduler.Job{mustJob(t, 0, "res18", 0, 100, 1), mustJob(t, 1, "res18", 10000, 100, 1)}
+	for _, stop := range []bool{false, true} {
+		res, err := Run(Config{Cluster: defaultCluster(t), Strategy: scheduler.Fair{}, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: All, StopWhenIdle: stop}, &List{Jobs: jobs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Job 1 arrives after the queue empties: the original stops there.
+		want := 2
+		if stop {
+			want = 1
+		}
+		if res.AllJobs.N != want {
+			t.Errorf("StopWhenIdle=%v: %d jobs finished, want %d", stop, res.AllJobs.N, want)
+		}
+	}
+}
+
+func TestQuantile_Linear(t *testing.T) {
+	xs := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	// pandas: position q·(n−1); 0.95·9 = 8.55 → 9 + 0.55·(10 − 9) = 9.55
+	cases := map[float64]float64{0: 1, 0.5: 5.5, 0.95: 9.55, 0.99: 9.91, 1: 10}
+	for q, want := range cases {
+		if got := Quantile(xs, q); math.Abs(got-want) > 1e-12 {
+			t.Errorf("Quantile(%v) = %v, want %v", q, got, want)
+		}
+	}
+}
