@@ -2,18 +2,418 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/urfave/cli/v3"
+
+	"github.com/synergy-sched/synergy/scheduler"
+	"github.com/synergy-sched/synergy/scheduler/sim"
+	"github.com/synergy-sched/synergy/sensitivity"
 )
 
-// simulateCommand is a placeholder until the scheduler lands (issue 6).
+// Flag names of `synergy simulate`.
+const (
+	simFlagCluster      = "cluster"
+	simFlagTrace        = "trace"
+	simFlagLoads        = "loads"
+	simFlagNumJobs      = "num-jobs"
+	simFlagSplit        = "split"
+	simFlagMultiGPU     = "multi-gpu"
+	simFlagSeed         = "seed"
+	simFlagWindow       = "window"
+	simFlagStrategies   = "strategies"
+	simFlagPolicies     = "policies"
+	simFlagRound        = "round"
+	simFlagOut          = "out"
+	simFlagProfile      = "profile"
+	simFlagRecordTrace  = "record-trace"
+	simFlagStopWhenIdle = "stop-when-idle"
+	simFlagWorkers      = "workers"
+	simFlagJSON         = "json"
+)
+
 func simulateCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "simulate",
-		Usage: "replay a trace on a simulated cluster (not built yet)",
-		Action: func(ctx context.Context, c *cli.Command) error {
-			return errors.New("simulate: not built yet")
+		Usage: "simulate scheduling strategies and policies on a cluster, over Synergy's generator or a recorded trace",
+		Description: "Rounds of --round (300 s) with Synergy's semantics: every round the policy orders the runnable jobs and the\n" +
+			"strategy re-packs them on the empty cluster. Results are over the job ids in --window. A sweep over\n" +
+			"--strategies × --policies × --loads × --seed runs in parallel. Same flags and seed: identical output.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: simFlagCluster, Value: "default", Usage: "cluster JSON file or preset (" + strings.Join(scheduler.PresetNames(), ", ") + ")"},
+			&cli.StringFlag{Name: simFlagTrace, Usage: "Synergy recorded trace CSV (job_id,model,arrival_s,iterations,gpus) instead of the generator"},
+			&cli.StringFlag{Name: simFlagLoads, Aliases: []string{"jobs-per-hour"}, Value: "9", Usage: "generator: arrival rates in jobs per hour, e.g. 3,6,9"},
+			&cli.IntFlag{Name: simFlagNumJobs, Usage: "generator: stop after this many jobs (default: when the window's jobs have finished)"},
+			&cli.StringFlag{Name: simFlagSplit, Value: "20,70,10", Usage: "generator: percent of image, language, speech jobs"},
+			&cli.BoolFlag{Name: simFlagMultiGPU, Usage: "generator: GPU demands 1/2/4/8 (70/10/15/5%) instead of single-GPU jobs"},
+			&cli.StringFlag{Name: simFlagSeed, Value: "1", Usage: "generator seed(s), e.g. 1 or 1,2,3 (one run per seed)"},
+			&cli.StringFlag{Name: simFlagWindow, Usage: "job ids to report on, FIRST-LAST or all (default 4000-4999 for the generator, all for a trace)"},
+			&cli.StringFlag{Name: simFlagStrategies, Value: "fair,tune", Usage: "allocation strategies: " + strings.Join(scheduler.StrategyNames(), ", ")},
+			&cli.StringFlag{Name: simFlagPolicies, Value: "fifo", Usage: "job-ordering policies: " + strings.Join(scheduler.PolicyNames(), ", ")},
+			&cli.DurationFlag{Name: simFlagRound, Value: sim.DefaultRoundSeconds * time.Second, Usage: "round (lease) length"},
+			&cli.StringFlag{Name: simFlagOut, Usage: "write the results JSON here"},
+			&cli.StringSliceFlag{Name: simFlagProfile, Usage: "profile JSON from `synergy profile` (repeatable): a model named by its job name for the trace; with the generator, jobs take these models round-robin"},
+			&cli.StringFlag{Name: simFlagRecordTrace, Usage: "generator: write the jobs of the (single) run as a trace CSV"},
+			&cli.BoolFlag{Name: simFlagStopWhenIdle, Usage: "end a trace replay when no job is runnable at a round boundary, as the original does"},
+			&cli.IntFlag{Name: simFlagWorkers, Value: runtime.GOMAXPROCS(0), Usage: "parallel runs"},
+			&cli.BoolFlag{Name: simFlagJSON, Usage: "print the results JSON on stdout instead of the table"},
 		},
+		Action: runSimulate,
 	}
 }
+
+// simulateOptions is the command's flags, checked.
+type simulateOptions struct {
+	cluster     scheduler.Cluster
+	catalog     *sim.Catalog
+	profiles    []string
+	trace       []*scheduler.Job
+	tracePath   string
+	loads       []float64
+	numJobs     int
+	split       [3]float64
+	multiGPU    bool
+	seeds       []uint64
+	window      sim.Window
+	strategies  []string
+	policies    []string
+	roundS      float64
+	out         string
+	recordTrace string
+	stopIdle    bool
+	workers     int
+	json        bool
+	warnings    []string
+}
+
+// parseSimulateFlags turns flags into options; every error names its flag.
+func parseSimulateFlags(c *cli.Command) (simulateOptions, error) {
+	var o simulateOptions
+	var err error
+	flagErr := func(name string, err error) error { return fmt.Errorf("--%s: %w", name, err) }
+	if o.cluster, err = scheduler.LoadCluster(c.String(simFlagCluster)); err != nil {
+		return o, flagErr(simFlagCluster, err)
+	}
+	o.catalog = sim.NewCatalog(scheduler.ShapeOf(&o.cluster))
+	for _, path := range c.StringSlice(simFlagProfile) {
+		p, err := sensitivity.Load(path)
+		if err != nil {
+			return o, flagErr(simFlagProfile, err)
+		}
+		warns, err := o.catalog.AddProfile(p)
+		if err != nil {
+			return o, flagErr(simFlagProfile, fmt.Errorf("%s: %w", path, err))
+		}
+		for _, w := range warns {
+			o.warnings = append(o.warnings, fmt.Sprintf("profile %s: %s", p.Job.Name, w))
+		}
+	}
+	o.profiles = o.catalog.Profiles()
+	if o.tracePath = c.String(simFlagTrace); o.tracePath != "" {
+		if o.trace, err = sim.LoadTrace(o.tracePath, o.catalog); err != nil {
+			return o, flagErr(simFlagTrace, err)
+		}
+	}
+	if o.loads, err = parsePositiveList(c.String(simFlagLoads)); err != nil {
+		return o, flagErr(simFlagLoads, err)
+	}
+	if o.numJobs = c.Int(simFlagNumJobs); o.numJobs < 0 {
+		return o, flagErr(simFlagNumJobs, fmt.Errorf("%d is negative", o.numJobs))
+	}
+	split, err := parsePositiveList(c.String(simFlagSplit), true)
+	if err != nil {
+		return o, flagErr(simFlagSplit, err)
+	}
+	if len(split) != 3 {
+		return o, flagErr(simFlagSplit, fmt.Errorf("%d values; want image,language,speech percentages", len(split)))
+	}
+	copy(o.split[:], split)
+	o.multiGPU = c.Bool(simFlagMultiGPU)
+	for _, s := range splitList(c.String(simFlagSeed)) {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return o, flagErr(simFlagSeed, fmt.Errorf("%q is not a non-negative integer", s))
+		}
+		o.seeds = append(o.seeds, v)
+	}
+	if len(o.seeds) == 0 {
+		return o, flagErr(simFlagSeed, errors.New("no seed given"))
+	}
+	if o.window, err = parseWindow(c.String(simFlagWindow), o.trace != nil); err != nil {
+		return o, flagErr(simFlagWindow, err)
+	}
+	if o.strategies, err = checkNames(c.String(simFlagStrategies), func(n string) error { _, err := scheduler.NewStrategy(n); return err }); err != nil {
+		return o, flagErr(simFlagStrategies, err)
+	}
+	if o.policies, err = checkNames(c.String(simFlagPolicies), func(n string) error { _, err := scheduler.NewPolicy(n); return err }); err != nil {
+		return o, flagErr(simFlagPolicies, err)
+	}
+	if o.roundS = c.Duration(simFlagRound).Seconds(); !(o.roundS > 0) {
+		return o, flagErr(simFlagRound, fmt.Errorf("%v is not a positive duration", c.Duration(simFlagRound)))
+	}
+	o.out = c.String(simFlagOut)
+	o.recordTrace = c.String(simFlagRecordTrace)
+	if o.recordTrace != "" && (o.trace != nil || len(o.loads) != 1 || len(o.seeds) != 1) {
+		return o, flagErr(simFlagRecordTrace, errors.New("needs the generator with a single --loads value and a single --seed"))
+	}
+	o.stopIdle = c.Bool(simFlagStopWhenIdle)
+	if o.workers = c.Int(simFlagWorkers); o.workers < 1 {
+		return o, flagErr(simFlagWorkers, fmt.Errorf("%d: need at least 1", o.workers))
+	}
+	o.json = c.Bool(simFlagJSON)
+	if o.trace == nil {
+		g := sim.GeneratorConfig{JobsPerHour: o.loads[0], NumJobs: o.numJobs, Split: o.split}
+		if err := g.Validate(); err != nil {
+			return o, flagErr(simFlagSplit, err)
+		}
+	}
+	return o, nil
+}
+
+func parsePositiveList(s string, allowZero ...bool) ([]float64, error) {
+	var out []float64
+	for _, f := range splitList(s) {
+		v, err := strconv.ParseFloat(f, 64)
+		zeroOK := len(allowZero) > 0 && allowZero[0] && v == 0
+		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) || (!(v > 0) && !zeroOK) {
+			return nil, fmt.Errorf("%q is not a positive number", f)
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no values given")
+	}
+	return out, nil
+}
+
+// parseWindow reads FIRST-LAST or "all"; empty means the default.
+func parseWindow(s string, trace bool) (sim.Window, error) {
+	switch s = strings.TrimSpace(s); {
+	case s == "" && trace, s == "all":
+		return sim.All, nil
+	case s == "":
+		return sim.Window{First: 4000, Last: 4999}, nil
+	}
+	a, b, ok := strings.Cut(s, "-")
+	first, err1 := strconv.Atoi(strings.TrimSpace(a))
+	last, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || err1 != nil || err2 != nil || first < 0 || last < first {
+		return sim.Window{}, fmt.Errorf("%q is not FIRST-LAST with 0 <= FIRST <= LAST, or all", s)
+	}
+	return sim.Window{First: first, Last: last}, nil
+}
+
+func checkNames(s string, check func(string) error) ([]string, error) {
+	names := splitList(s)
+	if len(names) == 0 {
+		return nil, errors.New("no names given")
+	}
+	for _, n := range names {
+		if err := check(n); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
+}
+
+// points lists the sweep: strategy × policy × load × seed (a trace has one
+// load and seed).
+func (o *simulateOptions) points() []sim.Point {
+	loads, seeds := o.loads, o.seeds
+	if o.trace != nil {
+		loads, seeds = []float64{0}, []uint64{0}
+	}
+	var ps []sim.Point
+	for _, s := range o.strategies {
+		for _, p := range o.policies {
+			for _, l := range loads {
+				for _, seed := range seeds {
+					ps = append(ps, sim.Point{Strategy: s, Policy: p, JobsPerHour: l, Seed: seed})
+				}
+			}
+		}
+	}
+	return ps
+}
+
+// recorder keeps the jobs a source yields.
+type recorder struct {
+	sim.Source
+	jobs []*scheduler.Job
+}
+
+func (r *recorder) Next() (*scheduler.Job, bool) {
+	j, ok := r.Source.Next()
+	if ok {
+		r.jobs = append(r.jobs, j)
+	}
+	return j, ok
+}
+
+func runSimulate(ctx context.Context, c *cli.Command) error {
+	o, err := parseSimulateFlags(c)
+	if err != nil {
+		return err
+	}
+	for _, w := range o.warnings {
+		fmt.Fprintln(os.Stderr, "warning:", w)
+	}
+	base := sim.Config{
+		Cluster: &o.cluster, RoundSeconds: o.roundS, Window: o.window,
+		FirstRoundAtZero: o.trace == nil, StopWhenIdle: o.stopIdle,
+	}
+	var rec *recorder
+	source := func(p sim.Point) (sim.Source, error) {
+		if o.trace != nil {
+			return &sim.List{Jobs: o.trace, Name: "trace " + o.tracePath}, nil
+		}
+		g, err := sim.NewCatalogGenerator(sim.GeneratorConfig{
+			JobsPerHour: p.JobsPerHour, NumJobs: o.numJobs, Split: o.split, MultiGPU: o.multiGPU, Seed: p.Seed, Models: o.profiles,
+		}, o.catalog)
+		if err != nil {
+			return nil, err
+		}
+		return g, nil
+	}
+	points := o.points()
+	if o.recordTrace != "" {
+		// Record the workload of the first run; every run of a single load
+		// and seed sees the same jobs up to its own end.
+		inner := source
+		var once bool
+		source = func(p sim.Point) (sim.Source, error) {
+			s, err := inner(p)
+			if err != nil || once {
+				return s, err
+			}
+			once = true
+			rec = &recorder{Source: s}
+			return rec, nil
+		}
+		o.workers = 1
+	}
+	tty := isTerminal(os.Stderr)
+	start := time.Now()
+	res, err := sim.Sweep(ctx, base, points, o.workers, source, func(done, total int, p sim.Point) {
+		printProgress(os.Stderr, tty, done, total, p, time.Since(start))
+	})
+	if err != nil {
+		return err
+	}
+	if rec != nil {
+		if err := writeTraceFile(o.recordTrace, rec.jobs); err != nil {
+			return fmt.Errorf("--%s: %w", simFlagRecordTrace, err)
+		}
+	}
+	if o.out != "" {
+		f, err := os.CreateTemp(dirOf(o.out), ".simulate-*.json")
+		if err != nil {
+			return fmt.Errorf("--%s: %w", simFlagOut, err)
+		}
+		if err := writeSweepJSON(f, res); err != nil {
+			f.Close()
+			os.Remove(f.Name())
+			return fmt.Errorf("--%s: %w", simFlagOut, err)
+		}
+		if err := f.Chmod(0o644); err != nil {
+			f.Close()
+			return fmt.Errorf("--%s: %w", simFlagOut, err)
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("--%s: %w", simFlagOut, err)
+		}
+		if err := os.Rename(f.Name(), o.out); err != nil {
+			return fmt.Errorf("--%s: %w", simFlagOut, err)
+		}
+	}
+	if o.json {
+		return writeSweepJSON(os.Stdout, res)
+	}
+	return printSweep(os.Stdout, res)
+}
+
+func dirOf(path string) string {
+	if i := strings.LastIndexByte(path, '/'); i >= 0 {
+		return path[:i+1]
+	}
+	return "."
+}
+
+func writeTraceFile(path string, jobs []*scheduler.Job) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := sim.WriteTrace(f, jobs); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func writeSweepJSON(w io.Writer, res *sim.SweepResult) error {
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode results: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// printProgress draws a progress bar on stderr: rewritten in place on a
+// terminal, one line per finished run otherwise.
+func printProgress(w io.Writer, tty bool, done, total int, p sim.Point, elapsed time.Duration) {
+	const width = 30
+	filled := width * done / total
+	bar := strings.Repeat("=", filled) + strings.Repeat(" ", width-filled)
+	line := fmt.Sprintf("simulate [%s] %d/%d runs, %s (last: %s+%s load %g seed %d)", bar, done, total, elapsed.Round(time.Millisecond), p.Policy, p.Strategy, p.JobsPerHour, p.Seed)
+	if tty {
+		fmt.Fprintf(w, "\r%s\x1b[K", line)
+		if done == total {
+			fmt.Fprintln(w)
+		}
+		return
+	}
+	fmt.Fprintln(w, line)
+}
+
+// printSweep prints one row per run.
+func printSweep(w io.Writer, res *sim.SweepResult) error {
+	t := newTable(w)
+	t.Header([]string{"strategy", "policy", "load (jobs/h)", "seed", "jobs", "JCT mean h", "median h", "p95 h", "p99 h", "queue mean h", "makespan h", "GPU %", "CPU %", "mem %"})
+	for _, r := range res.Runs {
+		x := r.Result
+		load, seed := fmt.Sprintf("%g", r.Point.JobsPerHour), fmt.Sprint(r.Point.Seed)
+		if r.Point.JobsPerHour == 0 {
+			load, seed = "trace", "-"
+		}
+		row := []string{r.Point.Strategy, r.Point.Policy, load, seed, fmt.Sprint(x.JCT.N),
+			f2(x.JCT.MeanHours), f2(x.JCT.MedianHours), f2(x.JCT.P95Hours), f2(x.JCT.P99Hours),
+			f2(x.QueueingDelay.MeanHours), f2(x.MakespanHours),
+			f1(x.Utilization.GPUPct), f1(x.Utilization.CPUPct), f1(x.Utilization.MemPct)}
+		if err := t.Append(row); err != nil {
+			return err
+		}
+	}
+	if len(res.Runs) > 0 {
+		w0 := res.Runs[0].Result.Window
+		win := fmt.Sprintf("jobs %d-%d", w0.First, w0.Last)
+		if w0 == sim.All {
+			win = "all jobs"
+		}
+		fmt.Fprintf(w, "%s, %d GPUs, round %gs; JCT over %s\n", res.Runs[0].Result.Cluster, res.Runs[0].Result.GPUs, res.Runs[0].Result.RoundSeconds, win)
+	}
+	return t.Render()
+}
+
+func f2(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }
+func f1(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }

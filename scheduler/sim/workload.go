@@ -26,6 +26,57 @@ type Source interface {
 	Describe() string
 }
 
+// Catalog is the models jobs can name: the zoo, plus profiles added with
+// AddProfile (named by their job name).
+type Catalog struct {
+	shape    scheduler.Shape
+	profiles map[string]*scheduler.Job // templates
+	order    []string
+	matrices map[string]*sensitivity.Matrix
+}
+
+// NewCatalog starts a catalog holding the zoo, for jobs on a cluster of
+// the given shape (profiles are normalised to its fair share).
+func NewCatalog(shape scheduler.Shape) *Catalog {
+	return &Catalog{shape: shape, profiles: map[string]*scheduler.Job{}, matrices: map[string]*sensitivity.Matrix{}}
+}
+
+// AddProfile adds a profile (the output of `synergy profile`) as a model
+// named by its job name; it returns the job's warnings (clamping).
+func (c *Catalog) AddProfile(p *sensitivity.Profile) ([]string, error) {
+	name := p.Job.Name
+	if name == "" {
+		return nil, errors.New("profile: job.name is empty; jobs name their model by it")
+	}
+	if _, err := zoo.Lookup(name); err == nil {
+		return nil, fmt.Errorf("profile %q: the name is a zoo model's", name)
+	}
+	if _, dup := c.profiles[name]; dup {
+		return nil, fmt.Errorf("profile %q: given twice", name)
+	}
+	j, err := scheduler.JobFromProfile(0, p, c.shape)
+	if err != nil {
+		return nil, err
+	}
+	c.profiles[name] = j
+	c.order = append(c.order, name)
+	return j.Warnings, nil
+}
+
+// Profiles lists the profile models in the order added.
+func (c *Catalog) Profiles() []string { return append([]string(nil), c.order...) }
+
+// Job builds a job of the named model (a profile's or the zoo's).
+func (c *Catalog) Job(id int, model string, arrivalS float64, iterations int64, gpus int) (*scheduler.Job, error) {
+	if t, ok := c.profiles[model]; ok {
+		j := *t
+		j.ID, j.ArrivalSeconds, j.Iterations, j.GPUs = id, arrivalS, iterations, gpus
+		j.Warnings = append([]string(nil), t.Warnings...)
+		return &j, nil
+	}
+	return ZooJob(id, model, arrivalS, iterations, gpus, c.matrices)
+}
+
 // ZooJob builds a job of the named zoo model.
 func ZooJob(id int, model string, arrivalS float64, iterations int64, gpus int, matrices map[string]*sensitivity.Matrix) (*scheduler.Job, error) {
 	m, err := zoo.Lookup(model)
@@ -64,6 +115,10 @@ type GeneratorConfig struct {
 	// job has one GPU.
 	MultiGPU bool
 	Seed     uint64
+	// Models, when set, replaces the zoo's classes: jobs take these
+	// catalog models round-robin (profiles have no class) and Split is
+	// not used.
+	Models []string
 }
 
 // Validate checks the generator settings; errors name the field.
@@ -101,6 +156,7 @@ func (c GeneratorConfig) Validate() error {
 // distribution.
 type Generator struct {
 	cfg      GeneratorConfig
+	catalog  *Catalog
 	rng      *rand.Rand
 	id       int
 	last     float64
@@ -110,12 +166,25 @@ type Generator struct {
 	matrices map[string]*sensitivity.Matrix
 }
 
-// NewGenerator validates cfg and starts a generator.
+// NewGenerator validates cfg and starts a generator of zoo jobs.
 func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
+	return NewCatalogGenerator(cfg, nil)
+}
+
+// NewCatalogGenerator is NewGenerator drawing cfg.Models from catalog.
+func NewCatalogGenerator(cfg GeneratorConfig, catalog *Catalog) (*Generator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("generator: %w", err)
 	}
-	g := &Generator{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed5eed)), matrices: map[string]*sensitivity.Matrix{}}
+	if len(cfg.Models) > 0 && catalog == nil {
+		return nil, errors.New("generator: models given without a catalog")
+	}
+	for _, m := range cfg.Models {
+		if _, err := catalog.Job(0, m, 0, 1, 1); err != nil {
+			return nil, fmt.Errorf("generator: models: %w", err)
+		}
+	}
+	g := &Generator{cfg: cfg, catalog: catalog, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed5eed)), matrices: map[string]*sensitivity.Matrix{}}
 	for _, m := range zoo.All() {
 		for k, c := range zoo.Classes() {
 			if m.Class == c {
@@ -160,15 +229,25 @@ func (g *Generator) Next() (*scheduler.Job, bool) {
 			gpus = 2
 		}
 	}
-	class := g.nextClass()
-	names := g.classes[class]
-	model := names[g.rr[class]%len(names)]
-	g.rr[class]++
-	g.count[class]++
-	m, _ := zoo.Lookup(model)
-	j, err := ZooJob(g.id, model, g.last, int64(durationS/m.IterSeconds), gpus, g.matrices)
+	var j *scheduler.Job
+	var err error
+	if len(g.cfg.Models) > 0 {
+		model := g.cfg.Models[g.id%len(g.cfg.Models)]
+		j, err = g.catalog.Job(g.id, model, g.last, 1, gpus)
+		if err == nil {
+			j.Iterations = int64(durationS / j.IterSeconds)
+		}
+	} else {
+		class := g.nextClass()
+		names := g.classes[class]
+		model := names[g.rr[class]%len(names)]
+		g.rr[class]++
+		g.count[class]++
+		m, _ := zoo.Lookup(model)
+		j, err = ZooJob(g.id, model, g.last, int64(durationS/m.IterSeconds), gpus, g.matrices)
+	}
 	if err != nil {
-		panic(err) // zoo names are ours
+		panic(err) // models were checked in NewCatalogGenerator
 	}
 	if j.Iterations < 1 {
 		j.Iterations = 1
@@ -220,10 +299,15 @@ func (l *List) Describe() string { return l.Name }
 // "3,m5,1505,122162,1". Blank lines and lines starting with # are skipped.
 // Errors name the line and the field. Jobs keep their file order; the
 // simulator admits them by arrival time (ties in file order).
-func ParseTrace(r io.Reader) ([]*scheduler.Job, error) {
+//
+// Models are looked up in catalog (nil: the zoo alone). The original maps
+// an unknown model name to alexnet silently; we refuse it.
+func ParseTrace(r io.Reader, catalog *Catalog) ([]*scheduler.Job, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	matrices := map[string]*sensitivity.Matrix{}
+	if catalog == nil {
+		catalog = NewCatalog(scheduler.Shape{})
+	}
 	var jobs []*scheduler.Job
 	seen := map[int]int{}
 	line := 0
@@ -260,7 +344,7 @@ func ParseTrace(r io.Reader) ([]*scheduler.Job, error) {
 		if err != nil || gpus < 1 || gpus > 1<<20 {
 			return nil, fmt.Errorf("trace line %d: gpus %q is not a positive integer", line, f[4])
 		}
-		j, err := ZooJob(id, f[1], arr, iters, gpus, matrices)
+		j, err := catalog.Job(id, f[1], arr, iters, gpus)
 		if err != nil {
 			return nil, fmt.Errorf("trace line %d: model: %w", line, err)
 		}
@@ -275,13 +359,13 @@ func ParseTrace(r io.Reader) ([]*scheduler.Job, error) {
 	return jobs, nil
 }
 
-// LoadTrace reads a trace CSV file.
-func LoadTrace(path string) ([]*scheduler.Job, error) {
+// LoadTrace reads a trace CSV file; catalog as in ParseTrace.
+func LoadTrace(path string, catalog *Catalog) ([]*scheduler.Job, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read trace: %w", err)
 	}
-	jobs, err := ParseTrace(bytes.NewReader(data))
+	jobs, err := ParseTrace(bytes.NewReader(data), catalog)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

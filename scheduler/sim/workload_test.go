@@ -9,7 +9,7 @@ import (
 
 func TestParseTrace_Valid(t *testing.T) {
 	in := "# recorded\n0,alexnet,0.0,3349,1\n\n1, gnmt ,0.001,26435,2\n2,m5,1505,122162,1\n"
-	jobs, err := ParseTrace(strings.NewReader(in))
+	jobs, err := ParseTrace(strings.NewReader(in), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestParseTrace_Errors(t *testing.T) {
 		{"\n# only a comment\n", "no jobs"},
 	}
 	for _, c := range cases {
-		_, err := ParseTrace(strings.NewReader(c.in))
+		_, err := ParseTrace(strings.NewReader(c.in), nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: error %v, want %q", c.in, err, c.want)
 		}
@@ -58,7 +58,7 @@ func FuzzParseTrace(f *testing.F) {
 	f.Add("3,m5,1505,122162,1")
 	f.Add("# c\n\n7,lstm,1e3,5,16\n")
 	f.Fuzz(func(t *testing.T, in string) {
-		jobs, err := ParseTrace(strings.NewReader(in))
+		jobs, err := ParseTrace(strings.NewReader(in), nil)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "trace") {
 				t.Fatalf("error without context: %v", err)
@@ -74,7 +74,7 @@ func FuzzParseTrace(f *testing.F) {
 		if err := WriteTrace(&b, jobs); err != nil {
 			t.Fatal(err)
 		}
-		again, err := ParseTrace(&b)
+		again, err := ParseTrace(&b, nil)
 		if err != nil || len(again) != len(jobs) {
 			t.Fatalf("round trip: %v (%d vs %d jobs)", err, len(again), len(jobs))
 		}

@@ -1,0 +1,104 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/synergy-sched/synergy/scheduler"
+)
+
+// Point is one run of a sweep.
+type Point struct {
+	Strategy string `json:"strategy"`
+	Policy   string `json:"policy"`
+	// JobsPerHour is the generator's load (0 for a trace).
+	JobsPerHour float64 `json:"jobs_per_hour,omitempty"`
+	Seed        uint64  `json:"seed"`
+}
+
+// Run1 is a point's result in a sweep.
+type Run1 struct {
+	Point  Point   `json:"point"`
+	Result *Result `json:"result"`
+}
+
+// SweepResult is what `synergy simulate` writes.
+type SweepResult struct {
+	Runs []Run1 `json:"runs"`
+}
+
+// Sweep runs every point on up to workers goroutines. base is copied for
+// each point with the point's strategy and policy; source makes the point's
+// workload (called once per point, so each run has its own generator).
+// Results come back in the order of points whatever the scheduling, so the
+// output does not depend on the number of workers. progress, if set, is
+// called (serially) after each run with the number done.
+func Sweep(ctx context.Context, base Config, points []Point, workers int, source func(Point) (Source, error), progress func(done, total int, p Point)) (*SweepResult, error) {
+	if workers < 1 {
+		workers = 1
+	}
+	out := &SweepResult{Runs: make([]Run1, len(points))}
+	errs := make([]error, len(points))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				p := points[i]
+				res, err := runPoint(base, p, source)
+				if err != nil {
+					err = fmt.Errorf("%s+%s load %v seed %d: %w", p.Policy, p.Strategy, p.JobsPerHour, p.Seed, err)
+				}
+				out.Runs[i], errs[i] = Run1{Point: p, Result: res}, err
+				mu.Lock()
+				done++
+				if progress != nil {
+					progress(done, len(points), p)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for i := range points {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func runPoint(base Config, p Point, source func(Point) (Source, error)) (*Result, error) {
+	s, err := scheduler.NewStrategy(p.Strategy)
+	if err != nil {
+		return nil, err
+	}
+	pol, err := scheduler.NewPolicy(p.Policy)
+	if err != nil {
+		return nil, err
+	}
+	src, err := source(p)
+	if err != nil {
+		return nil, err
+	}
+	cfg := base
+	cfg.Strategy, cfg.Policy = s, pol
+	return Run(cfg, src)
+}
