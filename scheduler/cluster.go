@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"sort"
 	"strings"
 )
 
@@ -279,15 +278,4 @@ func lineCol(data []byte, off int64) (line, col int) {
 	line = bytes.Count(before, []byte{'\n'}) + 1
 	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1) + 1
 	return line, col
-}
-
-// sortedKeys returns a map's keys in order (map iteration never reaches
-// output unsorted).
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

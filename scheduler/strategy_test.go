@@ -186,3 +186,38 @@ func checkRound(t *testing.T, r *Round) {
 		}
 	})
 }
+
+// TestSchedule_EveryJobPlacedOrExplained offers more jobs than fit and
+// checks that each decision either places the job or gives a reason naming
+// a resource.
+func TestSchedule_EveryJobPlacedOrExplained(t *testing.T) {
+	models := []string{"alexnet", "gnmt", "m5", "res18"}
+	for _, s := range []Strategy{Fair{}, Greedy{}, Tune{}} {
+		r := NewRound(small())
+		var jobs []*Job
+		for i := 0; i < 14; i++ {
+			jobs = append(jobs, zooJob(i, models[i%len(models)], 1+i%3))
+		}
+		ds := Schedule(r, s, jobs)
+		if len(ds) != len(jobs) {
+			t.Fatalf("%s: %d decisions for %d jobs", s.Name(), len(ds), len(jobs))
+		}
+		placed := 0
+		for i, d := range ds {
+			if d.JobID != jobs[i].ID {
+				t.Errorf("%s: decision %d is for job %d", s.Name(), i, d.JobID)
+			}
+			if d.Placed {
+				placed++
+				continue
+			}
+			if len(d.Shortfalls) == 0 || !strings.Contains(d.Reason(), "need") {
+				t.Errorf("%s: job %d not placed without a reason: %q", s.Name(), d.JobID, d.Reason())
+			}
+		}
+		if placed == 0 {
+			t.Errorf("%s placed nothing", s.Name())
+		}
+		checkRound(t, r)
+	}
+}
