@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/synergy-sched/synergy/scheduler"
+	"github.com/synergy-sched/synergy/sensitivity"
 )
 
 func defaultCluster(t testing.TB) *scheduler.Cluster {
@@ -186,5 +187,39 @@ func TestQuantile_Linear(t *testing.T) {
 		if got := Quantile(xs, q); math.Abs(got-want) > 1e-12 {
 			t.Errorf("Quantile(%v) = %v, want %v", q, got, want)
 		}
+	}
+}
+
+// TestRun_ProfileFeedsSimulator loads the golden profile (the output format
+// of `synergy profile`) as a model and simulates jobs of it.
+func TestRun_ProfileFeedsSimulator(t *testing.T) {
+	p, err := sensitivity.Load("../../sensitivity/testdata/profile_v1.golden.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := defaultCluster(t)
+	cat := NewCatalog(scheduler.ShapeOf(c))
+	warns, err := cat.AddProfile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Profiled at 1–2 CPUs and up to 24 GiB: the 3-CPU, 62.5-GB fair
+	// share is outside, so the job says it was clamped.
+	if len(warns) != 1 || !strings.Contains(warns[0], "outside the profiled range") {
+		t.Errorf("warnings %v", warns)
+	}
+	g, err := NewCatalogGenerator(GeneratorConfig{JobsPerHour: 9, Split: [3]float64{20, 70, 10}, Seed: 1, NumJobs: 50, Models: cat.Profiles()}, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(Config{Cluster: c, Strategy: scheduler.Tune{}, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: All, FirstRoundAtZero: true}, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.JCT.N != 50 || res.Jobs[0].Model != p.Job.Name {
+		t.Errorf("%d jobs, first of model %q", res.JCT.N, res.Jobs[0].Model)
+	}
+	if _, err := cat.AddProfile(p); err == nil {
+		t.Error("the same profile added twice")
 	}
 }
