@@ -225,6 +225,10 @@ func (s *sweep) runPoint(ctx context.Context, pt point) (sensitivity.Cell, error
 	deadline := time.NewTimer(cfg.PointTimeout)
 	defer deadline.Stop()
 	lastUpdate := time.Time{}
+	// Counters of a live job: once it exits its anonymous memory is gone,
+	// so the figures recorded are the last ones read while it ran.
+	var live liveStats
+	lastStats := time.Time{}
 
 	stopReason := ""
 	interrupted := false
@@ -242,6 +246,12 @@ loop:
 			_ = h.Stop()
 		case <-ticker.C:
 			poll()
+			if time.Since(lastStats) >= statsEvery {
+				lastStats = time.Now()
+				if st, err := h.Stats(); err == nil {
+					live.add(st)
+				}
+			}
 			if s.cfg.Progress != nil && time.Since(lastUpdate) >= 500*time.Millisecond {
 				lastUpdate = time.Now()
 				s.cfg.Progress.PointUpdate(pt.label(), m.est.Iterations, m.est, cfg.Now().Sub(start))
@@ -271,7 +281,7 @@ loop:
 		return cell, nil
 	}
 	res := w.res
-	fillRunnerStats(stats, res)
+	fillRunnerStats(stats, res, live)
 	stats.WallSeconds = wall
 	stats.ExitCode = res.ExitCode
 
@@ -339,15 +349,39 @@ loop:
 	return cell, nil
 }
 
-func fillRunnerStats(st *sensitivity.PointStats, res runner.Result) {
+// statsEvery is how often the profiler reads a running job's counters.
+const statsEvery = 500 * time.Millisecond
+
+// liveStats keeps what was read from a job's cgroup while it ran.
+type liveStats struct {
+	n        int
+	last     runner.Stats
+	anonPeak int64
+}
+
+func (l *liveStats) add(st runner.Stats) {
+	l.n++
+	l.last = st
+	l.anonPeak = max(l.anonPeak, st.MemAnonBytes)
+}
+
+// fillRunnerStats records a point's cgroup figures: cumulative counters from
+// the final read (they survive the job), memory split from the last read
+// while it ran, and anonymous memory at its peak.
+func fillRunnerStats(st *sensitivity.PointStats, res runner.Result, live liveStats) {
 	f := res.Final
 	st.CPUUsageSeconds = f.CPUUsageSeconds
 	st.CPUThrottledPeriods = f.CPUThrottledPeriods
 	st.CPUThrottledSeconds = f.CPUThrottledSeconds
 	st.MemPeakBytes = f.MemPeakBytes
+	st.IOReadBytes = f.IOReadBytes
 	st.MemCacheBytes = f.MemCacheBytes
 	st.MemAnonBytes = f.MemAnonBytes
-	st.IOReadBytes = f.IOReadBytes
+	if live.n > 0 {
+		st.MemCacheBytes = live.last.MemCacheBytes
+		st.MemAnonBytes = live.anonPeak
+		st.MemPeakBytes = max(st.MemPeakBytes, live.last.MemPeakBytes)
+	}
 }
 
 func exitText(res runner.Result) string {
