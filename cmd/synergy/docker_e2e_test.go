@@ -1,0 +1,357 @@
+package main
+
+// End-to-end tests of `synergy profile --runner=docker` against the real
+// Docker Engine on this machine: the built synergy binary profiles the
+// static synthtrain binary in a FROM scratch image built through the Engine
+// API, and its matrix is compared with the local runner's on the same
+// points. They skip (fail under SYNERGY_REQUIRE=docker, or =cgroup for the
+// local half) when the engine or cgroups are not there.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/synergy-sched/synergy/internal/testreq"
+	"github.com/synergy-sched/synergy/runner/docker"
+	"github.com/synergy-sched/synergy/sensitivity"
+)
+
+// synthtrainImage builds a FROM scratch image holding the static synthtrain
+// binary at /usr/local/bin/synthtrain, removed when the test ends. It skips
+// the test when no Docker daemon answers.
+func synthtrainImage(t *testing.T, b *binaries) string {
+	t.Helper()
+	r, err := docker.New(docker.Options{})
+	if err != nil {
+		testreq.Skip(t, "docker", err.Error())
+	}
+	t.Cleanup(func() { r.Close() })
+	tag := fmt.Sprintf("synergy-e2e-synthtrain:%d-%d", os.Getpid(), time.Now().UnixNano())
+	ctx := context.Background()
+	t.Cleanup(func() {
+		if err := r.RemoveImage(context.Background(), tag); err != nil {
+			t.Errorf("remove test image: %v", err)
+		}
+	})
+	if _, err := r.BuildScratchImage(ctx, tag, map[string]string{"/usr/local/bin/synthtrain": b.synthtrain}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return tag
+}
+
+// assertNoProfileContainers fails the test if any container synergy created
+// for a profile is still there, running or not, and removes it.
+func assertNoProfileContainers(t *testing.T) {
+	t.Helper()
+	c, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatalf("docker client: %v", err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	left, err := c.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", "synergy.profile=1")})
+	if err != nil {
+		t.Fatalf("list containers: %v", err)
+	}
+	for _, l := range left.Items {
+		t.Errorf("container left behind: %.12s %s labels %v", l.ID, l.State, l.Labels)
+		_, _ = c.ContainerRemove(ctx, l.ID, client.ContainerRemoveOptions{Force: true})
+	}
+}
+
+// profileRun is one run of the built `synergy profile`.
+type profileRun struct {
+	out      string // the profile's path
+	stderr   string
+	exitCode int
+}
+
+// runProfileCmd runs `synergy profile ARGS` with --out in a fresh directory
+// and extra environment entries; it fails the test only if the binary could
+// not be run at all.
+func runProfileCmd(t *testing.T, b *binaries, env []string, args ...string) profileRun {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "profile.json")
+	cmd := exec.Command(b.synergy, append([]string{"profile", "--out", out}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	err := cmd.Run()
+	run := profileRun{out: out, stderr: stderr.String()}
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("run synergy profile: %v", err)
+		}
+		run.exitCode = ee.ExitCode()
+	}
+	return run
+}
+
+// load reads the run's profile or fails the test, showing synergy's output.
+func (r profileRun) load(t *testing.T) *sensitivity.Profile {
+	t.Helper()
+	if r.exitCode != 0 {
+		t.Fatalf("synergy profile exited %d:\n%s", r.exitCode, r.stderr)
+	}
+	p, err := sensitivity.Load(r.out)
+	if err != nil {
+		t.Fatalf("load profile: %v\nsynergy output:\n%s", err, r.stderr)
+	}
+	return p
+}
+
+// The agreement test's workload. Its cells are each bound by a limit the
+// runners set, not by what else runs on this 2-core host, so that two runs
+// are comparable to well within 10% (see TestDockerE2E_AgreesWithLocal):
+//
+//   - warm cells (memory unlimited, dataset cached): the emulated GPU step,
+//     40 ms per batch of 4 ≈ 100 samples/s; the loader needs ~4 ms of CPU
+//     per batch, far below the cpuset's core even when shared.
+//   - the cold cell (16MiB limit on a 64MiB dataset, reads throttled to
+//     32MB/s): nearly every batch (4 files of 1–2 MiB) is read from disk at
+//     the throttled rate, ≈ 20 samples/s.
+const (
+	agreeDatasetSize = "64MiB"
+	agreeCPUs        = "0.5,1"
+	agreeMemLimit    = "16MiB"
+	agreeReadBPS     = "32MB"
+	agreeBatch       = "4"
+	agreeTargetCIPct = 3.0  // stop a point at ±3%: the difference of two such cells is within ±4.3% (95%)
+	agreeMaxRelDiff  = 0.10 // the acceptance bound of issue 5
+	agreeRetries     = 2    // extra runs of a CPU count whose cell did not converge
+)
+
+// TestDockerE2E_AgreesWithLocal profiles the same job on the same points
+// with the local runner and with the docker runner (synthtrain in a scratch
+// image) and requires every measured cell to agree within 10%.
+//
+// Only converged cells are compared. On this busy 2-core host a cell whose
+// throughput is set by spare CPU (e.g. the image preset decoding JPEGs at
+// cpus=1) moves by 20–30% between two runs of the same runner as other
+// processes come and go, and never converges; such a cell says nothing about
+// the runners. So the workload keeps every cell bound by a runner-set limit
+// (emulated step, memory limit + read throttle), every point runs until its
+// 95% interval is within ±3%, and a CPU count whose cell did not converge
+// is measured again (at most twice) before the comparison gives up.
+func TestDockerE2E_AgreesWithLocal(t *testing.T) {
+	b := buildBinaries(t)
+	needCgroups(t)
+	image := synthtrainImage(t, b)
+	data := genDataset(t, b, "audio", agreeDatasetSize)
+	t.Cleanup(func() { assertNoProfileContainers(t) })
+
+	common := func(cpus string) []string {
+		return []string{"--cpus", cpus, "--mem-limits", agreeMemLimit, "--disk-read-bps", agreeReadBPS,
+			"-b", agreeBatch, "--data", data, "--target-ci", strconv.FormatFloat(agreeTargetCIPct, 'g', -1, 64),
+			"--max-iterations", "150", "--point-timeout", "40s", "--job-name", "synthtrain"}
+	}
+	profile := func(runnerName, cpus string) *sensitivity.Profile {
+		args := common(cpus)
+		cmd := []string{"--", b.synthtrain, "--preset", "audio"}
+		if runnerName == "docker" {
+			args = append(args, "--runner", "docker", "--docker-img", image)
+			cmd = []string{"--", "synthtrain", "--preset", "audio"}
+		}
+		p := runProfileCmd(t, b, nil, append(args, cmd...)...).load(t)
+		for _, c := range p.Cells {
+			if c.Measured && c.Failure != nil {
+				t.Fatalf("%s runner: point cpus=%g mem=%d failed: %s: %s", runnerName, c.CPUs, c.MemLimitBytes, c.Failure.Class, c.Failure.Message)
+			}
+		}
+		return p
+	}
+
+	// cells holds each runner's converged-or-latest measured cells by point.
+	type key struct {
+		cpus float64
+		mem  int64
+	}
+	cells := map[string]map[key]sensitivity.Cell{"local": {}, "docker": {}}
+	merge := func(runnerName string, p *sensitivity.Profile) {
+		for _, c := range p.Cells {
+			if !c.Measured {
+				continue
+			}
+			k := key{c.CPUs, c.MemLimitBytes}
+			if old, ok := cells[runnerName][k]; ok && old.Stats.Converged && !c.Stats.Converged {
+				continue
+			}
+			cells[runnerName][k] = c
+		}
+	}
+	merge("local", profile("local", agreeCPUs))
+	merge("docker", profile("docker", agreeCPUs))
+
+	// The memory axis runs at the best CPU count of each sweep, which on a
+	// tie (all warm cells are step-bound) can differ between the runners.
+	// Measure the other runner at the local runner's choice so that the
+	// points are the same.
+	memCPUs := func(runnerName string) []float64 {
+		var out []float64
+		for k := range cells[runnerName] {
+			if k.mem > 0 {
+				out = append(out, k.cpus)
+			}
+		}
+		return out
+	}
+	lm, dm := memCPUs("local"), memCPUs("docker")
+	if len(lm) != 1 || len(dm) != 1 {
+		t.Fatalf("want one memory point per runner, got local at cpus %v, docker at cpus %v", lm, dm)
+	}
+	if lm[0] != dm[0] {
+		t.Logf("memory point at cpus=%g (local) and %g (docker): measuring docker at %g too", lm[0], dm[0], lm[0])
+		merge("docker", profile("docker", strconv.FormatFloat(lm[0], 'g', -1, 64)))
+	}
+
+	// Re-measure CPU counts with a cell that did not converge.
+	for attempt := 0; attempt < agreeRetries; attempt++ {
+		again := map[string]map[float64]bool{}
+		for runnerName, byKey := range cells {
+			for k, c := range byKey {
+				if !c.Stats.Converged && (k.mem == 0 || k.cpus == lm[0]) {
+					if again[runnerName] == nil {
+						again[runnerName] = map[float64]bool{}
+					}
+					again[runnerName][k.cpus] = true
+				}
+			}
+		}
+		if len(again) == 0 {
+			break
+		}
+		for runnerName, cpus := range again {
+			for c := range cpus {
+				t.Logf("%s runner: a cell at cpus=%g did not converge; measuring it again", runnerName, c)
+				merge(runnerName, profile(runnerName, strconv.FormatFloat(c, 'g', -1, 64)))
+			}
+		}
+	}
+
+	want := []key{{0.5, 0}, {1, 0}}
+	memLimit := int64(16 << 20)
+	want = append(want, key{lm[0], memLimit})
+	for _, k := range want {
+		l, lok := cells["local"][k]
+		d, dok := cells["docker"][k]
+		label := fmt.Sprintf("cpus=%g mem=%s", k.cpus, map[bool]string{true: "unlimited", false: agreeMemLimit}[k.mem == 0])
+		if !lok || !dok {
+			t.Errorf("%s: not measured by both runners (local %v, docker %v)", label, lok, dok)
+			continue
+		}
+		for _, rc := range []struct {
+			name string
+			c    sensitivity.Cell
+		}{{"local", l}, {"docker", d}} {
+			if !rc.c.Stats.Converged {
+				t.Errorf("%s: the %s runner's cell did not converge after %d extra runs (%.1f ±%.1f%% samples/s, %s): the host is too busy to compare",
+					label, rc.name, agreeRetries, rc.c.SamplesPerS, 100*rc.c.SamplesPerSCI95/rc.c.SamplesPerS, rc.c.Stats.StopReason)
+			}
+		}
+		mean := (l.SamplesPerS + d.SamplesPerS) / 2
+		diff := math.Abs(l.SamplesPerS-d.SamplesPerS) / mean
+		t.Logf("%s: local %.1f ±%.1f, docker %.1f ±%.1f samples/s: %.1f%% apart", label, l.SamplesPerS, l.SamplesPerSCI95, d.SamplesPerS, d.SamplesPerSCI95, 100*diff)
+		if diff > agreeMaxRelDiff {
+			t.Errorf("%s: local %.1f and docker %.1f samples/s are %.1f%% apart, over %.0f%%", label, l.SamplesPerS, d.SamplesPerS, 100*diff, 100*agreeMaxRelDiff)
+		}
+	}
+	// The limits did act: the cold cell under 16MiB and the read throttle is
+	// far below the warm one at the same CPU count (the runners' limits,
+	// not just the step, shape the matrix).
+	for _, r := range []string{"local", "docker"} {
+		warm, cold := cells[r][key{lm[0], 0}], cells[r][key{lm[0], memLimit}]
+		if !(cold.SamplesPerS < 0.6*warm.SamplesPerS) {
+			t.Errorf("%s runner: cold cell %.1f samples/s is not well below the warm %.1f: memory limit or read throttle not applied?", r, cold.SamplesPerS, warm.SamplesPerS)
+		}
+	}
+}
+
+// TestDockerE2E_BadImage: an image that is not there is refused up front
+// with a message naming it, and nothing is created.
+func TestDockerE2E_BadImage(t *testing.T) {
+	b := buildBinaries(t)
+	if _, err := docker.New(docker.Options{}); err != nil {
+		testreq.Skip(t, "docker", err.Error())
+	}
+	data := t.TempDir()
+	image := "synergy-e2e-no-such-image:" + strconv.Itoa(os.Getpid())
+	run := runProfileCmd(t, b, nil, "--runner", "docker", "--docker-img", image, "--cpus", "1", "--mem-limits", "64MiB",
+		"--data", data, "--", "synthtrain")
+	if run.exitCode == 0 {
+		t.Fatalf("synergy profile with a missing image exited 0:\n%s", run.stderr)
+	}
+	for _, want := range []string{"--docker-img", image, "not found locally", "never pulls"} {
+		if !strings.Contains(run.stderr, want) {
+			t.Errorf("error does not say %q:\n%s", want, run.stderr)
+		}
+	}
+	if _, err := os.Stat(run.out); err == nil {
+		t.Errorf("a profile was written at %s", run.out)
+	}
+	assertNoProfileContainers(t)
+}
+
+// TestDockerE2E_DaemonDown: no daemon at DOCKER_HOST gives a clear error
+// naming the address. It needs no engine.
+func TestDockerE2E_DaemonDown(t *testing.T) {
+	b := buildBinaries(t)
+	sock := "unix:///nonexistent/synergy-e2e.sock"
+	run := runProfileCmd(t, b, []string{"DOCKER_HOST=" + sock}, "--runner", "docker", "--docker-img", "whatever:1",
+		"--cpus", "1", "--mem-limits", "64MiB", "--data", t.TempDir(), "--", "synthtrain")
+	if run.exitCode == 0 {
+		t.Fatalf("synergy profile with no daemon exited 0:\n%s", run.stderr)
+	}
+	for _, want := range []string{"--runner=docker", "cannot reach the Docker daemon", sock, "is it running?"} {
+		if !strings.Contains(run.stderr, want) {
+			t.Errorf("error does not say %q:\n%s", want, run.stderr)
+		}
+	}
+	if _, err := os.Stat(run.out); err == nil {
+		t.Errorf("a profile was written at %s", run.out)
+	}
+}
+
+// TestDockerE2E_ScriptFails: a job that exits non-zero inside its container
+// is recorded as a crashed point with its exit code and last output line,
+// and its container is removed.
+func TestDockerE2E_ScriptFails(t *testing.T) {
+	b := buildBinaries(t)
+	image := synthtrainImage(t, b)
+	t.Cleanup(func() { assertNoProfileContainers(t) })
+	data := genDataset(t, b, "language", "1MiB")
+	// synthtrain exits 2 on a bad command line (an unknown preset).
+	run := runProfileCmd(t, b, nil, "--runner", "docker", "--docker-img", image, "--cpus", "1", "--mem-limits", "64MiB",
+		"--data", data, "--point-timeout", "30s", "--", "synthtrain", "--preset", "no-such-preset")
+	p := run.load(t)
+	c := p.Cell(1, 0)
+	if c == nil || !c.Measured {
+		t.Fatalf("no measured cell at cpus=1 mem=unlimited:\n%s", run.stderr)
+	}
+	if c.Failure == nil {
+		t.Fatalf("cell has no failure: %+v\n%s", c, run.stderr)
+	}
+	if c.Failure.Class != sensitivity.FailCrashed || c.Failure.ExitCode != 2 {
+		t.Errorf("failure = %s exit %d, want %s exit 2: %s", c.Failure.Class, c.Failure.ExitCode, sensitivity.FailCrashed, c.Failure.Message)
+	}
+	if !strings.Contains(c.Failure.Message, "no-such-preset") {
+		t.Errorf("failure message does not carry the job's last output line: %q", c.Failure.Message)
+	}
+	if !strings.Contains(run.stderr, "FAILED (crashed)") {
+		t.Errorf("synergy did not report the failed point:\n%s", run.stderr)
+	}
+	if p.Job.Runner != "docker" {
+		t.Errorf("profile job runner = %q, want docker", p.Job.Runner)
+	}
+}
