@@ -132,7 +132,14 @@ func Run(cfg Config, src Source) (*Result, error) {
 	}
 	now := 0.0
 	if !cfg.FirstRoundAtZero {
-		now = math.Ceil(pending.ArrivalSeconds/R) * R
+		// The original starts at the round holding the first job of the
+		// list as given (file order), which is the earliest arrival
+		// unless the file is unsorted.
+		first := pending.ArrivalSeconds
+		if l, ok := src.(*List); ok && len(l.Jobs) > 0 {
+			first = l.Jobs[0].ArrivalSeconds
+		}
+		now = math.Ceil(first/R) * R
 	}
 	var (
 		queue      []*scheduler.Active

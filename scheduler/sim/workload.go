@@ -3,12 +3,14 @@ package sim
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -275,20 +277,26 @@ func (g *Generator) nextClass() int {
 	return best
 }
 
-// List is a fixed list of jobs in arrival order.
+// List is a fixed list of jobs, yielded in arrival order (ties in list
+// order). Jobs is not changed.
 type List struct {
-	Jobs []*scheduler.Job
-	Name string
-	i    int
+	Jobs   []*scheduler.Job
+	Name   string
+	i      int
+	sorted []*scheduler.Job
 }
 
 // Next implements Source.
 func (l *List) Next() (*scheduler.Job, bool) {
-	if l.i >= len(l.Jobs) {
+	if l.sorted == nil {
+		l.sorted = append([]*scheduler.Job{}, l.Jobs...)
+		slices.SortStableFunc(l.sorted, func(a, b *scheduler.Job) int { return cmp.Compare(a.ArrivalSeconds, b.ArrivalSeconds) })
+	}
+	if l.i >= len(l.sorted) {
 		return nil, false
 	}
 	l.i++
-	return l.Jobs[l.i-1], true
+	return l.sorted[l.i-1], true
 }
 
 // Describe implements Source.
