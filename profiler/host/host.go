@@ -27,8 +27,11 @@ const (
 	SeriesMemAvailBytes = "host_mem_available_bytes"
 	SeriesMemCacheBytes = "host_mem_cache_bytes"
 	SeriesDiskReadBytes = "host_disk_read_bytes"
-	defaultProcRoot     = "/proc"
-	defaultSysRoot      = "/sys"
+)
+
+const (
+	defaultProcRoot = "/proc"
+	defaultSysRoot  = "/sys"
 )
 
 // Options say where to look. The zero value samples this machine through
