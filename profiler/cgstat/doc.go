@@ -3,8 +3,9 @@
 // Open takes Handle.CgroupPaths() (controller name -> directory on cgroup v1:
 // "cpu", "cpuacct" or "cpu,cpuacct", "memory", "blkio"; "unified" ->
 // directory on v2), opens each counter file once and keeps it open; every
-// Read preads the files from offset 0 (measured cheaper than re-opening; see
-// BenchmarkReadFile) and parses them with small pure functions:
+// Read preads the files from offset 0 (BenchmarkReadFile on the 2-core
+// test VM: 6.7 µs per memory.stat read kept open, 16.6 µs re-opening it) and
+// parses them with small pure functions:
 //
 //	counter             v1 file (field)                          v2 file (field)
 //	cg_cpu_usage_s      cpuacct.usage (ns)                       cpu.stat usage_usec
