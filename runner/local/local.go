@@ -335,6 +335,7 @@ func (r *Runner) launch(ctx context.Context, job runner.Job, grp group) (*handle
 	stderr, err := h.attach(job.Stderr)
 	if err != nil {
 		h.closeOutputs()
+		h.drainOutputs()
 		return nil, err
 	}
 	var cmd *exec.Cmd
@@ -345,6 +346,7 @@ func (r *Runner) launch(ctx context.Context, job runner.Job, grp group) (*handle
 	}
 	if err != nil {
 		h.closeOutputs()
+		h.drainOutputs()
 		return nil, err
 	}
 	h.cmd = cmd
@@ -374,6 +376,7 @@ type handle struct {
 	exited  chan struct{} // closed once the job's main process is reaped
 
 	childEnds []*os.File // write ends passed to the child, closed after start
+	readEnds  []*os.File // our ends of the output pipes
 	copies    sync.WaitGroup
 
 	mu      sync.Mutex
@@ -402,14 +405,36 @@ func (h *handle) attach(w io.Writer) (*os.File, error) {
 		return nil, fmt.Errorf("create output pipe: %w", err)
 	}
 	h.childEnds = append(h.childEnds, pw)
+	h.readEnds = append(h.readEnds, pr)
 	h.copies.Add(1)
 	go func() {
 		defer h.copies.Done()
-		defer pr.Close()
 		_, _ = io.Copy(w, pr)
 	}()
 	return pw, nil
 }
+
+// drainOutputs waits until the output pipes reach EOF, which they do once
+// every process holding them is dead; a holder that escaped the cgroup
+// (or a failed kill) gets outputDrainTimeout before the pipes are closed.
+func (h *handle) drainOutputs() {
+	done := make(chan struct{})
+	go func() { h.copies.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(outputDrainTimeout):
+		for _, f := range h.readEnds {
+			f.Close()
+		}
+		<-done
+	}
+	for _, f := range h.readEnds {
+		f.Close()
+	}
+}
+
+// outputDrainTimeout bounds drainOutputs after the job's cgroup is empty.
+const outputDrainTimeout = 5 * time.Second
 
 func (h *handle) closeOutputs() {
 	for _, f := range h.childEnds {
@@ -562,9 +587,8 @@ func (h *handle) wait() (runner.Result, error) {
 	killErr := h.grp.kill()
 	if killErr != nil {
 		errs = append(errs, fmt.Errorf("kill leftover processes: %w", killErr))
-	} else {
-		h.copies.Wait() // every writer of the output pipes is gone
 	}
+	h.drainOutputs()
 	final, statErr := h.grp.stats()
 	if statErr != nil {
 		errs = append(errs, fmt.Errorf("read final stats: %w", statErr))

@@ -253,8 +253,10 @@ func TestLocal_LimitsWrittenAndStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Time.IsZero() || st.MemUsageBytes <= 0 {
-		t.Errorf("running stats %+v, want a time and some memory in use", st)
+	// The exec itself ran inside the cgroup, so some CPU time is there
+	// (memory may not be faulted in yet).
+	if st.Time.IsZero() || st.CPUUsageSeconds <= 0 {
+		t.Errorf("running stats %+v, want a time and some CPU used", st)
 	}
 	if err := h.Stop(); err != nil {
 		t.Fatal(err)
@@ -445,8 +447,11 @@ func TestLocal_StopKillsGroupAndStragglers(t *testing.T) {
 	// A child in the job's process group, and one that left it (setsid):
 	// only the cgroup still holds the second.
 	h, err := r.Start(context.Background(), runner.Job{
-		Name:   "forker",
-		Argv:   []string{"sh", "-c", "sleep 300 & echo $!; setsid sleep 300 & echo $!; echo $$; wait"},
+		Name: "forker",
+		// Each child prints its own pid, so the setsid one prints after it
+		// has left the group.
+		Argv: []string{"sh", "-c", `sh -c 'echo $$; exec sleep 300' & ` +
+			`setsid sh -c 'echo $$; exec sleep 300' & echo $$; wait`},
 		Stdout: pw,
 	})
 	pw.Close()
@@ -490,7 +495,8 @@ func TestLocal_EndingsAlwaysRemoveCgroup(t *testing.T) {
 		{"non-zero exit", []string{"sh", "-c", "exit 3"}, 3, ""},
 		{"killed by a signal", []string{"sh", "-c", "kill -TERM $$"}, -1, "terminated"},
 		// The job exits 0 but leaves a daemon behind in its cgroup.
-		{"straggler after exit", []string{"sh", "-c", "setsid sleep 300 & echo $!"}, 0, ""},
+		// head returns once the daemon has printed its pid from its new session.
+		{"straggler after exit", []string{"sh", "-c", `(setsid sh -c 'echo $$; exec sleep 300' &) | head -n 1`}, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -498,8 +504,14 @@ func TestLocal_EndingsAlwaysRemoveCgroup(t *testing.T) {
 			if res.ExitCode != tt.wantCode || res.Signal != tt.wantSig || res.Stopped || res.OOMKilled {
 				t.Errorf("result %+v, want exit %d signal %q", res, tt.wantCode, tt.wantSig)
 			}
-			if pid, err := strconv.Atoi(strings.TrimSpace(out)); err == nil && alive(pid) {
-				t.Errorf("straggler %d survived Wait", pid)
+			if tt.name == "straggler after exit" {
+				pid, err := strconv.Atoi(strings.TrimSpace(out))
+				if err != nil {
+					t.Fatalf("job printed %q, want the daemon's pid", out)
+				}
+				if alive(pid) {
+					t.Errorf("straggler %d survived Wait", pid)
+				}
 			}
 		})
 	}
