@@ -54,9 +54,8 @@ func Schedule(r *Round, s Strategy, jobs []*Job) []Decision {
 	return out
 }
 
-// NewStrategy returns the strategy called name: fair, greedy or tune.
-// Further strategies (opt, drf, tetris) register through the same names in
-// ParseStrategy's callers.
+// NewStrategy returns the strategy called name: fair, greedy, tune, opt,
+// drf, drf+tune, tetris or tetris+tune.
 func NewStrategy(name string) (Strategy, error) {
 	switch name {
 	case "fair":
@@ -65,12 +64,24 @@ func NewStrategy(name string) (Strategy, error) {
 		return Greedy{}, nil
 	case "tune":
 		return Tune{}, nil
+	case "opt":
+		return Opt{}, nil
+	case "drf":
+		return DRF{}, nil
+	case "drf+tune":
+		return DRF{Tune: true}, nil
+	case "tetris":
+		return Tetris{}, nil
+	case "tetris+tune":
+		return Tetris{Tune: true}, nil
 	}
 	return nil, fmt.Errorf("unknown strategy %q (have %s)", name, strings.Join(StrategyNames(), ", "))
 }
 
 // StrategyNames lists the strategies NewStrategy knows.
-func StrategyNames() []string { return []string{"fair", "greedy", "tune"} }
+func StrategyNames() []string {
+	return []string{"fair", "greedy", "tune", "opt", "drf", "drf+tune", "tetris", "tetris+tune"}
+}
 
 // Fair is GPU-proportional allocation: every GPU comes with the cluster's
 // fair share of CPU and memory (3 CPUs and 62.5 GB on the default cluster),
