@@ -1,0 +1,152 @@
+package pytorch_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/synergy-sched/synergy/internal/testreq"
+	"github.com/synergy-sched/synergy/profiler"
+)
+
+// python3 returns the interpreter's path, skipping the test (failing under
+// SYNERGY_REQUIRE=python3) when there is none.
+func python3(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("python3")
+	if err != nil {
+		testreq.Skip(t, "python3", err.Error())
+	}
+	return p
+}
+
+// pyCmd runs python3 in this directory without leaving __pycache__ behind.
+func pyCmd(t *testing.T, env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(python3(t), args...)
+	cmd.Env = append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "PYTHONPYCACHEPREFIX="+t.TempDir()), env...)
+	return cmd
+}
+
+// TestPython_UnitTests runs test_synergy_metrics.py and fails on any
+// failure, or if no test ran.
+func TestPython_UnitTests(t *testing.T) {
+	out, err := pyCmd(t, nil, "-m", "unittest", "-v").CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3 -m unittest: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`(?m)^Ran (\d+) tests? in`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no test summary in the output:\n%s", out)
+	}
+	if n, _ := strconv.Atoi(string(m[1])); n < 10 {
+		t.Fatalf("only %d Python tests ran:\n%s", n, out)
+	}
+	t.Logf("%s", m[0])
+}
+
+// TestPython_ScriptsCompile byte-compiles the helper and the reference
+// training script (torch is not installed here, so the script is not run).
+func TestPython_ScriptsCompile(t *testing.T) {
+	out, err := pyCmd(t, nil, "-m", "py_compile", "synergy_metrics.py", "train_imagenet.py").CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3 -m py_compile: %v\n%s", err, out)
+	}
+}
+
+// writeLoop is a training loop using the helper as a script would: two
+// epochs over a 5-batch loader whose last batch is short, the first epoch
+// ending its steps implicitly, the second through step_done, then a break
+// halfway through a third epoch.
+const writeLoop = `
+import time
+from synergy_metrics import SynergyMetrics
+
+class Tensor:
+    def __init__(self, n): self.shape = (n, 3, 8, 8)
+
+def loader(sizes):
+    for n in sizes:
+        time.sleep(0.001)
+        yield Tensor(n), Tensor(n)
+
+sizes = [4, 4, 4, 4, 2]
+with SynergyMetrics(emulated=True) as m:
+    for images, _ in m.wrap(loader(sizes)):
+        time.sleep(0.002)
+    for images, _ in m.wrap(loader(sizes), epoch=1):
+        time.sleep(0.002)
+        m.step_done(intended_s=0.002)
+    for i, (images, _) in enumerate(m.wrap(loader(sizes))):
+        if i == 2:
+            break
+`
+
+// TestPython_LinesParse checks that what the helper writes is the contract's
+// stream: every line parses with profiler.ParseIteration, and the
+// profiler's Tailer reads them all with no malformed line.
+func TestPython_LinesParse(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "metrics.jsonl")
+	out, err := pyCmd(t, []string{"SYNERGY_METRICS_FILE=" + path}, "-c", writeLoop).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(string(data), "\n") {
+		t.Fatalf("last line not terminated: %q", data)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	// 5 + 5 + 3 iterations (the third epoch is left after its third batch).
+	wantSamples := []int{4, 4, 4, 4, 2, 4, 4, 4, 4, 2, 4, 4, 4}
+	wantEpoch := []int{0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1}
+	if len(lines) != len(wantSamples) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(wantSamples), data)
+	}
+	prevTS := 0.0
+	for i, l := range lines {
+		it, err := profiler.ParseIteration([]byte(l))
+		if err != nil {
+			t.Fatalf("line %d %s: %v", i+1, l, err)
+		}
+		if it.Iter != i || it.Samples != wantSamples[i] {
+			t.Errorf("line %d: iter %d samples %d, want iter %d samples %d", i+1, it.Iter, it.Samples, i, wantSamples[i])
+		}
+		// The third wrap() call without epoch= is the second such call: epoch 1.
+		if it.Epoch == nil || *it.Epoch != wantEpoch[i] {
+			t.Errorf("line %d: epoch %v, want %d", i+1, it.Epoch, wantEpoch[i])
+		}
+		if !it.Emulated {
+			t.Errorf("line %d: emulated not set", i+1)
+		}
+		if (it.StepIntendedS != nil) != (i >= 5 && i < 10) {
+			t.Errorf("line %d: step_intended_s = %v, want it only where step_done(intended_s=) was called", i+1, it.StepIntendedS)
+		}
+		// Durations are real sleeps of at least 1 ms (data) and 2 ms (step,
+		// where the loop slept); lower bounds only, never upper ones.
+		if it.DataWaitS < 0.001 {
+			t.Errorf("line %d: data_wait_s %v, below the loader's 1 ms sleep", i+1, it.DataWaitS)
+		}
+		if i < 10 && it.StepS < 0.002 {
+			t.Errorf("line %d: step_s %v, below the loop's 2 ms sleep", i+1, it.StepS)
+		}
+		if it.TS < prevTS {
+			t.Errorf("line %d: ts %v goes back from %v", i+1, it.TS, prevTS)
+		}
+		prevTS = it.TS
+	}
+
+	tl := profiler.NewTailer(path)
+	its, err := tl.Poll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(its) != len(lines) || tl.Bad != 0 {
+		t.Errorf("profiler's tailer read %d iterations and %d bad lines (%v), want %d and 0", len(its), tl.Bad, tl.Errors, len(lines))
+	}
+}

@@ -1,0 +1,270 @@
+"""Tests of synergy_metrics (python3 -m unittest, from this directory).
+
+Durations come from an injected fake clock that the fake loader and the loop
+body advance, so the expected figures are exact and nothing depends on how
+fast this machine is.
+"""
+
+import argparse
+import io
+import json
+import os
+import tempfile
+import unittest
+from unittest import mock
+
+import synergy_metrics
+from synergy_metrics import SynergyMetrics, add_contract_args, batch_size
+
+
+class FakeClock:
+    def __init__(self, mono=100.0, wall=1.7e9):
+        self.mono, self.wall = mono, wall
+
+    def advance(self, s):
+        self.mono += s
+        self.wall += s
+
+    def perf(self):
+        return self.mono
+
+    def time(self):
+        return self.wall
+
+
+class SlowLoader:
+    """Yields batches (lists of n samples), each taking wait_s of the fake clock to arrive."""
+
+    def __init__(self, clock, sizes, wait_s):
+        self.clock, self.sizes, self.wait_s = clock, sizes, wait_s
+
+    def __iter__(self):
+        for n in self.sizes:
+            self.clock.advance(self.wait_s)
+            yield [0] * n
+
+
+class Shaped:
+    def __init__(self, *shape):
+        self.shape = shape
+
+
+class MetricsTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+        self.path = os.path.join(self.dir.name, "metrics.jsonl")
+        self.clock = FakeClock()
+
+    def metrics(self, **kw):
+        return SynergyMetrics(self.path, clock=self.clock.perf, wall=self.clock.time, **kw)
+
+    def lines(self):
+        with open(self.path, "rb") as f:
+            data = f.read()
+        self.assertTrue(data.endswith(b"\n"), "last line not terminated: %r" % data[-40:])
+        return [json.loads(l) for l in data.decode().splitlines()]
+
+    def test_wrap_times_data_wait_and_step(self):
+        with self.metrics() as m:
+            for _ in m.wrap(SlowLoader(self.clock, [32, 32, 7], wait_s=0.25)):
+                self.clock.advance(0.5)  # the step
+        got = self.lines()
+        self.assertEqual([l["iter"] for l in got], [0, 1, 2])
+        self.assertEqual([l["samples"] for l in got], [32, 32, 7])
+        for l in got:
+            self.assertAlmostEqual(l["data_wait_s"], 0.25)
+            self.assertAlmostEqual(l["step_s"], 0.5)
+            self.assertEqual(l["epoch"], 0)
+            self.assertNotIn("emulated", l)
+        # ts is the wall clock at each iteration's end: 1.7e9 + k * 0.75
+        for k, l in enumerate(got, start=1):
+            self.assertAlmostEqual(l["ts"], 1.7e9 + k * 0.75, places=6)
+
+    def test_step_done_ends_the_step_and_counts(self):
+        with self.metrics() as m:
+            seen = []
+            for _ in m.wrap(SlowLoader(self.clock, [4, 4, 4], wait_s=0.1)):
+                self.clock.advance(0.2)
+                seen.append(m.step_done())
+                self.clock.advance(1.0)  # after step_done: not part of the step, nor of the next wait
+        self.assertEqual(seen, [1, 2, 3])
+        got = self.lines()
+        self.assertEqual(len(got), 3, "step_done and the loop's next() must not both write")
+        for l in got:
+            self.assertAlmostEqual(l["step_s"], 0.2)
+            self.assertAlmostEqual(l["data_wait_s"], 0.1)
+
+    def test_break_writes_the_last_iteration(self):
+        m = self.metrics()
+        for i, _ in enumerate(m.wrap(SlowLoader(self.clock, [8] * 10, wait_s=0.1))):
+            self.clock.advance(0.3)
+            if i == 3:
+                break
+        # Leaving the loop closes the generator: iteration 3 is written
+        # before close(), with its step ending at the break.
+        got = self.lines()
+        self.assertEqual([l["iter"] for l in got], [0, 1, 2, 3])
+        self.assertAlmostEqual(got[-1]["step_s"], 0.3)
+        m.close()
+        self.assertEqual(len(self.lines()), 4)
+
+    def test_epochs_and_global_iter(self):
+        with self.metrics() as m:
+            for _ in range(2):  # epoch taken from the number of wrap() calls
+                for _ in m.wrap(SlowLoader(self.clock, [2, 2], wait_s=0.01)):
+                    pass
+            for _ in m.wrap(SlowLoader(self.clock, [2], wait_s=0.01), epoch=7):
+                pass
+        got = self.lines()
+        self.assertEqual([(l["iter"], l["epoch"]) for l in got], [(0, 0), (1, 0), (2, 1), (3, 1), (4, 7)])
+
+    def test_lines_are_flushed_as_written(self):
+        m = self.metrics()
+        it = m.wrap(SlowLoader(self.clock, [1, 1, 1], wait_s=0.01))
+        next(it)
+        self.assertFalse(os.path.exists(self.path) and os.path.getsize(self.path) > 0, "written before the step ended")
+        next(it)
+        self.assertEqual(len(self.lines()), 1, "the first iteration is on disk while the job runs, before close()")
+        m.close()
+        self.assertEqual(len(self.lines()), 2)
+
+    def test_appends_to_existing_file(self):
+        with open(self.path, "w") as f:
+            f.write('{"iter":0,"samples":1,"data_wait_s":0,"step_s":0,"ts":1}\n')
+        with self.metrics() as m:
+            m.record(samples=3, data_wait_s=0.5, step_s=0.25)
+        got = self.lines()
+        self.assertEqual(len(got), 2)
+        self.assertEqual(got[1], {"iter": 0, "samples": 3, "data_wait_s": 0.5, "step_s": 0.25, "ts": 1.7e9})
+
+    def test_emulated_and_intended(self):
+        with self.metrics(emulated=True) as m:
+            for _ in m.wrap(SlowLoader(self.clock, [5], wait_s=0)):
+                self.clock.advance(0.009)
+                m.step_done(intended_s=0.008, samples=6)
+        (l,) = self.lines()
+        self.assertTrue(l["emulated"])
+        self.assertAlmostEqual(l["step_intended_s"], 0.008)
+        self.assertAlmostEqual(l["step_s"], 0.009)
+        self.assertEqual(l["samples"], 6)
+
+    def test_disabled_without_env(self):
+        with mock.patch.dict(os.environ, {}, clear=False):
+            os.environ.pop(synergy_metrics.ENV_METRICS_FILE, None)
+            m = SynergyMetrics(clock=self.clock.perf, wall=self.clock.time)
+            self.assertFalse(m.enabled)
+            for _ in m.wrap([[1, 2], [3]]):
+                pass
+            self.assertEqual(m.step_done(), 2, "iterations are still counted for --max-iterations")
+            m.close()
+        self.assertEqual(os.listdir(self.dir.name), [])
+
+    def test_path_from_env(self):
+        with mock.patch.dict(os.environ, {synergy_metrics.ENV_METRICS_FILE: self.path, synergy_metrics.ENV_POINT: "cpus=2 mem=1GiB"}):
+            with SynergyMetrics(clock=self.clock.perf, wall=self.clock.time) as m:
+                self.assertTrue(m.enabled)
+                self.assertEqual(m.point, "cpus=2 mem=1GiB")
+                for _ in m.wrap([[1, 2, 3]]):
+                    pass
+        self.assertEqual(self.lines()[0]["samples"], 3)
+
+    def test_uncountable_batch_is_a_clear_error(self):
+        m = self.metrics()
+        with self.assertRaisesRegex(ValueError, "cannot count the samples in a batch of type object"):
+            for _ in m.wrap([object()]):
+                pass
+        m.close()
+
+    def test_samples_function(self):
+        with self.metrics() as m:
+            for _ in m.wrap([object(), object()], samples=lambda b: 16):
+                pass
+        self.assertEqual([l["samples"] for l in self.lines()], [16, 16])
+
+
+class BatchSizeTest(unittest.TestCase):
+    def test_table(self):
+        cases = [
+            ("tensor", Shaped(32, 3, 224, 224), 32),
+            ("(images, labels)", (Shaped(16, 3), Shaped(16)), 16),
+            ("[images, labels]", [Shaped(8, 3), Shaped(8)], 8),
+            ("dict of tensors", {"input_ids": Shaped(4, 128), "labels": Shaped(4)}, 4),
+            ("list of samples", [1, 2, 3], 3),
+            ("list of strings", ["a b", "c d e"], 2),
+            ("(list of strings, labels)", (["x", "y", "z"], Shaped(3)), 3),
+            ("scalar shape", Shaped(), None),
+            ("object", object(), None),
+            ("empty dict", {}, None),
+        ]
+        for name, batch, want in cases:
+            with self.subTest(name):
+                self.assertEqual(batch_size(batch), want)
+
+
+class ContractArgsTest(unittest.TestCase):
+    def parser(self, **kw):
+        return add_contract_args(argparse.ArgumentParser(), **kw)
+
+    def test_defaults(self):
+        with mock.patch.object(synergy_metrics.os, "sched_getaffinity", return_value={0, 1, 2}, create=True):
+            a = self.parser(batch=256).parse_args([])
+        self.assertEqual((a.batch, a.workers, a.max_iterations, a.data, a.synthetic_data), (256, 3, 0, None, False))
+
+    def test_profiler_flags_appended_last_win(self):
+        # The user's own flags first, then what synergy profile appends.
+        argv = ["-b", "64", "--workers", "8", "--max_iterations", "5",
+                "--batch", "32", "--workers", "2", "--max-iterations", "400", "--data", "/datadrive"]
+        a = self.parser().parse_args(argv)
+        self.assertEqual((a.batch, a.workers, a.max_iterations, a.data), (32, 2, 400, "/datadrive"))
+
+    def test_short_and_synthetic(self):
+        a = self.parser().parse_args(["-b", "4", "-j", "1", "--synthetic-data"])
+        self.assertEqual((a.batch, a.workers, a.synthetic_data), (4, 1, True))
+
+    def test_bad_value_names_the_flag(self):
+        p = self.parser()
+        p.exit_on_error = False  # Python >= 3.9; older versions exit, which is also an error
+        with self.assertRaises((argparse.ArgumentError, SystemExit)) as cm:
+            with mock.patch("sys.stderr"):
+                p.parse_args(["--batch", "many"])
+        if isinstance(cm.exception, argparse.ArgumentError):
+            self.assertIn("--batch", str(cm.exception))
+
+
+class TrainImagenetArgsTest(unittest.TestCase):
+    """train_imagenet.py's command line (importing it needs no torch)."""
+
+    def parse(self, argv):
+        import train_imagenet
+        with mock.patch("sys.stderr"):
+            return train_imagenet.parse_args(argv)
+
+    def test_profiler_flags(self):
+        d = tempfile.mkdtemp()
+        self.addCleanup(os.rmdir, d)
+        a = self.parse(["--arch", "resnet50", "-b", "64", "--batch", "32", "--workers", "2",
+                        "--max-iterations", "408", "--data", d])
+        self.assertEqual((a.arch, a.batch, a.workers, a.max_iterations, a.data), ("resnet50", 32, 2, 408, d))
+
+    def test_synthetic_needs_no_data(self):
+        a = self.parse(["--synthetic-data", "--max_iterations", "10"])
+        self.assertTrue(a.synthetic_data)
+        self.assertEqual(a.max_iterations, 10)
+
+    def test_errors_name_the_flag(self):
+        import train_imagenet
+        for argv, flag in ((["--max-iterations", "5"], "--data: required"),
+                           (["--data", "/nonexistent/synergy"], "--data: /nonexistent/synergy is not a directory"),
+                           (["--synthetic-data", "--batch", "0"], "--batch: must be >= 1"),
+                           (["--synthetic-data", "--max-iterations", "-1"], "--max-iterations: must be >= 0")):
+            with self.subTest(argv=argv):
+                err = io.StringIO()
+                with self.assertRaises(SystemExit) as cm, mock.patch("sys.stderr", err):
+                    train_imagenet.parse_args(argv)
+                self.assertEqual(cm.exception.code, 2)
+                self.assertIn(flag, err.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()
