@@ -36,6 +36,14 @@ type Config struct {
 	// ReadBPS throttles reads from the dataset's block device (bytes/s).
 	ReadBPS int64
 
+	// Strategy chooses the points (StrategyOptimistic by default).
+	Strategy string
+	// Budget caps the points of the optimistic strategy (DefaultBudget).
+	Budget int
+	// ValidateCells is the number of extra cells measured after the
+	// strategy only to check the fit's predictions (phase "validate").
+	ValidateCells int
+
 	// Out is the profile path; it is saved after every point.
 	Out string
 	// Resume continues the profile at Out, skipping measured points.
@@ -84,7 +92,7 @@ type Cache interface {
 
 // Progress receives a sweep's progress.
 type Progress interface {
-	PointStart(index, total int, label string)
+	PointStart(index int, total string, label string)
 	PointUpdate(label string, iterations int, est Estimate, elapsed time.Duration)
 	PointDone(label string, cell sensitivity.Cell, elapsed time.Duration)
 	Note(msg string)
@@ -125,6 +133,12 @@ func (c *Config) withDefaults() {
 	if c.Poll == 0 {
 		c.Poll = DefaultPoll
 	}
+	if c.Strategy == "" {
+		c.Strategy = StrategyOptimistic
+	}
+	if c.Budget == 0 {
+		c.Budget = DefaultBudget
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -150,8 +164,15 @@ func (c *Config) Validate() error {
 		return errors.New("cpus: the CPU axis is empty")
 	case c.Out == "":
 		return errors.New("out: no profile path given")
+	case c.Budget < 2:
+		return fmt.Errorf("budget: %d points cannot cover both ends of an axis", c.Budget)
+	case c.ValidateCells < 0:
+		return fmt.Errorf("validate: %d is negative", c.ValidateCells)
 	case c.TargetRelCI <= 0 || c.TargetRelCI >= 1:
 		return fmt.Errorf("target CI: %v is not a fraction in (0,1)", c.TargetRelCI)
+	}
+	if _, err := plannerFor(c.Strategy); err != nil {
+		return err
 	}
 	for i, v := range c.CPUs {
 		if !(v > 0) || math.IsInf(v, 0) {

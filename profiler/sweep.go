@@ -82,20 +82,13 @@ func Run(ctx context.Context, cfg Config) (*sensitivity.Profile, error) {
 		return nil
 	}
 
-	cpuPoints := make([]point, 0, len(cfg.CPUs))
-	for _, c := range s.prof.Axes.CPUs {
-		cpuPoints = append(cpuPoints, point{cpus: c, phase: sensitivity.PhaseCPU})
+	plan, err := plannerFor(cfg.Strategy)
+	if err != nil {
+		return nil, err
 	}
-	total := len(cpuPoints) + len(cfg.MemLimits)
 	idx := 0
-	runOne := func(pt point) error {
+	runOne := func(pt point, total string) error {
 		idx++
-		if c := s.prof.Cell(pt.cpus, pt.memLimit); c != nil && c.Measured {
-			if cfg.Progress != nil {
-				cfg.Progress.Note(fmt.Sprintf("[%d/%d] %s: measured already, skipped", idx, total, pt.label()))
-			}
-			return nil
-		}
 		if cfg.Progress != nil {
 			cfg.Progress.PointStart(idx, total, pt.label())
 		}
@@ -118,20 +111,31 @@ func Run(ctx context.Context, cfg Config) (*sensitivity.Profile, error) {
 		return save()
 	}
 
-	for _, pt := range cpuPoints {
-		if err := runOne(pt); err != nil {
+	if skipped := s.prof.Cost.Points; skipped > 0 && cfg.Progress != nil {
+		cfg.Progress.Note(fmt.Sprintf("resuming: %d points measured already are kept", len(s.measuredCells())))
+	}
+	for {
+		pt, ok := plan(s)
+		if !ok {
+			break
+		}
+		if s.measured(pt.cpus, pt.memLimit) {
+			return s.prof, fmt.Errorf("strategy %s proposed %s, which is measured already (a bug)", cfg.Strategy, pt.label())
+		}
+		if err := runOne(pt, s.totalHint()); err != nil {
 			return s.prof, err
 		}
 	}
-	if len(cfg.MemLimits) > 0 {
-		best, ok := bestCPU(s.prof.Cells)
-		if !ok {
-			s.warnf("no CPU point succeeded: the memory axis was not measured")
-		} else {
-			for _, m := range cfg.MemLimits {
-				if err := runOne(point{cpus: best, memLimit: m, phase: sensitivity.PhaseMemory, cold: true}); err != nil {
-					return s.prof, err
-				}
+	if n := cfg.ValidateCells; n > 0 {
+		have := 0
+		for _, c := range s.prof.Cells {
+			if c.Measured && c.Phase == sensitivity.PhaseValidate {
+				have++
+			}
+		}
+		for _, pt := range s.validationPoints(n - have) {
+			if err := runOne(pt, "validation"); err != nil {
+				return s.prof, err
 			}
 		}
 	}
@@ -182,7 +186,7 @@ func (s *sweep) open() error {
 				Name: cfg.JobName, Command: cfg.Command, Runner: cfg.Runner.Name(),
 				Batch: cfg.Batch, GPUs: cfg.GPUs, MaxIterations: cfg.MaxIterations, DataDir: cfg.DataDir,
 			},
-			Strategy: "sweep",
+			Strategy: cfg.Strategy,
 		}
 	}
 	p := s.prof
@@ -235,6 +239,32 @@ func (s *sweep) scanDataset() error {
 		}
 		return nil
 	})
+}
+
+// measuredCells returns the cells measured so far.
+func (s *sweep) measuredCells() []sensitivity.Cell {
+	var out []sensitivity.Cell
+	for _, c := range s.prof.Cells {
+		if c.Measured {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// totalHint says how many points the strategy will measure in all, for
+// progress: exact for the fixed strategies, a bound for optimistic.
+func (s *sweep) totalHint() string {
+	nc, nm := len(s.prof.Axes.CPUs), len(s.limitedMems())
+	switch s.cfg.Strategy {
+	case StrategyGrid:
+		return fmt.Sprint(nc * (nm + 1))
+	case StrategyAxes:
+		return fmt.Sprint(nc + nm)
+	case StrategyOptimistic:
+		return fmt.Sprintf("≤%d", min(s.cfg.Budget, nc*(nm+1)))
+	}
+	return fmt.Sprintf("≤%d", nc)
 }
 
 // finish brings derived parts of the profile up to date: GPU mode from the

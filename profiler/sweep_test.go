@@ -146,6 +146,7 @@ func baseConfig(t *testing.T, fr *fakeRunner) Config {
 		CPUs:          []float64{1, 2, 3},
 		MemLimits:     []int64{50 << 20, 1 << 30},
 		Out:           filepath.Join(dir, "profile.json"),
+		Strategy:      StrategyAxes,
 		Runner:        fr,
 		Host:          sensitivity.HostInfo{DRAMBytes: 4 << 30, LogicalCPUs: 4},
 		Poll:          2 * time.Millisecond,
@@ -338,7 +339,7 @@ type recordingProgress struct {
 	measuredAtStart []int
 }
 
-func (r *recordingProgress) PointStart(i, n int, label string) {
+func (r *recordingProgress) PointStart(i int, n string, label string) {
 	p, err := sensitivity.Load(r.path)
 	if errors.Is(err, os.ErrNotExist) {
 		r.measuredAtStart = append(r.measuredAtStart, -1)

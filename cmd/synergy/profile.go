@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,9 @@ const (
 	flagDockerImg     = "docker-img"
 	flagContainerMnt  = "container-mnt"
 	flagShmSize       = "shm-size"
+	flagStrategy      = "strategy"
+	flagBudget        = "budget"
+	flagValidate      = "validate"
 )
 
 func profileCommand() *cli.Command {
@@ -51,10 +55,11 @@ func profileCommand() *cli.Command {
 		Name:      "profile",
 		Usage:     "measure a training job's throughput over CPU cores and memory limits",
 		ArgsUsage: "-- SCRIPT [ARGS...]",
-		Description: `Runs SCRIPT once per point under real cgroup limits: first over the CPU axis with
-memory unlimited and the dataset warm in page cache, then over the memory axis at
-the best CPU count, starting each memory point with the dataset evicted from page
-cache and measuring after the job's first pass over it. Each point runs until the
+		Description: `Runs SCRIPT once per point under real cgroup limits. Points with memory unlimited
+run with the dataset warm in page cache; points with a memory limit start with the
+dataset evicted from page cache and are measured after the job's first pass over
+it. --strategy chooses the points of the CPU × memory grid to measure; the rest are
+predicted by a fitted model. Each point runs until the
 95% confidence half-width of samples/s is within --target-ci of the mean (or a cap
 on iterations and time). The profile is saved after every point; Ctrl-C leaves a
 valid partial profile that --resume finishes. Cells not measured are predicted
@@ -73,6 +78,9 @@ Example:
 			&cli.FloatFlag{Name: flagCPUMax, Usage: "sweep 1, 2, 4, ... up to MAX cores (default: all online cores)"},
 			&cli.StringFlag{Name: flagMemLimits, Usage: "memory axis, e.g. 256MiB,1GiB (page cache is charged); unlimited is always measured"},
 			&cli.StringFlag{Name: flagMemoryMax, Usage: "sweep MAX/8, MAX/4, MAX/2, MAX (e.g. 8GiB); default: around the dataset size"},
+			&cli.StringFlag{Name: flagStrategy, Value: profiler.StrategyOptimistic, Usage: "which points to measure: optimistic (ends and knees of each axis, then where the fit is least sure, at most --budget points), axes (the whole CPU axis, then the whole memory axis at the best CPU count), grid (every cell), synergy (Synergy's CPU rule; memory predicted)"},
+			&cli.IntFlag{Name: flagBudget, Value: profiler.DefaultBudget, Usage: "optimistic strategy: the most points to measure"},
+			&cli.IntFlag{Name: flagValidate, Usage: "measure K extra cells not used by the fit and report the fit's error on them"},
 			&cli.IntFlag{Name: flagBatch, Aliases: []string{"b"}, Value: 32, Usage: "per-GPU batch size passed to the script"},
 			&cli.IntFlag{Name: flagGPUs, Value: 1, Usage: "GPUs the job trains on (workers per point = ceil(cpus / gpus))"},
 			&cli.IntFlag{Name: flagMaxIterations, Value: profiler.DefaultMaxIterations, Usage: "cap on measured iterations per point"},
@@ -218,6 +226,16 @@ func parseProfileFlags(c *cli.Command) (profileOptions, error) {
 			return o, fmt.Errorf("--%s needs --%s (the limit applies to the dataset's disk)", flagReadBPS, flagData)
 		}
 	}
+	cfg.Strategy = c.String(flagStrategy)
+	if !slices.Contains(profiler.Strategies(), cfg.Strategy) {
+		return o, fmt.Errorf("--%s: %q is not one of %s", flagStrategy, cfg.Strategy, strings.Join(profiler.Strategies(), ", "))
+	}
+	if cfg.Budget = int(c.Int(flagBudget)); cfg.Budget < 2 {
+		return o, fmt.Errorf("--%s: %d points cannot cover both ends of an axis", flagBudget, cfg.Budget)
+	}
+	if cfg.ValidateCells = int(c.Int(flagValidate)); cfg.ValidateCells < 0 {
+		return o, fmt.Errorf("--%s: %d is negative", flagValidate, cfg.ValidateCells)
+	}
 	cfg.JobName = c.String(flagJobName)
 	cfg.Out = c.String(flagOut)
 	if cfg.Out == "" {
@@ -283,8 +301,8 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 		fmt.Fprintln(os.Stderr, "warning:", w)
 	}
 	cfg.Progress = newTextProgress(os.Stderr, isTerminal(os.Stderr))
-	fmt.Fprintf(os.Stderr, "profiling %s on the %s runner: %d CPU points × %d memory points (gpu: %s)\n",
-		strings.Join(cfg.Command, " "), o.runnerName, len(cfg.CPUs), len(cfg.MemLimits), cfg.GPU.Mode)
+	fmt.Fprintf(os.Stderr, "profiling %s on the %s runner: a %d CPU × %d memory grid (+ unlimited), strategy %s (gpu: %s)\n",
+		strings.Join(cfg.Command, " "), o.runnerName, len(cfg.CPUs), len(cfg.MemLimits), cfg.Strategy, cfg.GPU.Mode)
 
 	p, err := profiler.Run(ctx, *cfg)
 	if err != nil {
@@ -353,19 +371,20 @@ func isTerminal(f *os.File) bool {
 type textProgress struct {
 	w        io.Writer
 	tty      bool
-	idx, n   int
+	idx      int
+	n        string
 	lastLine time.Time
 }
 
 func newTextProgress(w io.Writer, tty bool) *textProgress { return &textProgress{w: w, tty: tty} }
 
-func (t *textProgress) PointStart(i, n int, label string) {
+func (t *textProgress) PointStart(i int, n string, label string) {
 	t.idx, t.n = i, n
 	t.lastLine = time.Now()
 	if t.tty {
-		fmt.Fprintf(t.w, "[%d/%d] %s: starting", i, n, label)
+		fmt.Fprintf(t.w, "[%d/%s] %s: starting", i, n, label)
 	} else {
-		fmt.Fprintf(t.w, "[%d/%d] %s: starting\n", i, n, label)
+		fmt.Fprintf(t.w, "[%d/%s] %s: starting\n", i, n, label)
 	}
 }
 
@@ -374,7 +393,7 @@ func (t *textProgress) PointUpdate(label string, iters int, est profiler.Estimat
 	if r := est.RelHalfWidth(); !math.IsInf(r, 1) {
 		ci = fmt.Sprintf("±%.1f%%", 100*r)
 	}
-	line := fmt.Sprintf("[%d/%d] %s: %d iterations measured, %.1f samples/s %s, %s",
+	line := fmt.Sprintf("[%d/%s] %s: %d iterations measured, %.1f samples/s %s, %s",
 		t.idx, t.n, label, iters, est.SamplesPerS, ci, elapsed.Truncate(100*time.Millisecond))
 	if t.tty {
 		fmt.Fprintf(t.w, "\r\033[K%s", line)
@@ -404,7 +423,7 @@ func (t *textProgress) PointDone(label string, cell sensitivity.Cell, elapsed ti
 	if t.tty {
 		prefix = "\r\033[K"
 	}
-	fmt.Fprintf(t.w, "%s[%d/%d] %s: %s in %s\n", prefix, t.idx, t.n, label, what, elapsed.Truncate(100*time.Millisecond))
+	fmt.Fprintf(t.w, "%s[%d/%s] %s: %s in %s\n", prefix, t.idx, t.n, label, what, elapsed.Truncate(100*time.Millisecond))
 }
 
 func (t *textProgress) Note(msg string) {

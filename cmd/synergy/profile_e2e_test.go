@@ -69,7 +69,7 @@ func TestProfileE2E_InterruptLeavesValidProfileAndResumeFinishes(t *testing.T) {
 	data := genDataset(t, b, "language", "8MiB")
 	out := filepath.Join(t.TempDir(), "p.json")
 	job := fmt.Sprintf("e2eint%d", os.Getpid())
-	args := []string{"profile", "--cpus", "0.5,1,2", "--mem-limits", "32MiB", "--data", data, "-b", "64",
+	args := []string{"profile", "--strategy", "axes", "--cpus", "0.5,1,2", "--mem-limits", "32MiB", "--data", data, "-b", "64",
 		"--max-iterations", "60", "--point-timeout", "60s", "--job-name", job, "--out", out,
 		"--", b.synthtrain, "--preset", "language", "--gpu-step", "20ms"}
 
@@ -186,7 +186,7 @@ func TestProfileE2E_CrashAndOOMAreRecorded(t *testing.T) {
 	// its last words, and the sweep goes on to the next point.
 	job := fmt.Sprintf("e2ecrash%d", os.Getpid())
 	out := filepath.Join(dir, "crash.json")
-	run := exec.CommandContext(ctx, b.synergy, "profile", "--cpus", "1,2", "--mem-limits", "64MiB", "--data", data,
+	run := exec.CommandContext(ctx, b.synergy, "profile", "--strategy", "axes", "--cpus", "1,2", "--mem-limits", "64MiB", "--data", data,
 		"--job-name", job, "--out", out, "--", "/bin/sh", "-c", "echo 'cannot open checkpoint' >&2; exit 3", "sh")
 	log, err := run.CombinedOutput()
 	if err != nil {
@@ -216,7 +216,7 @@ func TestProfileE2E_CrashAndOOMAreRecorded(t *testing.T) {
 	os.WriteFile(script, []byte("import sys\nb = b'x' * (300 << 20)\nprint('allocated', len(b))\n"), 0o755)
 	job = fmt.Sprintf("e2eoom%d", os.Getpid())
 	out = filepath.Join(dir, "oom.json")
-	run = exec.CommandContext(ctx, b.synergy, "profile", "--cpus", "1", "--mem-limits", "64MiB", "--data", data,
+	run = exec.CommandContext(ctx, b.synergy, "profile", "--strategy", "axes", "--cpus", "1", "--mem-limits", "64MiB", "--data", data,
 		"--job-name", job, "--out", out, "--", "python3", script)
 	log, err = run.CombinedOutput()
 	if err != nil {
