@@ -86,7 +86,7 @@ func Run(ctx context.Context, cfg Config) (*sensitivity.Profile, error) {
 	if err != nil {
 		return nil, err
 	}
-	idx := 0
+	idx := len(s.measuredCells()) // a resumed sweep goes on counting
 	runOne := func(pt point, total string) error {
 		idx++
 		if cfg.Progress != nil {
@@ -111,8 +111,8 @@ func Run(ctx context.Context, cfg Config) (*sensitivity.Profile, error) {
 		return save()
 	}
 
-	if skipped := s.prof.Cost.Points; skipped > 0 && cfg.Progress != nil {
-		cfg.Progress.Note(fmt.Sprintf("resuming: %d points measured already are kept", len(s.measuredCells())))
+	if idx > 0 && cfg.Progress != nil {
+		cfg.Progress.Note(fmt.Sprintf("resuming %s: %d measured point(s) kept", cfg.Out, idx))
 	}
 	for {
 		pt, ok := plan(s)
