@@ -64,6 +64,32 @@ type Profile struct {
 	Fit           *FitInfo     `json:"fit,omitempty"`
 	Warnings      []string     `json:"warnings,omitempty"`
 	Samplers      []SamplerRun `json:"samplers,omitempty"`
+	// StepOnly is the run with synthetic data (no loading): the rate at
+	// which the (GPU or emulated) step alone ingests samples.
+	StepOnly *StepOnly `json:"step_only,omitempty"`
+}
+
+// StepOnly is DS-Analyzer's first differential run: the job with
+// --synthetic-data, which measures the step's own ingestion rate.
+type StepOnly struct {
+	CPUs            float64     `json:"cpus"`
+	SamplesPerS     float64     `json:"samples_per_s"`
+	SamplesPerSCI95 float64     `json:"samples_per_s_ci95"`
+	Stats           *PointStats `json:"stats,omitempty"`
+	Failure         *Failure    `json:"failure,omitempty"`
+}
+
+// Stall splits a measured cell's time per iteration by DS-Analyzer's
+// differential method: with t the iteration time at the cell, t_step the
+// step-only run's, and t_warm the iteration time at the same CPUs with the
+// data cached, preprocessing stall = (t_warm − t_step) / t and fetch stall =
+// (t − t_warm) / t, each clamped to [0, 1].
+type Stall struct {
+	PrepStallFraction  float64 `json:"prep_stall_fraction"`
+	FetchStallFraction float64 `json:"fetch_stall_fraction"`
+	// Bound names the larger stall above 5% of the time: "prep", "fetch",
+	// or "step" when neither is (the job is bound by its step).
+	Bound string `json:"bound"`
 }
 
 // JobInfo says what was profiled.
@@ -118,6 +144,7 @@ type Cell struct {
 	SamplesPerSCI95 float64     `json:"samples_per_s_ci95"`
 	Stats           *PointStats `json:"stats,omitempty"`
 	Failure         *Failure    `json:"failure,omitempty"`
+	Stall           *Stall      `json:"stall,omitempty"`
 }
 
 // PointStats are the figures of one measured point.
@@ -144,6 +171,11 @@ type PointStats struct {
 	MemCacheBytes       int64   `json:"mem_cache_bytes"`
 	MemAnonBytes        int64   `json:"mem_anon_bytes"`
 	IOReadBytes         int64   `json:"io_read_bytes"`
+	// From the samplers (absent when no sample was taken).
+	CPUCoresMean   float64 `json:"cpu_cores_mean,omitempty"`
+	HostCPUPctMean float64 `json:"host_cpu_pct_mean,omitempty"`
+	GPUUtilPctMean float64 `json:"gpu_util_pct_mean,omitempty"`
+	Timeline       string  `json:"timeline,omitempty"`
 }
 
 // Failure records why a point did not produce a measurement.
