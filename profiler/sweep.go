@@ -275,6 +275,8 @@ func (s *sweep) finish() {
 		p.GPU.Mode = sensitivity.GPUModeEmulated
 		p.GPU.Note = "the job reported an emulated GPU step (a timed wait): throughput is not from a GPU"
 	}
-	sensitivity.FillPredicted(p)
 	p.Warnings = s.warnings
+	if err := sensitivity.Fill(p); err != nil {
+		p.Warnings = append(append([]string(nil), s.warnings...), "cells not predicted: "+err.Error())
+	}
 }

@@ -161,7 +161,7 @@ func (m *Matrix) Normalized(cpus, memBytes float64) (Matrix, error) {
 
 // Matrix builds the grid of a profile's axes. Memory limit 0 (unlimited)
 // stands at the host's DRAM. A cell with no successful value (missing or
-// failed) is an error naming it: fit the profile first (FillPredicted).
+// failed) is an error naming it: fit the profile first (Fill).
 func (p *Profile) Matrix() (Matrix, error) {
 	if len(p.Axes.CPUs) == 0 || len(p.Axes.MemLimitBytes) == 0 {
 		return Matrix{}, errors.New("profile: axes are empty")
