@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/synergy-sched/synergy/profiler/sample"
 	"github.com/synergy-sched/synergy/runner"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
@@ -74,6 +75,17 @@ type Config struct {
 	Host        sensitivity.HostInfo
 	GPU         sensitivity.GPUInfo
 	ToolVersion string
+	// Samplers run at SampleInterval while every point runs (host, GPU);
+	// a reader of the point's own cgroup is added to them.
+	Samplers       []sample.Sampler
+	SampleInterval time.Duration
+	// TimelineDir receives each point's samples and metrics stream as JSON
+	// lines (docs/profile-format.md); "" keeps none.
+	TimelineDir string
+	// StallBreakdown runs the job once with --synthetic-data first, so each
+	// measured cell's stall can be split into preprocessing and fetch.
+	StallBreakdown bool
+
 	// LogDir receives each point's stdout and stderr; "" discards them.
 	LogDir string
 	// Now is the clock (tests may fix it); nil means time.Now.

@@ -27,16 +27,20 @@ const (
 
 // point is one (CPUs, memory limit) measurement.
 type point struct {
-	cpus     float64
-	memLimit int64
-	phase    string
-	cold     bool // dataset evicted before start; measure after one pass
+	cpus      float64
+	memLimit  int64
+	phase     string
+	cold      bool // dataset evicted before start; measure after one pass
+	synthetic bool // the step-only run: --synthetic-data
 }
 
 func (pt point) label() string {
 	mem := "unlimited"
 	if pt.memLimit > 0 {
 		mem = runner.FormatBytes(pt.memLimit)
+	}
+	if pt.synthetic {
+		return fmt.Sprintf("cpus=%g step only (synthetic data)", pt.cpus)
 	}
 	return fmt.Sprintf("cpus=%g mem=%s", pt.cpus, mem)
 }
@@ -45,6 +49,9 @@ func (pt point) fileLabel() string {
 	mem := "unlimited"
 	if pt.memLimit > 0 {
 		mem = runner.FormatBytes(pt.memLimit)
+	}
+	if pt.synthetic {
+		return fmt.Sprintf("cpus%g-steponly", pt.cpus)
 	}
 	return fmt.Sprintf("cpus%g-mem%s", pt.cpus, mem)
 }
@@ -118,6 +125,9 @@ func (s *sweep) maxIterationsFor(pt point) int {
 
 func (s *sweep) argv(pt point) []string {
 	argv := append([]string(nil), s.cfg.Command...)
+	if pt.synthetic {
+		argv = append(argv, "--synthetic-data")
+	}
 	return append(argv,
 		"--batch", strconv.Itoa(s.cfg.Batch),
 		"--workers", strconv.Itoa(Workers(pt.cpus, s.cfg.GPUs)),
@@ -134,7 +144,7 @@ func (s *sweep) runPoint(ctx context.Context, pt point) (sensitivity.Cell, error
 	stats := &sensitivity.PointStats{Workers: Workers(pt.cpus, cfg.GPUs), ColdStart: pt.cold}
 	cell.Stats = stats
 
-	if cfg.Cache != nil && cfg.DataDir != "" {
+	if cfg.Cache != nil && cfg.DataDir != "" && !pt.synthetic {
 		if pt.cold {
 			if _, err := cfg.Cache.Evict(cfg.DataDir); err != nil {
 				return cell, fmt.Errorf("evict dataset before %s: %w", pt.label(), err)
@@ -198,6 +208,10 @@ func (s *sweep) runPoint(ctx context.Context, pt point) (sensitivity.Cell, error
 		return cell, nil
 	}
 
+	sampling, err := s.startSampling(h, pt)
+	if err != nil {
+		s.warnf("%s: sampling: %v", pt.label(), err)
+	}
 	type waited struct {
 		res runner.Result
 		err error
@@ -269,6 +283,8 @@ loop:
 		}
 	}
 	poll()
+	sampling.stop(s, stats)
+	s.keepMetrics(pt, metricsPath)
 	if tailer.Bad > 0 {
 		s.warnf("%s: %d malformed metrics lines (first: %s)", pt.label(), tailer.Bad, strings.Join(tailer.Errors, "; "))
 	}

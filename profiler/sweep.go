@@ -65,9 +65,11 @@ func Run(ctx context.Context, cfg Config) (*sensitivity.Profile, error) {
 	if err := os.Chmod(work, 0o777); err != nil { // container jobs may run as another user
 		return nil, err
 	}
-	if cfg.LogDir != "" {
-		if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
-			return nil, fmt.Errorf("log dir: %w", err)
+	for _, d := range []string{cfg.LogDir, cfg.TimelineDir} {
+		if d != "" {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return nil, fmt.Errorf("output dir: %w", err)
+			}
 		}
 	}
 
@@ -113,6 +115,11 @@ func Run(ctx context.Context, cfg Config) (*sensitivity.Profile, error) {
 
 	if idx > 0 && cfg.Progress != nil {
 		cfg.Progress.Note(fmt.Sprintf("resuming %s: %d measured point(s) kept", cfg.Out, idx))
+	}
+	if cfg.StallBreakdown && s.prof.StepOnly == nil {
+		if err := s.runStepOnly(ctx, save); err != nil {
+			return s.prof, err
+		}
 	}
 	for {
 		pt, ok := plan(s)
@@ -241,6 +248,34 @@ func (s *sweep) scanDataset() error {
 	})
 }
 
+// runStepOnly measures the job with --synthetic-data at the most CPUs:
+// DS-Analyzer's first differential run, the rate its step alone ingests.
+func (s *sweep) runStepOnly(ctx context.Context, save func() error) error {
+	cpus := s.prof.Axes.CPUs
+	pt := point{cpus: cpus[len(cpus)-1], phase: "step_only", synthetic: true}
+	if s.cfg.Progress != nil {
+		s.cfg.Progress.PointStart(0, "step-only", pt.label())
+	}
+	t0 := s.cfg.Now()
+	cell, err := s.runPoint(ctx, pt)
+	if errors.Is(err, errInterrupted) {
+		return ErrInterrupted
+	}
+	if err != nil {
+		return fmt.Errorf("step-only run: %w", err)
+	}
+	if s.cfg.Progress != nil {
+		s.cfg.Progress.PointDone(pt.label(), cell, s.cfg.Now().Sub(t0))
+	}
+	s.prof.StepOnly = &sensitivity.StepOnly{CPUs: pt.cpus, SamplesPerS: cell.SamplesPerS,
+		SamplesPerSCI95: cell.SamplesPerSCI95, Stats: cell.Stats, Failure: cell.Failure}
+	if cell.Failure != nil {
+		s.warnf("the step-only run (--synthetic-data) failed (%s): no stall breakdown; does the job accept --synthetic-data?", cell.Failure.Class)
+	}
+	s.prof.Cost.Points++
+	return save()
+}
+
 // measuredCells returns the cells measured so far.
 func (s *sweep) measuredCells() []sensitivity.Cell {
 	var out []sensitivity.Cell
@@ -279,4 +314,5 @@ func (s *sweep) finish() {
 	if err := sensitivity.Fill(p); err != nil {
 		p.Warnings = append(append([]string(nil), s.warnings...), "cells not predicted: "+err.Error())
 	}
+	fillStalls(p)
 }

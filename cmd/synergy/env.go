@@ -7,6 +7,7 @@ import (
 	"github.com/synergy-sched/synergy/profiler"
 	"github.com/synergy-sched/synergy/profiler/host"
 	"github.com/synergy-sched/synergy/profiler/nvml"
+	"github.com/synergy-sched/synergy/profiler/sample"
 	"github.com/synergy-sched/synergy/runner"
 	"github.com/synergy-sched/synergy/runner/docker"
 	"github.com/synergy-sched/synergy/runner/local"
@@ -20,6 +21,7 @@ type environment struct {
 	cache    profiler.Cache
 	host     sensitivity.HostInfo
 	gpu      sensitivity.GPUInfo
+	samplers []sample.Sampler
 	warnings []string
 	closers  []func()
 }
@@ -49,18 +51,22 @@ func probeEnvironment(ctx context.Context, o profileOptions) (*environment, erro
 	if client != nil {
 		env.closers = append(env.closers, func() { client.Close() })
 	}
-	env.gpu = sensitivity.GPUInfo{Mode: det.Mode}
-	for _, d := range det.Devices {
-		env.gpu.Devices = append(env.gpu.Devices, d.Name)
-	}
-	env.gpu.Count = len(det.Devices)
+	env.gpu = det.GPUInfo()
 	if det.Mode != sensitivity.GPUModeNVML {
 		if o.requireGPU {
 			env.close()
-			return nil, fmt.Errorf("--%s: no GPU can be sampled: %s", flagRequireGPU, det.Reason)
+			return nil, fmt.Errorf("--%s: %w", flagRequireGPU, det.RequireGPU())
 		}
-		env.gpu.Note = "no GPU sampled through NVML: " + det.Reason
-		env.warnings = append(env.warnings, env.gpu.Note+" (a job that emulates its GPU step is reported as \"emulated\")")
+		env.warnings = append(env.warnings, "no GPU sampled through NVML: "+det.Reason+
+			" (a job that emulates its GPU step is reported as \"emulated\")")
+	} else {
+		env.samplers = append(env.samplers, nvml.NewSampler(client, nil, nil))
+	}
+	hs, err := host.NewSampler(host.Options{DiskPath: o.cfg.DataDir})
+	if err != nil {
+		env.warnings = append(env.warnings, "host sampler: "+err.Error())
+	} else {
+		env.samplers = append(env.samplers, hs)
 	}
 
 	switch o.runnerName {

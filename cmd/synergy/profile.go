@@ -46,6 +46,9 @@ const (
 	flagContainerMnt  = "container-mnt"
 	flagShmSize       = "shm-size"
 	flagStrategy      = "strategy"
+	flagStall         = "stall-breakdown"
+	flagTimeline      = "timeline"
+	flagSampleEvery   = "sample-interval"
 	flagBudget        = "budget"
 	flagValidate      = "validate"
 )
@@ -81,6 +84,9 @@ Example:
 			&cli.StringFlag{Name: flagStrategy, Value: profiler.StrategyOptimistic, Usage: "which points to measure: optimistic (ends and knees of each axis, then where the fit is least sure, at most --budget points), axes (the whole CPU axis, then the whole memory axis at the best CPU count), grid (every cell), synergy (Synergy's CPU rule; memory predicted)"},
 			&cli.IntFlag{Name: flagBudget, Value: profiler.DefaultBudget, Usage: "optimistic strategy: the most points to measure"},
 			&cli.IntFlag{Name: flagValidate, Usage: "measure K extra cells not used by the fit and report the fit's error on them"},
+			&cli.BoolFlag{Name: flagStall, Value: true, Usage: "run the job once with --synthetic-data first, to split each point's data stall into preprocessing and fetch (DS-Analyzer's method)"},
+			&cli.BoolFlag{Name: flagTimeline, Value: true, Usage: "keep each point's samples and metrics stream as JSON lines in OUT's name + .timeline/"},
+			&cli.DurationFlag{Name: flagSampleEvery, Value: 100 * time.Millisecond, Usage: "how often GPU, host and cgroup counters are sampled during a point"},
 			&cli.IntFlag{Name: flagBatch, Aliases: []string{"b"}, Value: 32, Usage: "per-GPU batch size passed to the script"},
 			&cli.IntFlag{Name: flagGPUs, Value: 1, Usage: "GPUs the job trains on (workers per point = ceil(cpus / gpus))"},
 			&cli.IntFlag{Name: flagMaxIterations, Value: profiler.DefaultMaxIterations, Usage: "cap on measured iterations per point"},
@@ -242,6 +248,13 @@ func parseProfileFlags(c *cli.Command) (profileOptions, error) {
 		return o, fmt.Errorf("--%s: empty path", flagOut)
 	}
 	cfg.Resume = c.Bool(flagResume)
+	cfg.StallBreakdown = c.Bool(flagStall)
+	if c.Bool(flagTimeline) {
+		cfg.TimelineDir = strings.TrimSuffix(cfg.Out, filepath.Ext(cfg.Out)) + ".timeline"
+	}
+	if cfg.SampleInterval = c.Duration(flagSampleEvery); cfg.SampleInterval < 10*time.Millisecond {
+		return o, fmt.Errorf("--%s: %v is below 10ms", flagSampleEvery, cfg.SampleInterval)
+	}
 	cfg.LogDir = c.String(flagLogDir)
 	if cfg.LogDir == "" {
 		cfg.LogDir = strings.TrimSuffix(cfg.Out, filepath.Ext(cfg.Out)) + ".logs"
@@ -277,6 +290,7 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 	}
 	defer env.close()
 	cfg.Runner = env.runner
+	cfg.Samplers = env.samplers
 	cfg.Cache = env.cache
 	cfg.Host = env.host
 	cfg.GPU = env.gpu
