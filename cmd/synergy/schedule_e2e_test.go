@@ -1,0 +1,163 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const goldenProfile = "../../sensitivity/testdata/profile_v1.golden.json"
+
+func runSynergy(t *testing.T, b *binaries, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	cmd := exec.Command(b.synergy, args...)
+	var o, e strings.Builder
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	return o.String(), e.String(), err
+}
+
+func writeFile(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestScheduleE2E_DemoProfile is the Makefile demo: a profile measured on a
+// 2-core machine, placed on the default cluster, with the range warning.
+func TestScheduleE2E_DemoProfile(t *testing.T) {
+	b := buildBinaries(t)
+	out, stderr, err := runSynergy(t, b, "schedule", "--cluster", "default", goldenProfile)
+	if err != nil {
+		t.Fatalf("%v\n%s%s", err, out, stderr)
+	}
+	for _, want := range []string{
+		"GPU-proportional share 3 CPUs and 62.50 GB per GPU",
+		"warning: job 0 (synthtrain) was profiled with 1–2 CPUs per GPU, but this cluster's GPU-proportional share is 3 CPUs per GPU",
+		"synthtrain", "server-0×1", "ideal demand",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "waiting:") {
+		t.Errorf("a lone job waits on an empty cluster:\n%s", out)
+	}
+}
+
+func TestScheduleE2E_JSONPlacementAgainstFairShare(t *testing.T) {
+	b := buildBinaries(t)
+	// 2 servers × (4 GPUs, 12 CPUs, 250 GB): fair share 3 CPUs, 62.5 GB.
+	cluster := writeFile(t, "cluster.json", `{"name": "lab", "groups": [{"count": 2, "gpus": 4, "cpus": 12, "mem_bytes": 250000000000}]}`)
+	for _, strategy := range []string{"tune", "opt", "drf+tune", "tetris+tune", "fair"} {
+		t.Run(strategy, func(t *testing.T) {
+			out, stderr, err := runSynergy(t, b, "schedule", "--cluster", cluster, "--strategy", strategy, "--json",
+				goldenProfile+":gpus=2", "zoo:res18", "zoo:alexnet:gpus=4", "zoo:gnmt")
+			if err != nil {
+				t.Fatalf("%v\n%s", err, stderr)
+			}
+			var res scheduleResult
+			if err := json.Unmarshal([]byte(out), &res); err != nil {
+				t.Fatalf("not JSON: %v\n%s", err, out)
+			}
+			if res.Strategy != strategy || res.FairShare.CPUs != 3 || res.FairShare.MemBytes != 62.5e9 {
+				t.Errorf("header %+v", res)
+			}
+			if len(res.Placements)+len(res.Waiting) != 4 {
+				t.Fatalf("%d placed + %d waiting, want 4 jobs", len(res.Placements), len(res.Waiting))
+			}
+			if len(res.Waiting) != 0 {
+				t.Errorf("waiting on a cluster with room: %+v", res.Waiting)
+			}
+			used := map[string][3]float64{}
+			for _, p := range res.Placements {
+				// fair = GPUs × (3 CPUs, 62.5 GB)
+				if p.FairCPUs != 3*float64(p.GPUs) || p.FairMemBytes != 62.5e9*float64(p.GPUs) {
+					t.Errorf("job %d fair share %v CPUs %v bytes for %d GPUs", p.Job, p.FairCPUs, p.FairMemBytes, p.GPUs)
+				}
+				if strategy == "fair" && (p.CPUs != p.FairCPUs || p.Speedup != 1) {
+					t.Errorf("fair gave job %d %v CPUs at %v×", p.Job, p.CPUs, p.Speedup)
+				}
+				if strategy != "fair" && p.Speedup < 1 {
+					t.Errorf("%s: job %d below fair share: %v×", strategy, p.Job, p.Speedup)
+				}
+				gpus := 0
+				for _, s := range p.Servers {
+					u := used[s.Server]
+					used[s.Server] = [3]float64{u[0] + float64(s.GPUs), u[1] + s.CPUs, u[2] + s.MemBytes}
+					gpus += s.GPUs
+				}
+				if gpus != p.GPUs {
+					t.Errorf("job %d: %d GPUs over its servers, %d asked", p.Job, gpus, p.GPUs)
+				}
+			}
+			for s, u := range used {
+				if u[0] > 4 || u[1] > 12+1e-9 || u[2] > 250e9 {
+					t.Errorf("%s over capacity: %v", s, u)
+				}
+			}
+			// TUNE: res18 first got its ideal 9 CPUs, then was reverted to
+			// 3 to make room for alexnet×4 (12 CPUs on one server).
+			if strategy == "tune" && (res.Placements[1].CPUs != 3 || !strings.Contains(res.Placements[1].Note, "reverted")) {
+				t.Errorf("tune: res18 %+v", res.Placements[1])
+			}
+		})
+	}
+}
+
+func TestScheduleE2E_WaitingReasons(t *testing.T) {
+	b := buildBinaries(t)
+	cluster := writeFile(t, "one.json", `{"servers": [{"name": "box", "gpus": 2, "cpus": 6, "mem_bytes": 250000000000}]}`)
+	used := writeFile(t, "used.json", `{"servers": [{"server": "box", "gpus": 1, "cpus": 2, "mem_bytes": 0}]}`)
+	// Free: 1 GPU, 4 CPUs. Greedy wants res18's ideal capped at the
+	// server's 6 CPUs: "cpu: need 6, free 4 on box". gnmt×2 needs 2 GPUs.
+	out, stderr, err := runSynergy(t, b, "schedule", "--cluster", cluster, "--used", used, "--strategy", "greedy", "zoo:res18", "zoo:gnmt:gpus=2")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for _, want := range []string{
+		"no job placed",
+		"waiting: job 0 (res18, 1 GPUs): ideal demand did not fit: cpu: need 6, free 4 on box",
+		"waiting: job 1 (gnmt, 2 GPUs): waiting: gpu: need 2, free 1 in the cluster",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// Tune drops res18 to its fair share (3 CPUs) and places it.
+	out, _, err = runSynergy(t, b, "schedule", "--cluster", cluster, "--used", used, "zoo:res18")
+	if err != nil || !strings.Contains(out, "dropped to fair share") {
+		t.Errorf("tune: %v\n%s", err, out)
+	}
+}
+
+func TestScheduleE2E_BadInputNamesTheFlag(t *testing.T) {
+	b := buildBinaries(t)
+	badUsed := writeFile(t, "used.json", `{"servers": [{"server": "server-99", "gpus": 1}]}`)
+	overUsed := writeFile(t, "over.json", `{"servers": [{"server": "server-0", "gpus": 9}]}`)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--strategy", "best"}, "--strategy: unknown strategy \"best\""},
+		{[]string{"--cluster", "nowhere"}, "--cluster: cluster \"nowhere\": neither a file nor a preset"},
+		{[]string{"zoo:res18:gpus=0"}, "gpus=0 is not a positive integer"},
+		{[]string{"zoo:resnet"}, "zoo: no model \"resnet\""},
+		{[]string{"/nonexistent/profile.json"}, "job 0"},
+		{[]string{"--used", badUsed, "zoo:res18"}, `--used: ` + badUsed + `: servers[0].server = "server-99": no such server`},
+		{[]string{"--used", overUsed, "zoo:res18"}, "--used: " + overUsed + ": servers[0]: reserve job -1: gpu: need 9, free 8 on server-0"},
+		{nil, "no jobs given"},
+	}
+	for _, c := range cases {
+		_, stderr, err := runSynergy(t, b, append([]string{"schedule"}, c.args...)...)
+		if err == nil || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: err %v, stderr %q; want %q", c.args, err, stderr, c.want)
+		}
+	}
+}
