@@ -181,7 +181,7 @@ func Run(cfg Config, src Source) (*Result, error) {
 			continue
 		}
 		ctx := scheduler.OrderContext{NowSeconds: now, FreeGPUs: totals.GPUs, FairRates: fairRates, LargestFirst: largest}
-		offer := cfg.Policy.Order(queue, ctx)
+		offer := scheduler.Offer(cfg.Policy, cfg.Strategy, queue, c, ctx)
 		for _, a := range queue {
 			since := now - a.Job.ArrivalSeconds
 			if a.LastRunEndSeconds >= 0 {
@@ -194,12 +194,23 @@ func Run(cfg Config, src Source) (*Result, error) {
 		}
 		r := scheduler.NewRound(c)
 		placedAny := false
-		for _, a := range offer {
-			if a.Job.GPUs > r.FreeGPUs() {
-				continue
+		if b, ok := cfg.Strategy.(scheduler.BatchStrategy); ok {
+			// OPT decides the whole round at once.
+			jobs := make([]*scheduler.Job, len(offer))
+			for k, a := range offer {
+				jobs[k] = a.Job
 			}
-			d := cfg.Strategy.Place(r, a.Job)
-			placedAny = placedAny || d.Placed
+			for _, d := range b.PlaceAll(r, jobs) {
+				placedAny = placedAny || d.Placed
+			}
+		} else {
+			for _, a := range offer {
+				if a.Job.GPUs > r.FreeGPUs() {
+					continue
+				}
+				d := cfg.Strategy.Place(r, a.Job)
+				placedAny = placedAny || d.Placed
+			}
 		}
 		end := now + R
 		r.EachPlacement(func(j *scheduler.Job, al *scheduler.Allocation) {
