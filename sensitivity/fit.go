@@ -142,9 +142,9 @@ func fitCells(p *Profile, cells []Cell) (*Fitted, error) {
 	sort.Slice(f.cpu, func(i, j int) bool { return f.cpu[i].cpus < f.cpu[j].cpus })
 	fitConcaveMonotone(f.cpu)
 
-	// G: the rate with no data wait, v / (1 − data_wait_fraction), the
-	// median over the cells whose metrics stream reports the wait; never
-	// below the CPU curve.
+	// G: the step-only run's rate when there is one, else the rate with no
+	// data wait, v / (1 − data_wait_fraction), the median over the cells
+	// whose metrics stream reports the wait; never below the CPU curve.
 	var gs []float64
 	for _, c := range cells {
 		if c.Failure == nil && c.Stats != nil && c.Stats.MetricsSource == MetricsStream && c.SamplesPerS > 0 &&
@@ -152,8 +152,11 @@ func fitCells(p *Profile, cells []Cell) (*Fitted, error) {
 			gs = append(gs, c.SamplesPerS/(1-c.Stats.DataWaitFraction))
 		}
 	}
-	pMax := f.cpu[len(f.cpu)-1].v
-	f.gSamplesPerS = math.Max(median(gs), pMax)
+	g := median(gs)
+	if so := p.StepOnly; so != nil && so.Failure == nil && so.SamplesPerS > 0 {
+		g = so.SamplesPerS // measured directly: the step with synthetic data
+	}
+	f.gSamplesPerS = math.Max(g, f.cpu[len(f.cpu)-1].v)
 
 	// The job's own working set: the largest anonymous memory seen.
 	for _, c := range cells {

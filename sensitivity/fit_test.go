@@ -353,3 +353,32 @@ func TestCombinations(t *testing.T) {
 		t.Errorf("capped combinations gave %d subsets, want 30 windows", len(got))
 	}
 }
+
+func TestFit_GPlateauCapsExtrapolation(t *testing.T) {
+	img := truth{g: 350, perCore: 200, d: 64 * mib, files: 730, bw: 1.4e9, alpha: 1}
+	p := profileOf(img, []float64{0.5, 1, 2}, []int64{0}, [][2]float64{{0.5, 0}, {1, 0}})
+	tests := []struct {
+		name     string
+		stepOnly *StepOnly
+		want     float64
+	}{
+		// G from v / (1 − wait) = 350: band past 1 core [200, min(350, 200 + 200·1)] → 275
+		{"G from the data wait", nil, 275},
+		// the step-only run says 250: band [200, 250] → 225
+		{"G from the step-only run", &StepOnly{CPUs: 1, SamplesPerS: 250}, 225},
+		// a failed step-only run is ignored
+		{"failed step-only run", &StepOnly{CPUs: 1, Failure: &Failure{Class: FailCrashed}}, 275},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p.StepOnly = tt.stepOnly
+			f, err := FitProfile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := f.Predict(2, 0); math.Abs(got-tt.want) > 1e-6 {
+				t.Errorf("Predict(2, unlimited) = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,315 @@
+package sensitivity
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// gridProfile is a fully measured 3×4 grid of an audio-like job (no fit
+// involved, so the exports' goldens depend on the exports only).
+func gridProfile() *Profile {
+	p := &Profile{
+		SchemaVersion: SchemaVersion, ToolVersion: "test",
+		CreatedAt: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC),
+		Job:       JobInfo{Name: "audio", Command: []string{"bin/synthtrain", "--preset", "audio"}, Runner: "local", Batch: 16, GPUs: 1, MaxIterations: 200},
+		Host:      HostInfo{CPUModel: "test", LogicalCPUs: 2, DRAMBytes: 8 << 30, CgroupMode: "v2", DatasetBytes: 256 * mib, DatasetFiles: 175, ReadLimitBytesPS: 40e6},
+		GPU:       GPUInfo{Mode: GPUModeEmulated},
+		Strategy:  "grid",
+		Axes:      Axes{CPUs: []float64{0.5, 1, 2}, MemLimitBytes: []int64{64 * mib, 128 * mib, 384 * mib, 0}},
+	}
+	vals := [3][4]float64{
+		{27, 31, 300, 300},
+		{27, 32, 380, 390},
+		{27, 32, 385, 392},
+	}
+	for i, c := range p.Axes.CPUs {
+		for j, m := range p.Axes.MemLimitBytes {
+			p.Cells = append(p.Cells, Cell{CPUs: c, MemLimitBytes: m, Measured: true, Phase: PhaseGrid, SamplesPerS: vals[i][j], SamplesPerSCI95: 1})
+		}
+	}
+	return p
+}
+
+// smallServer: 2 CPUs, 1 GB, 1 GPU: fair share 2 CPUs and 1 GB per GPU;
+// the grid's rows are Synergy's × 2/3 and its columns × 1/62.5.
+var smallServer = ServerShape{CPUs: 2, MemBytes: 1e9, GPUs: 1}
+
+func TestExport_Golden(t *testing.T) {
+	for _, format := range ExportFormats() {
+		t.Run(format, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := Export(&buf, gridProfile(), format, ExportOptions{Server: smallServer}); err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", "export_"+format+".golden")
+			if *update {
+				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if !bytes.Equal(buf.Bytes(), want) {
+				t.Errorf("%s export changed; if intended run go test -update\n got: %s", format, buf.String())
+			}
+		})
+	}
+}
+
+func TestSynergyGrid_ScalesNormalisesAndClamps(t *testing.T) {
+	g, err := ExportSynergyGrid(gridProfile(), smallServer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// rows: 1,2,3,...,24 × 2/3 → 0.667 ... 16; columns 20.83 GB × 1/62.5 = 0.333 GB ... 4 GB
+	if math.Abs(g.CPUsPerGPU[2]-2) > 1e-12 || math.Abs(g.MemBytesPerGPU[1]-1e9) > 1 {
+		t.Errorf("fair share row/column at %v CPUs, %v bytes; want 2 and 1e9", g.CPUsPerGPU[2], g.MemBytesPerGPU[1])
+	}
+	if g.Table[2][1] != 1 || g.FairClamped {
+		t.Errorf("table at the fair share = %v (clamped %v), want 1", g.Table[2][1], g.FairClamped)
+	}
+	// fair share (2 CPUs, 1e9 B): between 384 MiB (385) and 8 GiB (392):
+	// 385 + 7·(1e9 − 402653184)/(8589934592 − 402653184) = 385.5106
+	if math.Abs(g.FairSamplesPerS-385.5106) > 1e-3 {
+		t.Errorf("fair share samples/s = %v, want 385.5106", g.FairSamplesPerS)
+	}
+	// Rows above 2 CPUs (rows 3..8) lie outside the profile: clamped, and
+	// equal to the 2-CPU row; row 0 (0.667 CPUs) and every column are inside.
+	for i := range g.Table {
+		for j := range g.Table[i] {
+			want := i >= 3
+			if g.Clamped[i][j] != want {
+				t.Errorf("clamped[%d][%d] = %v, want %v", i, j, g.Clamped[i][j], want)
+			}
+			if want && g.Table[i][j] != g.Table[2][j] {
+				t.Errorf("clamped cell [%d][%d] = %v, want the edge's %v (never extrapolated)", i, j, g.Table[i][j], g.Table[2][j])
+			}
+		}
+	}
+	if g.ClampedCells != 30 {
+		t.Errorf("clamped cells = %d, want 6 rows × 5 = 30", g.ClampedCells)
+	}
+	// Default server: every column (20.83 GB and up) lies above the 8 GiB
+	// host of a 2-core profile, so all 45 cells are clamped.
+	d, err := ExportSynergyGrid(gridProfile(), DefaultServer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.CPUsPerGPU != SynergyGridCPUs() || d.MemBytesPerGPU[0] != 20.83e9 || d.ClampedCells != 45 || !d.FairClamped {
+		t.Errorf("default server: axes %v %v, clamped %d (fair %v); want Synergy's axes, all 45 clamped", d.CPUsPerGPU, d.MemBytesPerGPU, d.ClampedCells, d.FairClamped)
+	}
+}
+
+func TestSynergyGrid_RoundTrip(t *testing.T) {
+	g, err := ExportSynergyGrid(gridProfile(), smallServer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := encodeJSON(&buf, g); err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeSynergyGrid(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(g, back) {
+		t.Errorf("round trip changed the grid:\n%+v\n%+v", g, back)
+	}
+	m := back.Matrix()
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := m.At(g.FairCPUsPerGPU, g.FairMemBytesPerGPU); !ok || v != 1 {
+		t.Errorf("matrix at the fair share = %v (in range %v), want 1", v, ok)
+	}
+}
+
+func TestDecodeSynergyGrid_Errors(t *testing.T) {
+	g, _ := ExportSynergyGrid(gridProfile(), smallServer)
+	var buf bytes.Buffer
+	encodeJSON(&buf, g)
+	good := buf.String()
+	tests := []struct{ name, in, field string }{
+		{"unknown field", strings.Replace(good, `"format"`, `"extra": 1, "format"`, 1), "extra"},
+		{"wrong format", strings.Replace(good, SynergyGridVersion, "synergy-grid/v9", 1), "format"},
+		{"no gpus", strings.Replace(good, `"gpus": 1`+"\n  }", `"gpus": 0`+"\n  }", 1), "server gpus"},
+		{"negative cell", strings.Replace(good, `"table": [`+"\n    [\n      ", `"table": [`+"\n    [\n      -", 1), "table[0][0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.in == good {
+				t.Fatal("test input not modified")
+			}
+			_, err := DecodeSynergyGrid(strings.NewReader(tt.in))
+			if err == nil || !strings.Contains(err.Error(), tt.field) {
+				t.Errorf("err = %v, want one naming %q", err, tt.field)
+			}
+		})
+	}
+}
+
+func TestGavel_RoundTrip(t *testing.T) {
+	p := gridProfile()
+	g, err := ExportGavel(p, smallServer, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	encodeJSON(&buf, g)
+	var back Gavel
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	byType := back["emulated"]
+	if len(back) != 1 || len(byType) != 1 {
+		t.Fatalf("gavel = %v, want one GPU type (emulated) with one job", back)
+	}
+	for key, v := range byType {
+		jt, scale, err := ParseGavelKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 385.5106 samples/s at the fair share / (16 × 1) = 24.0944 steps/s
+		if jt != "audio (batch size 16)" || scale != 1 || math.Abs(v["null"]-24.0944) > 1e-4 {
+			t.Errorf("gavel entry %q (%q, %d) = %v, want audio (batch size 16), 1, 24.0944", key, jt, scale, v)
+		}
+	}
+	for _, bad := range []string{"audio, 1", "('audio', x)", "('audio')"} {
+		if _, _, err := ParseGavelKey(bad); err == nil {
+			t.Errorf("ParseGavelKey(%q) accepted", bad)
+		}
+	}
+}
+
+func TestSlurmAndK8s_SmallestAt95PctRoundTrip(t *testing.T) {
+	tests := []struct {
+		name      string
+		edit      func(*Profile)
+		slurm     string
+		cpuMilli  string
+		memory    string
+		unlimited bool
+	}{
+		// best 392; 95% = 372.4: the first cell reaching it, fewest CPUs
+		// first, is (1 CPU, 384 MiB) = 380
+		{"measured grid", func(*Profile) {}, "--cpus-per-gpu=1 --mem-per-gpu=384M", "1000m", "384Mi", false},
+		// two GPUs: per GPU 0.5 CPU → 1 (whole cores), 192 MiB
+		{"two GPUs", func(p *Profile) { p.Job.GPUs = 2 }, "--cpus-per-gpu=1 --mem-per-gpu=192M", "1000m", "384Mi", false},
+		// only unlimited memory reaches 95%: the host's DRAM (8 GiB)
+		{"unlimited needed", func(p *Profile) {
+			for i := range p.Cells {
+				if p.Cells[i].MemLimitBytes == 384*mib {
+					p.Cells[i].SamplesPerS = 100
+				}
+			}
+		}, "--cpus-per-gpu=1 --mem-per-gpu=8G", "1000m", "8192Mi", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := gridProfile()
+			tt.edit(p)
+			s, a, err := ExportSlurm(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s != tt.slurm {
+				t.Errorf("slurm = %q, want %q", s, tt.slurm)
+			}
+			cpg, mpg, err := ParseSlurm(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// round trip: what Slurm is asked for covers the allocation
+			if float64(cpg*a.GPUs) < a.CPUs || mpg*int64(a.GPUs) < a.MemBytes {
+				t.Errorf("slurm %q asks less than the allocation %+v", s, a)
+			}
+			if a.SamplesPerS < IdealFraction*a.BestSamplesPerS {
+				t.Errorf("allocation %+v does not reach 95%% of the best", a)
+			}
+			y, _, err := ExportK8s(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := ParseK8s(strings.NewReader(y))
+			if err != nil {
+				t.Fatalf("%v\n%s", err, y)
+			}
+			want := map[string]string{"cpu": tt.cpuMilli, "memory": tt.memory, "nvidia.com/gpu": strconv.Itoa(a.GPUs)}
+			if !reflect.DeepEqual(r.Requests, want) || !reflect.DeepEqual(r.Limits, want) {
+				t.Errorf("k8s requests %v limits %v, want %v for both", r.Requests, r.Limits, want)
+			}
+			if a.MemUnlimited != tt.unlimited || strings.Contains(y, "unlimited") != tt.unlimited {
+				t.Errorf("unlimited = %v (yaml says so: %v), want %v", a.MemUnlimited, strings.Contains(y, "unlimited"), tt.unlimited)
+			}
+		})
+	}
+	if _, err := ParseK8s(strings.NewReader("resources:\n  requests:\n    cpu: 1\n")); err == nil || !strings.Contains(err.Error(), "line 3") {
+		t.Errorf("unquoted value: err = %v, want one naming line 3", err)
+	}
+	if _, _, err := ParseSlurm("--cpus-per-gpu=1"); err == nil {
+		t.Error("ParseSlurm accepted a line without --mem-per-gpu")
+	}
+}
+
+func TestExportFile_RefusesMalformedProfiles(t *testing.T) {
+	var good bytes.Buffer
+	if err := gridProfile().Encode(&good); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, in, field string }{
+		{"not JSON", "{", "not JSON"},
+		{"no version", `{"job": {}}`, "schema_version"},
+		{"bad gpu mode", strings.Replace(good.String(), `"mode": "emulated"`, `"mode": "tpu"`, 1), "gpu.mode"},
+		{"negative throughput", strings.Replace(good.String(), `"samples_per_s": 27,`, `"samples_per_s": -27,`, 1), "cells[0]"},
+		{"unknown field", strings.Replace(good.String(), `"strategy"`, `"stratagem": "x", "strategy"`, 1), "stratagem"},
+		{"descending axis", strings.Replace(good.String(), "0.5,\n      1,", "1.5,\n      1,", 1), "axes.cpus[1]"},
+	}
+	dir := t.TempDir()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.in == good.String() {
+				t.Fatal("test input not modified")
+			}
+			path := filepath.Join(dir, "p.json")
+			os.WriteFile(path, []byte(tt.in), 0o644)
+			for _, f := range ExportFormats() {
+				var out bytes.Buffer
+				err := ExportFile(&out, path, f, ExportOptions{Server: smallServer})
+				if err == nil || !strings.Contains(err.Error(), tt.field) || out.Len() != 0 {
+					t.Errorf("%s: err = %v (wrote %d bytes), want one naming %q and no output", f, err, out.Len(), tt.field)
+				}
+			}
+		})
+	}
+	// A profile with holes is filled before export.
+	p := gridProfile()
+	var kept []Cell
+	for _, c := range p.Cells {
+		if c.CPUs != 1 || c.MemLimitBytes == 0 {
+			kept = append(kept, c)
+		}
+	}
+	p.Cells = kept
+	path := filepath.Join(dir, "holes.json")
+	if err := p.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := ExportFile(&out, path, FormatSlurm, ExportOptions{}); err != nil {
+		t.Errorf("profile with predicted-later holes: %v", err)
+	}
+	if err := ExportFile(&out, path, "csv", ExportOptions{}); err == nil || !strings.Contains(err.Error(), "synergy-grid") {
+		t.Errorf("unknown format: err = %v, want one listing the formats", err)
+	}
+}
