@@ -161,3 +161,30 @@ func TestScheduleE2E_BadInputNamesTheFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateE2E_NewStrategiesAndPlot runs the strategies of this part by
+// name through `synergy simulate` and draws the CDF.
+func TestSimulateE2E_NewStrategiesAndPlot(t *testing.T) {
+	b := buildBinaries(t)
+	svg := filepath.Join(t.TempDir(), "cdf.svg")
+	out, stderr, err := runSynergy(t, b, "simulate", "--strategies", "opt,drf,drf+tune,tetris,tetris+tune", "--policies", "fifo",
+		"--loads", "6", "--num-jobs", "60", "--window", "all", "--workers", "2", "--plot", svg)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for _, name := range []string{"opt", "drf+tune", "tetris+tune"} {
+		if !strings.Contains(out, " "+name+" ") {
+			t.Errorf("table lacks %s:\n%s", name, out)
+		}
+	}
+	data, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(data), "<?xml") || !strings.Contains(string(data), "tetris+tune+fifo") {
+		t.Errorf("plot is not an SVG naming the runs: %.80q", data)
+	}
+	if _, stderr, err := runSynergy(t, b, "simulate", "--plot", "cdf.gif"); err == nil || !strings.Contains(stderr, "--plot: cdf.gif: unknown plot format") {
+		t.Errorf("bad --plot: %v %s", err, stderr)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/synergy-sched/synergy/scheduler"
+	"github.com/synergy-sched/synergy/scheduler/plot"
 	"github.com/synergy-sched/synergy/scheduler/sim"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
@@ -39,6 +40,7 @@ const (
 	simFlagStopWhenIdle = "stop-when-idle"
 	simFlagWorkers      = "workers"
 	simFlagJSON         = "json"
+	simFlagPlot         = "plot"
 )
 
 func simulateCommand() *cli.Command {
@@ -66,6 +68,7 @@ func simulateCommand() *cli.Command {
 			&cli.BoolFlag{Name: simFlagStopWhenIdle, Usage: "end a trace replay when no job is runnable at a round boundary, as the original does"},
 			&cli.IntFlag{Name: simFlagWorkers, Value: runtime.GOMAXPROCS(0), Usage: "parallel runs"},
 			&cli.BoolFlag{Name: simFlagJSON, Usage: "print the results JSON on stdout instead of the table"},
+			&cli.StringFlag{Name: simFlagPlot, Usage: "draw the JCT CDF of every run here; format by extension (.png, .svg, .pdf)"},
 		},
 		Action: runSimulate,
 	}
@@ -92,6 +95,7 @@ type simulateOptions struct {
 	stopIdle    bool
 	workers     int
 	json        bool
+	plot        string
 	warnings    []string
 }
 
@@ -170,6 +174,11 @@ func parseSimulateFlags(c *cli.Command) (simulateOptions, error) {
 		return o, flagErr(simFlagWorkers, fmt.Errorf("%d: need at least 1", o.workers))
 	}
 	o.json = c.Bool(simFlagJSON)
+	if o.plot = c.String(simFlagPlot); o.plot != "" {
+		if _, err := plot.FormatOf(o.plot); err != nil {
+			return o, flagErr(simFlagPlot, err)
+		}
+	}
 	if o.trace == nil {
 		g := sim.GeneratorConfig{JobsPerHour: o.loads[0], NumJobs: o.numJobs, Split: o.split}
 		if err := g.Validate(); err != nil {
@@ -333,6 +342,11 @@ func runSimulate(ctx context.Context, c *cli.Command) error {
 		}
 		if err := os.Rename(f.Name(), o.out); err != nil {
 			return fmt.Errorf("--%s: %w", simFlagOut, err)
+		}
+	}
+	if o.plot != "" {
+		if err := plot.SaveJCTCDF(o.plot, plot.SeriesFromSweep(res), plot.Options{Title: "JCT CDF, " + o.cluster.Name}); err != nil {
+			return fmt.Errorf("--%s: %w", simFlagPlot, err)
 		}
 	}
 	if o.json {
