@@ -40,6 +40,7 @@ func newApp() *cli.Command {
 			profileCommand(),
 			scheduleCommand(),
 			simulateCommand(),
+			matrixCommand(),
 		},
 	}
 }

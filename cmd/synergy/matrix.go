@@ -1,0 +1,347 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/synergy-sched/synergy/report"
+	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/sensitivity"
+)
+
+// Flag names of `synergy matrix`.
+const (
+	matFlagPlot       = "plot"
+	matFlagTitle      = "title"
+	matFlagJSON       = "json"
+	matFlagFormat     = "format"
+	matFlagServerCPUs = "server-cpus"
+	matFlagServerMem  = "server-mem"
+	matFlagServerGPUs = "server-gpus"
+	matFlagGPUType    = "gpu-type"
+	matFlagHoldout    = "holdout"
+)
+
+func matrixCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "matrix",
+		Usage: "show, compare, export and validate a profile's CPU × memory matrix",
+		Description: "A profile's unmeasured cells are predicted by the fitted model (docs/model.md): min of the GPU-bound\n" +
+			"plateau, a concave CPU curve and a fetch-bound rate from the page-cache hit curve. A profile whose grid\n" +
+			"has holes is filled on reading.",
+		Commands: []*cli.Command{
+			{
+				Name:      "show",
+				Usage:     "print the matrix (measured ± 95% CI, ~predicted) and optionally draw it as a heatmap",
+				ArgsUsage: "PROFILE",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: matFlagPlot, Usage: "also draw a heatmap to this .png or .svg file (measured cells ringed)"},
+					&cli.StringFlag{Name: matFlagTitle, Usage: "heatmap title (default: the job's name)"},
+				},
+				Action: runMatrixShow,
+			},
+			{
+				Name:      "diff",
+				Usage:     "cell-by-cell % difference of A against B on their common grid, with A's prediction error on the cells it did not measure",
+				ArgsUsage: "A B",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: matFlagJSON, Usage: "print the comparison as JSON (cells, MAPE, worst, MinIO baseline)"},
+				},
+				Action: runMatrixDiff,
+			},
+			{
+				Name:      "export",
+				Usage:     "write the matrix for a scheduler: synergy-grid, gavel, slurm or k8s",
+				ArgsUsage: "PROFILE",
+				Description: "synergy-grid: Synergy's 9×5 table (CPUs 1..24 × 20.83..250 GB per GPU on a 24-CPU, 500 GB, 8-GPU\n" +
+					"server, scaled to --server-*), normalised to the fair share; cells outside the profiled range are clamped\n" +
+					"to its edge and listed in \"clamped\". gavel: Gavel's throughputs JSON (steps/s at the fair share).\n" +
+					"slurm, k8s: the smallest CPUs and memory reaching 95% of the best throughput.",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: matFlagFormat, Usage: "one of " + strings.Join(sensitivity.ExportFormats(), ", ")},
+					&cli.FloatFlag{Name: matFlagServerCPUs, Value: 24, Usage: "synergy-grid, gavel: CPUs per server"},
+					&cli.StringFlag{Name: matFlagServerMem, Value: "500GB", Usage: "synergy-grid, gavel: memory per server"},
+					&cli.IntFlag{Name: matFlagServerGPUs, Value: 8, Usage: "synergy-grid, gavel: GPUs per server"},
+					&cli.StringFlag{Name: matFlagGPUType, Usage: "gavel: the GPU type key (default: the NVML device name, else the GPU mode)"},
+				},
+				Action: runMatrixExport,
+			},
+			{
+				Name:      "validate",
+				Usage:     "refit without the cells measured for validation (or leave --holdout K out) and report MAPE and the worst cell against the MinIO formula",
+				ArgsUsage: "PROFILE",
+				Flags: []cli.Flag{
+					&cli.IntFlag{Name: matFlagHoldout, Usage: "leave-K-out over the measured cells instead of the validate cells"},
+					&cli.BoolFlag{Name: matFlagJSON, Usage: "print the validation as JSON"},
+				},
+				Action: runMatrixValidate,
+			},
+		},
+	}
+}
+
+// matrixArgs returns exactly n profile paths or an error naming the usage.
+func matrixArgs(c *cli.Command, n int) ([]string, error) {
+	a := c.Args().Slice()
+	if len(a) != n {
+		return nil, fmt.Errorf("matrix %s: want %s, got %d argument(s)", c.Name, c.ArgsUsage, len(a))
+	}
+	return a, nil
+}
+
+// loadFilled loads a profile and fills its grid when it has holes.
+func loadFilled(path string) (*sensitivity.Profile, error) {
+	p, err := sensitivity.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if !p.Complete() {
+		if err := sensitivity.Fill(p); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return p, nil
+}
+
+func runMatrixShow(_ context.Context, c *cli.Command) error {
+	args, err := matrixArgs(c, 1)
+	if err != nil {
+		return err
+	}
+	plot := c.String(matFlagPlot)
+	if plot != "" {
+		if _, err := report.FormatOf(plot); err != nil {
+			return fmt.Errorf("--%s: %w", matFlagPlot, err)
+		}
+	}
+	p, err := loadFilled(args[0])
+	if err != nil {
+		return err
+	}
+	w := c.Root().Writer
+	if err := printMatrix(w, p); err != nil {
+		return err
+	}
+	printFitAndValidation(w, p)
+	if plot != "" {
+		if err := report.SaveHeatmap(plot, p, c.String(matFlagTitle)); err != nil {
+			return fmt.Errorf("--%s: %w", matFlagPlot, err)
+		}
+		fmt.Fprintf(w, "heatmap: %s\n", plot)
+	}
+	return nil
+}
+
+// printFitAndValidation prints the profile's strategy, cost, fit and
+// validation in a few lines.
+func printFitAndValidation(w io.Writer, p *sensitivity.Profile) {
+	measured := len(p.MeasuredOK())
+	fmt.Fprintf(w, "strategy %s: %d of %d cells measured, %d points in %.0f s\n", orDash(p.Strategy), measured,
+		len(p.Axes.CPUs)*len(p.Axes.MemLimitBytes), p.Cost.Points, p.Cost.WallSeconds)
+	if p.Fit != nil && len(p.Fit.Params) > 0 {
+		keys := make([]string, 0, len(p.Fit.Params))
+		for k := range p.Fit.Params {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s=%.4g", k, p.Fit.Params[k]))
+		}
+		fmt.Fprintf(w, "fit %s: %s\n", p.Fit.Model, strings.Join(parts, " "))
+	}
+	if v := p.Validation; v != nil {
+		fmt.Fprintln(w, validationLine(v))
+	}
+}
+
+func validationLine(v *sensitivity.Validation) string {
+	s := fmt.Sprintf("validation over %d cells: MAPE %.2f%%, worst %.2f%% at cpus=%g mem=%s", v.Cells, v.MAPEPct, v.WorstErrPct, v.WorstCPUs, report.MemLabel(v.WorstMemBytes))
+	if v.BaselineName != "" {
+		s += fmt.Sprintf("; %s MAPE %.2f%%", v.BaselineName, v.BaselineMAPEPct)
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func runMatrixDiff(_ context.Context, c *cli.Command) error {
+	args, err := matrixArgs(c, 2)
+	if err != nil {
+		return err
+	}
+	a, err := loadFilled(args[0])
+	if err != nil {
+		return err
+	}
+	b, err := loadFilled(args[1])
+	if err != nil {
+		return err
+	}
+	cmp, err := sensitivity.Compare(a, b)
+	if err != nil {
+		return fmt.Errorf("matrix diff %s %s: %w", args[0], args[1], err)
+	}
+	w := c.Root().Writer
+	if c.Bool(matFlagJSON) {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(cmp)
+	}
+	return printDiff(w, a, cmp, args[0], args[1])
+}
+
+func printDiff(w io.Writer, a *sensitivity.Profile, cmp *sensitivity.Comparison, nameA, nameB string) error {
+	byCell := map[[2]float64]sensitivity.CellDiff{}
+	for _, d := range cmp.Cells {
+		byCell[[2]float64{d.CPUs, float64(d.MemLimitBytes)}] = d
+	}
+	header := []string{"cpus \\ mem"}
+	for _, m := range a.Axes.MemLimitBytes {
+		header = append(header, report.MemLabel(m))
+	}
+	t := newTable(w)
+	t.Header(header)
+	for _, cpus := range a.Axes.CPUs {
+		row := []string{fmt.Sprintf("%g", cpus)}
+		for _, m := range a.Axes.MemLimitBytes {
+			d, ok := byCell[[2]float64{cpus, float64(m)}]
+			switch {
+			case !ok:
+				row = append(row, "-")
+			case d.BZero && d.A == 0:
+				row = append(row, "0 = 0")
+			case d.BZero:
+				row = append(row, fmt.Sprintf("%.1f vs 0", d.A))
+			default:
+				mark := ""
+				if !d.AMeasured {
+					mark = "~"
+				}
+				row = append(row, fmt.Sprintf("%s%+.1f%%", mark, d.DiffPct))
+			}
+		}
+		if err := t.Append(row); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "(A − B) / B per cell, A = %s, B = %s; ~ where A predicted the cell\n", nameA, nameB)
+	if err := t.Render(); err != nil {
+		return err
+	}
+	if cmp.Scored == 0 {
+		fmt.Fprintf(w, "A measured every common cell: no prediction to score (MAPE over all cells %.2f%%)\n", cmp.AllMAPEPct)
+		return nil
+	}
+	fmt.Fprintf(w, "A's predictions vs B over %d cells: MAPE %.2f%%, worst %.2f%% at cpus=%g mem=%s\n",
+		cmp.Scored, cmp.MAPEPct, cmp.WorstErrPct, cmp.WorstCPUs, report.MemLabel(cmp.WorstMemBytes))
+	if cmp.BaselineCells > 0 {
+		fmt.Fprintf(w, "%s (from A's measured cells) on %d of them: MAPE %.2f%%\n", cmp.BaselineName, cmp.BaselineCells, cmp.BaselineMAPEPct)
+	}
+	return nil
+}
+
+func runMatrixExport(_ context.Context, c *cli.Command) error {
+	format := c.String(matFlagFormat)
+	if format == "" {
+		return fmt.Errorf("--%s: missing (one of %s)", matFlagFormat, strings.Join(sensitivity.ExportFormats(), ", "))
+	}
+	known := false
+	for _, f := range sensitivity.ExportFormats() {
+		known = known || f == format
+	}
+	if !known {
+		return fmt.Errorf("--%s: %q is not one of %s", matFlagFormat, format, strings.Join(sensitivity.ExportFormats(), ", "))
+	}
+	s := sensitivity.ServerShape{CPUs: c.Float(matFlagServerCPUs), GPUs: int(c.Int(matFlagServerGPUs))}
+	if !(s.CPUs > 0) || math.IsInf(s.CPUs, 0) {
+		return fmt.Errorf("--%s: %v is not a positive number", matFlagServerCPUs, s.CPUs)
+	}
+	if s.GPUs < 1 {
+		return fmt.Errorf("--%s: %d is not a positive number of GPUs", matFlagServerGPUs, s.GPUs)
+	}
+	mem, err := runner.ParseBytes(c.String(matFlagServerMem))
+	if err != nil {
+		return fmt.Errorf("--%s: %w", matFlagServerMem, err)
+	}
+	if mem <= 0 {
+		return fmt.Errorf("--%s: %q is not a positive size", matFlagServerMem, c.String(matFlagServerMem))
+	}
+	s.MemBytes = mem
+	args, err := matrixArgs(c, 1)
+	if err != nil {
+		return err
+	}
+	if format == sensitivity.FormatSynergyGrid {
+		// Say on stderr what was clamped; stdout stays the JSON alone.
+		if p, err := loadFilled(args[0]); err == nil {
+			if g, err := sensitivity.ExportSynergyGrid(p, s); err == nil && g.ClampedCells > 0 {
+				fmt.Fprintf(c.Root().ErrWriter, "synergy-grid: %d of 45 cells lie outside the profiled range (%g–%g CPUs, %s–%s per GPU) and were clamped to its edge, not extrapolated (\"clamped\" in the JSON)\n",
+					g.ClampedCells, g.ProfiledCPUs[0], g.ProfiledCPUs[1], runner.FormatBytes(int64(g.ProfiledMemBytes[0])), runner.FormatBytes(int64(g.ProfiledMemBytes[1])))
+			}
+		}
+	}
+	return sensitivity.ExportFile(c.Root().Writer, args[0], format, sensitivity.ExportOptions{Server: s, GPUType: c.String(matFlagGPUType)})
+}
+
+func runMatrixValidate(_ context.Context, c *cli.Command) error {
+	args, err := matrixArgs(c, 1)
+	if err != nil {
+		return err
+	}
+	k := int(c.Int(matFlagHoldout))
+	if c.IsSet(matFlagHoldout) && k < 1 {
+		return fmt.Errorf("--%s: %d, want at least 1 cell to leave out", matFlagHoldout, k)
+	}
+	p, err := sensitivity.Load(args[0])
+	if err != nil {
+		return err
+	}
+	var v *sensitivity.Validation
+	skipped := 0
+	if k > 0 {
+		v, skipped, err = sensitivity.Holdout(p, k)
+		if err != nil {
+			return fmt.Errorf("--%s: %w", matFlagHoldout, err)
+		}
+	} else {
+		v, err = sensitivity.ValidateCells(p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", args[0], err)
+		}
+		if v == nil {
+			return fmt.Errorf("%s: no successful cell with phase %q to validate against; measure some (synergy profile --validate K) or use --%s K",
+				args[0], sensitivity.PhaseValidate, matFlagHoldout)
+		}
+	}
+	w := c.Root().Writer
+	if c.Bool(matFlagJSON) {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	how := fmt.Sprintf("refit without the %q cells", sensitivity.PhaseValidate)
+	if k > 0 {
+		how = fmt.Sprintf("leave-%d-out over the measured cells", k)
+		if skipped > 0 {
+			how += fmt.Sprintf(" (%d subsets skipped: no CPU point left to fit)", skipped)
+		}
+	}
+	fmt.Fprintf(w, "%s: %s\n%s\n", args[0], how, validationLine(v))
+	if v.BaselineName != "" && v.BaselineMAPEPct > 0 {
+		fmt.Fprintf(w, "the fit's error is %.2fx the MinIO formula's\n", v.MAPEPct/v.BaselineMAPEPct)
+	}
+	return nil
+}

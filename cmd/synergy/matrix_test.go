@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synergy-sched/synergy/sensitivity"
+)
+
+const tmib = 1 << 20
+
+// matrixProfile writes a small profile: CPU points at 0.5 and 2 cores,
+// memory points at 2 cores, and (with validate) one validate cell.
+func matrixProfile(t *testing.T, dir, name string, validate bool) string {
+	t.Helper()
+	p := &sensitivity.Profile{
+		SchemaVersion: sensitivity.SchemaVersion, ToolVersion: "test",
+		CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		Job:       sensitivity.JobInfo{Name: "audio", Batch: 16, GPUs: 1},
+		Host:      sensitivity.HostInfo{DRAMBytes: 8 << 30, DatasetBytes: 256 * tmib, DatasetFiles: 175, ReadLimitBytesPS: 40e6},
+		GPU:       sensitivity.GPUInfo{Mode: sensitivity.GPUModeEmulated},
+		Strategy:  "optimistic",
+		Axes:      sensitivity.Axes{CPUs: []float64{0.5, 1, 2}, MemLimitBytes: []int64{64 * tmib, 128 * tmib, 384 * tmib, 0}},
+		Cells: []sensitivity.Cell{
+			{CPUs: 0.5, MemLimitBytes: 0, Measured: true, Phase: sensitivity.PhaseCPU, SamplesPerS: 300, SamplesPerSCI95: 3},
+			{CPUs: 2, MemLimitBytes: 0, Measured: true, Phase: sensitivity.PhaseCPU, SamplesPerS: 390, SamplesPerSCI95: 4},
+			{CPUs: 2, MemLimitBytes: 64 * tmib, Measured: true, Phase: sensitivity.PhaseMemory, SamplesPerS: 27, SamplesPerSCI95: 0.5},
+			{CPUs: 2, MemLimitBytes: 384 * tmib, Measured: true, Phase: sensitivity.PhaseMemory, SamplesPerS: 385, SamplesPerSCI95: 4},
+		},
+	}
+	if validate {
+		p.Cells = append(p.Cells, sensitivity.Cell{CPUs: 1, MemLimitBytes: 128 * tmib, Measured: true, Phase: sensitivity.PhaseValidate, SamplesPerS: 31, SamplesPerSCI95: 1})
+	}
+	p.SortCells()
+	path := filepath.Join(dir, name)
+	if err := p.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func runMatrix(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	app := newApp()
+	var out, errOut bytes.Buffer
+	app.Writer, app.ErrWriter = &out, &errOut
+	err := app.Run(context.Background(), append([]string{"synergy", "matrix"}, args...))
+	return out.String(), err
+}
+
+func TestMatrix_BadInputNamesTheFlagOrField(t *testing.T) {
+	dir := t.TempDir()
+	good := matrixProfile(t, dir, "p.json", false)
+	bad := filepath.Join(dir, "bad.json")
+	raw, _ := os.ReadFile(good)
+	os.WriteFile(bad, bytes.Replace(raw, []byte(`"mode": "emulated"`), []byte(`"mode": "tpu"`), 1), 0o644)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"export", good}, "--format: missing"},
+		{[]string{"export", "--format", "csv", good}, `--format: "csv" is not one of synergy-grid, gavel, slurm, k8s`},
+		{[]string{"export", "--format", "slurm", "--server-mem", "5XB", good}, "--server-mem: \"5XB\" is not a size"},
+		{[]string{"export", "--format", "gavel", "--server-gpus", "0", good}, "--server-gpus: 0"},
+		{[]string{"export", "--format", "gavel", "--server-cpus", "-1", good}, "--server-cpus: -1"},
+		{[]string{"export", "--format", "k8s"}, "matrix export: want PROFILE, got 0"},
+		{[]string{"validate", "--holdout", "0", good}, "--holdout: 0"},
+		{[]string{"validate", "--holdout", "4", good}, "--holdout: holdout: k = 4 leaves nothing to fit"},
+		{[]string{"validate", good}, "no successful cell with phase \"validate\""},
+		{[]string{"show", "--plot", filepath.Join(dir, "h.pdf"), good}, "--plot:"},
+		{[]string{"diff", good}, "matrix diff: want A B, got 1"},
+		{[]string{"show", filepath.Join(dir, "none.json")}, "none.json"},
+	}
+	for _, f := range sensitivity.ExportFormats() {
+		cases = append(cases, struct {
+			args []string
+			want string
+		}{[]string{"export", "--format", f, bad}, "gpu.mode: \"tpu\""})
+	}
+	cases = append(cases, struct {
+		args []string
+		want string
+	}{[]string{"show", bad}, "gpu.mode"})
+	for _, c := range cases {
+		_, err := runMatrix(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want %q", c.args, err, c.want)
+		}
+	}
+}
+
+func TestMatrix_ShowFillsAndDrawsHeatmap(t *testing.T) {
+	dir := t.TempDir()
+	path := matrixProfile(t, dir, "p.json", true)
+	plot := filepath.Join(dir, "h.svg")
+	out, err := runMatrix(t, "show", "--plot", plot, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// measured cells print with their interval, predicted ones with ~;
+	// the fit and the validation are summarised
+	for _, want := range []string{"390.0 ±4.0", "27.0 ±0.5", "~", sensitivity.ModelMinGPUCPUFetch, "strategy optimistic: 5 of 12 cells measured", "validation over 1 cells: MAPE", "minio-formula MAPE"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show output lacks %q:\n%s", want, out)
+		}
+	}
+	svg, err := os.ReadFile(plot)
+	if err != nil || !bytes.Contains(svg, []byte("<svg")) {
+		t.Errorf("heatmap %s: %v", plot, err)
+	}
+}
+
+func TestMatrix_DiffJSONAndValidate(t *testing.T) {
+	dir := t.TempDir()
+	a := matrixProfile(t, dir, "a.json", false)
+	b := matrixProfile(t, dir, "b.json", true)
+	out, err := runMatrix(t, "diff", "--json", a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmp sensitivity.Comparison
+	if err := json.Unmarshal([]byte(out), &cmp); err != nil {
+		t.Fatalf("diff --json: %v\n%s", err, out)
+	}
+	// same measurements: measured cells agree exactly, and the one cell b
+	// measured for validation is scored against a's prediction
+	if len(cmp.Cells) != 12 {
+		t.Errorf("%d cells, want 12", len(cmp.Cells))
+	}
+	for _, d := range cmp.Cells {
+		if d.AMeasured && d.DiffPct != 0 {
+			t.Errorf("measured cell differs: %+v", d)
+		}
+	}
+	text, err := runMatrix(t, "diff", a, b)
+	if err != nil || !strings.Contains(text, "A's predictions vs B over") || !strings.Contains(text, "minio-formula") {
+		t.Errorf("diff table: %v\n%s", err, text)
+	}
+	v, err := runMatrix(t, "validate", "--json", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var val sensitivity.Validation
+	if err := json.Unmarshal([]byte(v), &val); err != nil || val.Cells != 1 || val.WorstCPUs != 1 || val.WorstMemBytes != 128*tmib {
+		t.Errorf("validate --json = %+v (%v), want one cell at (1, 128MiB)", val, err)
+	}
+	h, err := runMatrix(t, "validate", "--holdout", "1", a)
+	if err != nil || !strings.Contains(h, "leave-1-out") || !strings.Contains(h, "validation over") {
+		t.Errorf("validate --holdout 1: %v\n%s", err, h)
+	}
+}
+
+func TestMatrix_ExportFormats(t *testing.T) {
+	dir := t.TempDir()
+	path := matrixProfile(t, dir, "p.json", false)
+	out, err := runMatrix(t, "export", "--format", "synergy-grid", "--server-cpus", "2", "--server-mem", "1GB", "--server-gpus", "1", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := sensitivity.DecodeSynergyGrid(strings.NewReader(out))
+	if err != nil {
+		t.Fatalf("synergy-grid output does not read back: %v\n%s", err, out)
+	}
+	if g.Table[2][1] != 1 || g.ClampedCells != 30 {
+		t.Errorf("fair share cell %v, clamped %d; want 1 and 30 (rows above 2 CPUs)", g.Table[2][1], g.ClampedCells)
+	}
+	s, err := runMatrix(t, "export", "--format", "slurm", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := sensitivity.ParseSlurm(s); err != nil {
+		t.Errorf("slurm output %q: %v", s, err)
+	}
+	k, err := runMatrix(t, "export", "--format", "k8s", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sensitivity.ParseK8s(strings.NewReader(k)); err != nil {
+		t.Errorf("k8s output: %v\n%s", err, k)
+	}
+}
