@@ -28,8 +28,8 @@ demo: build
 	@mkdir -p $(DEMO)
 	@test -d $(DEMO)/data-$(DEMO_PRESET) || bin/synthtrain gen --dir $(DEMO)/data-$(DEMO_PRESET) --bytes $(DEMO_BYTES) --preset $(DEMO_PRESET) --seed 1
 	@rm -rf $(DEMO)/profile.json $(DEMO)/profile.logs
-	bin/synergy profile --cpus $(DEMO_CPUS) --mem-limits $(DEMO_MEM) --disk-read-bps $(DEMO_READ) \
-		--data $(DEMO)/data-$(DEMO_PRESET) --max-iterations 150 --point-timeout 90s \
+	bin/synergy profile --strategy axes --cpus $(DEMO_CPUS) --mem-limits $(DEMO_MEM) --disk-read-bps $(DEMO_READ) \
+		-b 16 --data $(DEMO)/data-$(DEMO_PRESET) --max-iterations 100 --point-timeout 60s \
 		--out $(DEMO)/profile.json -- bin/synthtrain --preset $(DEMO_PRESET)
 	bin/synergy schedule --cluster default $(DEMO)/profile.json
 

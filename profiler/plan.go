@@ -173,6 +173,10 @@ func floorOnAxis(axis []float64, target, below float64) (float64, bool) {
 	return 0, false
 }
 
+// refineRelCI is the relative uncertainty (95% half-width over value) below
+// which a predicted cell is not worth measuring.
+const refineRelCI = 0.05
+
 // maxKneeSteps bounds the extra points spent finding one axis' knee.
 const maxKneeSteps = 2
 
@@ -213,10 +217,11 @@ func planOptimistic(s *sweep) (point, bool) {
 			return mkPoint(best, all[i], sensitivity.PhaseMemory), true
 		}
 	}
-	// 5. Refine where the prediction is least certain.
+	// 5. Refine where the prediction is least certain, while any is
+	// uncertain by more than refineRelCI.
 	s.finish()
 	var pick *sensitivity.Cell
-	score := 0.0
+	score := refineRelCI
 	for i := range s.prof.Cells {
 		c := &s.prof.Cells[i]
 		if c.Measured || c.SamplesPerS <= 0 {
