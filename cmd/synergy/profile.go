@@ -314,7 +314,7 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 	for _, w := range env.warnings {
 		fmt.Fprintln(os.Stderr, "warning:", w)
 	}
-	cfg.Progress = newTextProgress(os.Stderr, isTerminal(os.Stderr))
+	cfg.Progress = newTextProgress(os.Stderr, isTerminal(os.Stderr), *cfg)
 	fmt.Fprintf(os.Stderr, "profiling %s on the %s runner: a %d CPU × %d memory grid (+ unlimited), strategy %s (gpu: %s)\n",
 		strings.Join(cfg.Command, " "), o.runnerName, len(cfg.CPUs), len(cfg.MemLimits), cfg.Strategy, cfg.GPU.Mode)
 
@@ -388,9 +388,40 @@ type textProgress struct {
 	idx      int
 	n        string
 	lastLine time.Time
+	// What ends a point, for the bar: the CI target, the iteration cap
+	// and the time cap.
+	targetRelCI float64
+	maxIters    int
+	timeout     time.Duration
 }
 
-func newTextProgress(w io.Writer, tty bool) *textProgress { return &textProgress{w: w, tty: tty} }
+func newTextProgress(w io.Writer, tty bool, cfg profiler.Config) *textProgress {
+	return &textProgress{w: w, tty: tty, targetRelCI: cfg.TargetRelCI, maxIters: cfg.MaxIterations, timeout: cfg.PointTimeout}
+}
+
+// done estimates how far a point is towards stopping, in [0, 1]: the
+// nearest of its three ends. The interval shrinks as 1/sqrt(n), so the
+// share of iterations done towards the CI target is (target / current)².
+func (t *textProgress) done(iters int, est profiler.Estimate, elapsed time.Duration) float64 {
+	f := 0.0
+	if r := est.RelHalfWidth(); r > 0 && !math.IsInf(r, 1) && t.targetRelCI > 0 {
+		f = math.Pow(t.targetRelCI/r, 2)
+	}
+	if t.maxIters > 0 {
+		f = math.Max(f, float64(iters)/float64(t.maxIters))
+	}
+	if t.timeout > 0 {
+		f = math.Max(f, elapsed.Seconds()/t.timeout.Seconds())
+	}
+	return math.Min(f, 1)
+}
+
+// bar draws f in [0, 1] as a 20-cell bar.
+func bar(f float64) string {
+	const width = 20
+	n := int(math.Round(f * width))
+	return "[" + strings.Repeat("#", n) + strings.Repeat(".", width-n) + "]"
+}
 
 func (t *textProgress) PointStart(i int, n string, label string) {
 	t.idx, t.n = i, n
@@ -410,7 +441,7 @@ func (t *textProgress) PointUpdate(label string, iters int, est profiler.Estimat
 	line := fmt.Sprintf("[%d/%s] %s: %d iterations measured, %.1f samples/s %s, %s",
 		t.idx, t.n, label, iters, est.SamplesPerS, ci, elapsed.Truncate(100*time.Millisecond))
 	if t.tty {
-		fmt.Fprintf(t.w, "\r\033[K%s", line)
+		fmt.Fprintf(t.w, "\r\033[K%s %s", bar(t.done(iters, est, elapsed)), line)
 		return
 	}
 	if time.Since(t.lastLine) >= 5*time.Second {
