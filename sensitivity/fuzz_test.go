@@ -1,0 +1,101 @@
+package sensitivity
+
+import (
+	"bytes"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// FuzzFill: whatever the measured cells, Fill either refuses (no CPU
+// point) or predicts every cell with a finite, non-negative value and
+// interval, and the profile stays valid.
+func FuzzFill(f *testing.F) {
+	f.Add([]byte{1, 200, 5, 2, 100, 3, 7, 27, 1}, uint8(0), false)
+	f.Add([]byte{0, 0, 0, 3, 255, 255, 8, 1, 0, 9, 0, 0}, uint8(3), true)
+	f.Fuzz(func(t *testing.T, data []byte, anonMiB uint8, noDataset bool) {
+		cpus := []float64{0.25, 0.5, 1}
+		mems := []int64{16 * mib, 64 * mib, 192 * mib, 0}
+		p := &Profile{SchemaVersion: SchemaVersion, GPU: GPUInfo{Mode: GPUModeNone},
+			Host: HostInfo{DRAMBytes: 1 << 30, DatasetBytes: 128 * mib, DatasetFiles: 100, ColdReadMBPerS: 50},
+			Axes: Axes{CPUs: cpus, MemLimitBytes: mems}}
+		if noDataset {
+			p.Host.DatasetBytes, p.Host.DatasetFiles = 0, 0
+		}
+		for i := 0; i+2 < len(data) && i < 36; i += 3 {
+			k := int(data[i]) % (len(cpus) * len(mems))
+			c, m := cpus[k/len(mems)], mems[k%len(mems)]
+			if p.Cell(c, m) != nil {
+				continue
+			}
+			cell := Cell{CPUs: c, MemLimitBytes: m, Measured: true, SamplesPerS: float64(data[i+1]) * 3, SamplesPerSCI95: float64(data[i+2]) / 4,
+				Stats: &PointStats{MemAnonBytes: int64(anonMiB) * mib, MetricsSource: MetricsStream, DataWaitFraction: float64(data[i+2]%100) / 100}}
+			switch data[i+2] % 7 {
+			case 0:
+				cell.Failure, cell.SamplesPerS = &Failure{Class: FailOOMKilled}, 0
+			case 1:
+				cell.Phase = PhaseValidate
+			}
+			p.SetCell(cell)
+		}
+		if err := Fill(p); err != nil {
+			return
+		}
+		if err := p.Validate(); err != nil {
+			t.Fatalf("filled profile invalid: %v", err)
+		}
+		for _, c := range p.Cells {
+			if math.IsNaN(c.SamplesPerS) || math.IsInf(c.SamplesPerS, 0) || c.SamplesPerS < 0 ||
+				math.IsNaN(c.SamplesPerSCI95) || math.IsInf(c.SamplesPerSCI95, 0) || c.SamplesPerSCI95 < 0 {
+				t.Fatalf("cell %+v: not a finite non-negative prediction", c)
+			}
+		}
+		if !p.Complete() {
+			t.Fatal("Fill left holes")
+		}
+	})
+}
+
+func FuzzDecodeSynergyGrid(f *testing.F) {
+	g, _ := ExportSynergyGrid(gridProfile(), smallServer)
+	var buf bytes.Buffer
+	encodeJSON(&buf, g)
+	f.Add(buf.String())
+	f.Add(`{"format": "synergy-grid/v1"}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		g, err := DecodeSynergyGrid(strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		var b bytes.Buffer
+		if err := encodeJSON(&b, g); err != nil {
+			t.Fatal(err)
+		}
+		back, err := DecodeSynergyGrid(&b)
+		if err != nil || !reflect.DeepEqual(g, back) {
+			t.Fatalf("accepted grid does not round-trip: %v", err)
+		}
+	})
+}
+
+func FuzzParseExports(f *testing.F) {
+	f.Add("--cpus-per-gpu=3 --mem-per-gpu=2G")
+	f.Add("resources:\n  requests:\n    cpu: \"500m\"\n")
+	f.Add("('ResNet-18 (batch size 64)', 1)")
+	f.Fuzz(func(t *testing.T, s string) {
+		if c, m, err := ParseSlurm(s); err == nil {
+			c2, m2, err := ParseSlurm(strings.Replace("--cpus-per-gpu=C --mem-per-gpu="+slurmMem(m), "C", strconv.Itoa(c), 1))
+			if err != nil || c2 != c || m2 != m {
+				t.Fatalf("slurm %q: %d %d does not re-read (%d %d %v)", s, c, m, c2, m2, err)
+			}
+		}
+		if jt, sc, err := ParseGavelKey(s); err == nil {
+			if jt2, sc2, err := ParseGavelKey(GavelKey(jt, sc)); err != nil || jt2 != jt || sc2 != sc {
+				t.Fatalf("gavel key %q does not re-read", s)
+			}
+		}
+		ParseK8s(strings.NewReader(s)) // must not panic
+	})
+}
