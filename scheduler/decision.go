@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -62,7 +63,9 @@ func (s Shortfall) String() string {
 
 func num(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 
-func gbs(b float64) string { return strconv.FormatFloat(b/1e9, 'f', -1, 64) + "GB" }
+// gbs renders bytes as decimal gigabytes with at most two decimals
+// ("62.5GB", "0.07GB").
+func gbs(b float64) string { return strconv.FormatFloat(math.Round(b/1e7)/100, 'f', -1, 64) + "GB" }
 
 // Decision is the outcome for one job in one round.
 type Decision struct {

@@ -46,12 +46,8 @@ func JobFromProfile(id int, p *sensitivity.Profile, s Shape) (*Job, error) {
 		per.MemBytes[i] = b / float64(gpus)
 	}
 	j := &Job{ID: id, Model: p.Job.Name, GPUs: gpus}
-	ref, inRange := per.At(s.Fair.CPUs, s.Fair.MemBytes)
-	if !inRange {
-		j.Warnings = append(j.Warnings, fmt.Sprintf(
-			"fair share (%v CPUs, %s per GPU) lies outside the profiled range (%v–%v CPUs, %s–%s per GPU): normalised to the nearest edge, not extrapolated",
-			s.Fair.CPUs, gbs(s.Fair.MemBytes), per.CPUs[0], per.CPUs[len(per.CPUs)-1], gbs(per.MemBytes[0]), gbs(per.MemBytes[len(per.MemBytes)-1])))
-	}
+	ref, _ := per.At(s.Fair.CPUs, s.Fair.MemBytes)
+	j.Warnings = append(j.Warnings, rangeWarnings(per, s)...)
 	if !(ref > 0) {
 		return nil, fmt.Errorf("job %d from profile %q: throughput at the fair share (%v CPUs, %s per GPU) is %v; cannot normalise", id, p.Job.Name, s.Fair.CPUs, gbs(s.Fair.MemBytes), ref)
 	}
@@ -78,4 +74,25 @@ func JobFromProfile(id int, p *sensitivity.Profile, s Shape) (*Job, error) {
 		j.Iterations = 1
 	}
 	return j, nil
+}
+
+// rangeWarnings says plainly when a profile's CPU or memory range per GPU
+// does not reach the cluster's fair share (a profile taken on a small
+// machine): throughput there is read at the nearest edge (Matrix.At clamps),
+// never extrapolated, so speed-ups against the fair share are edge values.
+func rangeWarnings(per sensitivity.Matrix, s Shape) []string {
+	var out []string
+	lo, hi := per.CPUs[0], per.CPUs[len(per.CPUs)-1]
+	if s.Fair.CPUs > hi || s.Fair.CPUs < lo {
+		out = append(out, fmt.Sprintf("profiled with %g–%g CPUs per GPU, but this cluster's GPU-proportional share is %g CPUs per GPU: "+
+			"throughput outside the profiled CPUs is taken at the nearest measured edge, not extrapolated; profile on a machine with at least %g cores per GPU to trust its speed-up",
+			lo, hi, s.Fair.CPUs, s.Fair.CPUs))
+	}
+	mlo, mhi := per.MemBytes[0], per.MemBytes[len(per.MemBytes)-1]
+	if s.Fair.MemBytes > mhi || s.Fair.MemBytes < mlo {
+		out = append(out, fmt.Sprintf("profiled with %s–%s of memory per GPU, but this cluster's GPU-proportional share is %s per GPU: "+
+			"throughput outside that range is taken at the nearest measured edge, not extrapolated",
+			gbs(mlo), gbs(mhi), gbs(s.Fair.MemBytes)))
+	}
+	return out
 }

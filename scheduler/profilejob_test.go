@@ -59,7 +59,8 @@ func TestJobFromProfile_ClampsOutsideRangeWithWarning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(j.Warnings) != 1 || !strings.Contains(j.Warnings[0], "outside the profiled range") {
+	// 16 CPUs lies beyond 1–8; 32 GB lies inside the memory range.
+	if len(j.Warnings) != 1 || !strings.Contains(j.Warnings[0], "profiled with 1–8 CPUs per GPU, but this cluster's GPU-proportional share is 16 CPUs per GPU") {
 		t.Fatalf("warnings %v", j.Warnings)
 	}
 	// Normalised at the clamped edge (8 CPUs, 32 GB) = 400: the best is

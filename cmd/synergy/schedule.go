@@ -114,7 +114,6 @@ func loadJobs(args []string, s scheduler.Shape) ([]scheduleJob, []string, error)
 			for _, w := range j.Warnings {
 				warnings = append(warnings, fmt.Sprintf("job %d (%s): %s", id, j.Model, w))
 			}
-			warnings = append(warnings, rangeWarnings(id, j, s)...)
 		}
 		if err := j.Validate(); err != nil {
 			return nil, nil, fmt.Errorf("job %d %q: %w", id, arg, err)
@@ -122,28 +121,6 @@ func loadJobs(args []string, s scheduler.Shape) ([]scheduleJob, []string, error)
 		out = append(out, scheduleJob{arg: arg, job: j, name: j.Model})
 	}
 	return out, warnings, nil
-}
-
-// rangeWarnings says plainly when a profile's CPU or memory range per GPU
-// does not reach the cluster's fair share (a profile taken on a small
-// machine): its predicted speed-ups there are edge values, not measured.
-func rangeWarnings(id int, j *scheduler.Job, s scheduler.Shape) []string {
-	m := j.Matrix
-	if m == nil {
-		return nil
-	}
-	var out []string
-	lo, hi := m.CPUs[0], m.CPUs[len(m.CPUs)-1]
-	if s.Fair.CPUs > hi || s.Fair.CPUs < lo {
-		out = append(out, fmt.Sprintf("job %d (%s) was profiled with %s–%s CPUs per GPU, but this cluster's GPU-proportional share is %s CPUs per GPU: throughput outside the profiled CPUs is assumed equal to the nearest measured edge; profile on a machine with at least %s cores per GPU to trust its speed-up",
-			id, j.Model, fnum(lo), fnum(hi), fnum(s.Fair.CPUs), fnum(s.Fair.CPUs)))
-	}
-	mlo, mhi := m.MemBytes[0], m.MemBytes[len(m.MemBytes)-1]
-	if s.Fair.MemBytes > mhi || s.Fair.MemBytes < mlo {
-		out = append(out, fmt.Sprintf("job %d (%s) was profiled with %s–%s of memory per GPU, but this cluster's GPU-proportional share is %s per GPU: throughput outside that range is assumed equal to the nearest measured edge",
-			id, j.Model, gbText(mlo), gbText(mhi), gbText(s.Fair.MemBytes)))
-	}
-	return out
 }
 
 // usedFile is --used: resources held per server.

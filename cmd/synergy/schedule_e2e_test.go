@@ -39,7 +39,7 @@ func TestScheduleE2E_DemoProfile(t *testing.T) {
 	}
 	for _, want := range []string{
 		"GPU-proportional share 3 CPUs and 62.50 GB per GPU",
-		"warning: job 0 (synthtrain) was profiled with 1–2 CPUs per GPU, but this cluster's GPU-proportional share is 3 CPUs per GPU",
+		"warning: job 0 (synthtrain): profiled with 1–2 CPUs per GPU, but this cluster's GPU-proportional share is 3 CPUs per GPU",
 		"synthtrain", "server-0×1", "ideal demand",
 	} {
 		if !strings.Contains(out, want) {

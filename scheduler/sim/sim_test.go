@@ -204,8 +204,9 @@ func TestRun_ProfileFeedsSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Profiled at 1–2 CPUs and up to 24 GiB: the 3-CPU, 62.5-GB fair
-	// share is outside, so the job says it was clamped.
-	if len(warns) != 1 || !strings.Contains(warns[0], "outside the profiled range") {
+	// share is outside on both axes, so the job says so for each.
+	if len(warns) != 2 || !strings.Contains(warns[0], "profiled with 1–2 CPUs per GPU") ||
+		!strings.Contains(warns[1], "of memory per GPU, but this cluster's GPU-proportional share is 62.5GB per GPU") {
 		t.Errorf("warnings %v", warns)
 	}
 	g, err := NewCatalogGenerator(GeneratorConfig{JobsPerHour: 9, Split: [3]float64{20, 70, 10}, Seed: 1, NumJobs: 50, Models: cat.Profiles()}, cat)
