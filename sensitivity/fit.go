@@ -68,6 +68,12 @@ type Fitted struct {
 	fetchObservation int     // fetch-bound cells used
 	boundObservation int     // non-binding limited cells used as lower bounds
 
+	// caps are the fetch-bound rates observed per limit (weighted mean):
+	// F is non-decreasing in m, so F(m) <= caps[j].v for every m <= caps[j].x
+	// whatever the hit curve says (a shortfall it cannot explain, such as
+	// one at a limit above anon + D, still binds).
+	caps []xy
+
 	// memDirect is the fallback when the dataset is unknown: fetch-bound
 	// rates observed per memory limit, interpolated (no h curve).
 	memDirect []xy
@@ -192,6 +198,29 @@ func (f *Fitted) fitFetch(p *Profile, cells []Cell) {
 		lims = append(lims, limObs{mem: c.MemLimitBytes, v: c.SamplesPerS, ci: c.SamplesPerSCI95, pc: pc, pcCI: pcCI,
 			fetchBind: c.SamplesPerS < pc*(1-tol)})
 	}
+
+	capAcc := map[int64]*xy{}
+	capW := map[int64]float64{}
+	for _, o := range lims {
+		if !o.fetchBind {
+			continue
+		}
+		w := 1 / sq(relCI(o.v, o.ci))
+		a := capAcc[o.mem]
+		if a == nil {
+			a = &xy{x: float64(o.mem)}
+			capAcc[o.mem] = a
+		}
+		a.v += w * o.v
+		a.ci += w * o.ci
+		capW[o.mem] += w
+	}
+	for m, a := range capAcc {
+		a.v /= capW[m]
+		a.ci /= capW[m]
+		f.caps = append(f.caps, *a)
+	}
+	sort.Slice(f.caps, func(i, j int) bool { return f.caps[i].x < f.caps[j].x })
 
 	if p.Host.DatasetBytes <= 0 || p.Host.DatasetFiles <= 0 {
 		// No dataset: only what was observed, per limit.
@@ -402,23 +431,28 @@ func (f *Fitted) fetchAt(memLimitBytes int64) (v, ci float64) {
 		}
 		m = f.dramBytes
 	}
-	if !f.fetch {
-		if len(f.memDirect) == 0 || Unlimited(memLimitBytes) {
+	if !f.fetch && len(f.memDirect) > 0 {
+		if Unlimited(memLimitBytes) {
 			return math.Inf(1), 0
 		}
 		return interpXY(f.memDirect, m)
 	}
+	v, ci = math.Inf(1), 0
 	fr := f.frac(m)
-	h, u := f.hitAt(fr)
-	if h >= 1 {
-		return math.Inf(1), 0
+	if h, u := f.hitAt(fr); f.fetch && h < 1 {
+		v = f.f0SamplesPerS / (1 - h)
+		// Model: the rate at h ± u; measurement: the nearest knots' interval.
+		hiH := math.Min(h+u, 0.999)
+		loH := math.Max(h-u, 0)
+		model := (f.f0SamplesPerS/(1-hiH) - f.f0SamplesPerS/(1-loH)) / 2
+		ci = model + v*f.knotRelCI(fr)
 	}
-	v = f.f0SamplesPerS / (1 - h)
-	// Model: the rate at h ± u; measurement: the nearest knots' interval.
-	hiH := math.Min(h+u, 0.999)
-	loH := math.Max(h-u, 0)
-	model := (f.f0SamplesPerS/(1-hiH) - f.f0SamplesPerS/(1-loH)) / 2
-	return v, model + v*f.knotRelCI(fr)
+	for _, c := range f.caps { // the lowest observed rate at a limit >= m
+		if c.x >= m && c.v < v {
+			v, ci = c.v, c.ci
+		}
+	}
+	return v, ci
 }
 
 // knotRelCI interpolates the knots' relative intervals at fr.
@@ -475,6 +509,7 @@ func (f *Fitted) Info() FitInfo {
 		"hit_curve_alpha":          f.alpha,
 		"hit_curve_knots":          float64(len(f.hKnots)),
 		"oom_limit_bytes":          float64(f.oomLimitBytes),
+		"capped_limits":            float64(len(f.caps)),
 		"dataset_bytes":            f.datasetBytes,
 		"bytes_per_sample":         f.bytesPerSample,
 		"read_bw_bytes_per_s":      f.bwBytesPerS,

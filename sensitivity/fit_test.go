@@ -382,3 +382,26 @@ func TestFit_GPlateauCapsExtrapolation(t *testing.T) {
 		})
 	}
 }
+
+func TestFit_ShortfallTheHitCurveCannotExplainStillBinds(t *testing.T) {
+	// A 40-byte dataset: every limit holds it all (f >= 1), yet the job ran
+	// at 120 under 50 MiB (its own memory pressure, say). F is monotone in
+	// m, so 120 caps every limit up to 50 MiB at every CPU count, and
+	// nothing above it.
+	p := profileOf(truth{g: 1000, perCore: 100, d: 40, files: 40, bw: 1e9, alpha: 1}, []float64{1, 2, 3}, []int64{25 * mib, 50 * mib, 200 * mib, 0},
+		[][2]float64{{1, 0}, {2, 0}, {3, 0}, {2, 200 * mib}})
+	p.SetCell(Cell{CPUs: 2, MemLimitBytes: 50 * mib, Measured: true, Phase: PhaseMemory, SamplesPerS: 120, SamplesPerSCI95: 1})
+	f, err := FitProfile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		cpus float64
+		mem  int64
+		want float64
+	}{{3, 25 * mib, 120}, {3, 50 * mib, 120}, {1, 50 * mib, 100}, {3, 200 * mib, 300}} {
+		if got, _ := f.Predict(tt.cpus, tt.mem); math.Abs(got-tt.want) > 1e-6 {
+			t.Errorf("Predict(%v, %dMiB) = %v, want %v", tt.cpus, tt.mem/mib, got, tt.want)
+		}
+	}
+}
