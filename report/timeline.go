@@ -1,0 +1,221 @@
+package report
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strings"
+
+	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/synergy-sched/synergy/sensitivity"
+)
+
+// Series of a point's timeline, in percent over seconds since the start.
+type TimelineData struct {
+	// GPU is the GPUs' mean utilisation (NVML); for an emulated step it is
+	// the step's share of each iteration's time, labelled as such.
+	GPU      plotter.XYs
+	GPULabel string
+	// DataWait is the share of each iteration spent waiting for data.
+	DataWait plotter.XYs
+	// CPU is the job's cgroup CPU use, in percent of one core.
+	CPU plotter.XYs
+}
+
+// ReadTimeline reads a point's samples file and metrics stream (either may
+// be "" or missing; at least one must give a series).
+func ReadTimeline(samplesPath, metricsPath string) (*TimelineData, error) {
+	d := &TimelineData{}
+	t0 := math.Inf(1)
+	type sampleRow struct {
+		t   float64
+		cpu float64 // cg_cpu_usage_s, NaN if absent
+		gpu []float64
+	}
+	var rows []sampleRow
+	if samplesPath != "" {
+		err := eachJSONLine(samplesPath, func(line int, m map[string]float64) error {
+			t, ok := m["t"]
+			if !ok {
+				return fmt.Errorf("%s:%d: no \"t\"", samplesPath, line)
+			}
+			r := sampleRow{t: t, cpu: math.NaN()}
+			if v, ok := m["cg_cpu_usage_s"]; ok {
+				r.cpu = v
+			}
+			keys := make([]string, 0, len(m))
+			for k := range m {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if strings.HasPrefix(k, "gpu") && strings.HasSuffix(k, "_util_pct") && !strings.Contains(k, "_job_") && !strings.Contains(k, "_mem_") {
+					r.gpu = append(r.gpu, m[k])
+				}
+			}
+			rows = append(rows, r)
+			t0 = math.Min(t0, t)
+			return nil
+		})
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+	}
+	type iter struct{ ts, wait, step float64 }
+	var its []iter
+	emulated := false
+	if metricsPath != "" {
+		err := eachJSONLine(metricsPath, func(line int, m map[string]float64) error {
+			its = append(its, iter{m["ts"], m["data_wait_s"], m["step_s"]})
+			emulated = emulated || m["emulated"] == 1
+			return nil
+		})
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+		if len(its) > 0 {
+			t0 = math.Min(t0, its[0].ts)
+		}
+	}
+	for i := 1; i < len(rows); i++ {
+		a, b := rows[i-1], rows[i]
+		if dt := b.t - a.t; dt > 0 && !math.IsNaN(a.cpu) && !math.IsNaN(b.cpu) {
+			d.CPU = append(d.CPU, plotter.XY{X: b.t - t0, Y: 100 * (b.cpu - a.cpu) / dt})
+		}
+	}
+	for _, r := range rows {
+		if len(r.gpu) > 0 {
+			var s float64
+			for _, g := range r.gpu {
+				s += g
+			}
+			d.GPU = append(d.GPU, plotter.XY{X: r.t - t0, Y: s / float64(len(r.gpu))})
+			d.GPULabel = "GPU utilisation % (NVML)"
+		}
+	}
+	// Without NVML samples the step's share of each iteration stands for
+	// the GPU's busy time, labelled for what it is.
+	stepAsGPU := len(d.GPU) == 0
+	if stepAsGPU {
+		d.GPULabel = stepLabel
+		if emulated {
+			d.GPULabel = emulatedLabel
+		}
+	}
+	for i := 1; i < len(its); i++ {
+		dt := its[i].ts - its[i-1].ts
+		if dt <= 0 {
+			continue
+		}
+		x := its[i].ts - t0
+		d.DataWait = append(d.DataWait, plotter.XY{X: x, Y: math.Min(100, 100*its[i].wait/dt)})
+		if stepAsGPU {
+			d.GPU = append(d.GPU, plotter.XY{X: x, Y: math.Min(100, 100*its[i].step/dt)})
+		}
+	}
+	if len(d.GPU)+len(d.DataWait)+len(d.CPU) == 0 {
+		return nil, fmt.Errorf("timeline: no samples in %q nor iterations in %q", samplesPath, metricsPath)
+	}
+	return d, nil
+}
+
+const (
+	emulatedLabel = "emulated GPU step % of iteration (no GPU)"
+	stepLabel     = "step % of iteration"
+)
+
+// eachJSONLine calls fn with every line of a JSON-lines file as a map of
+// its numeric (and boolean, as 0/1) values.
+func eachJSONLine(path string, fn func(line int, m map[string]float64) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		var raw map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &raw); err != nil {
+			return fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+		m := make(map[string]float64, len(raw))
+		for k, v := range raw {
+			switch x := v.(type) {
+			case float64:
+				m[k] = x
+			case bool:
+				if x {
+					m[k] = 1
+				}
+			}
+		}
+		if err := fn(n, m); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
+
+// Timeline draws a point's GPU (or emulated step) utilisation, data wait and
+// CPU use over time, in percent (CPU: of one core, so 200% is two cores).
+func Timeline(w io.Writer, format string, d *TimelineData, title string) error {
+	pl := gplot.New()
+	pl.Title.Text = title
+	pl.X.Label.Text = "seconds since the point started"
+	pl.Y.Label.Text = "%"
+	type series struct {
+		xy    plotter.XYs
+		label string
+		c     color.RGBA
+	}
+	for _, s := range []series{
+		{d.GPU, d.GPULabel, color.RGBA{R: 0x1b, G: 0x9e, B: 0x77, A: 0xff}},
+		{d.DataWait, "data wait % of iteration", color.RGBA{R: 0xd9, G: 0x5f, B: 0x02, A: 0xff}},
+		{d.CPU, "CPU use % of one core (cgroup)", color.RGBA{R: 0x75, G: 0x70, B: 0xb3, A: 0xff}},
+	} {
+		if len(s.xy) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(s.xy)
+		if err != nil {
+			return fmt.Errorf("timeline: %w", err)
+		}
+		l.Color = s.c
+		l.Width = vg.Points(1)
+		pl.Add(l)
+		pl.Legend.Add(s.label, l)
+	}
+	pl.Legend.Top = true
+	pl.Y.Min = 0
+	wt, err := pl.WriterTo(Width, Height, format)
+	if err != nil {
+		return fmt.Errorf("timeline: %w", err)
+	}
+	if _, err := wt.WriteTo(w); err != nil {
+		return fmt.Errorf("timeline: write: %w", err)
+	}
+	return nil
+}
+
+// SaveTimeline draws a point's timeline to path (.png or .svg).
+func SaveTimeline(path string, d *TimelineData, title string) error {
+	format, err := FormatOf(path)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	if err := Timeline(&b, format, d, title); err != nil {
+		return err
+	}
+	return sensitivity.WriteFileAtomic(path, []byte(b.String()), 0o644)
+}
