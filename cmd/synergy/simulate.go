@@ -25,6 +25,8 @@ import (
 const (
 	simFlagCluster      = "cluster"
 	simFlagTrace        = "trace"
+	simFlagPhilly       = "philly"
+	simFlagPhillyArr    = "philly-arrivals"
 	simFlagLoads        = "loads"
 	simFlagNumJobs      = "num-jobs"
 	simFlagSplit        = "split"
@@ -46,19 +48,21 @@ const (
 func simulateCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "simulate",
-		Usage: "simulate scheduling strategies and policies on a cluster, over Synergy's generator or a recorded trace",
+		Usage: "simulate scheduling strategies and policies on a cluster, over Synergy's generator, a Philly job log or a recorded trace",
 		Description: "Rounds of --round (300 s) with Synergy's semantics: every round the policy orders the runnable jobs and the\n" +
 			"strategy re-packs them on the empty cluster. Results are over the job ids in --window. A sweep over\n" +
 			"--strategies × --policies × --loads × --seed runs in parallel. Same flags and seed: identical output.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: simFlagCluster, Value: "default", Usage: "cluster JSON file or preset (" + strings.Join(scheduler.PresetNames(), ", ") + ")"},
 			&cli.StringFlag{Name: simFlagTrace, Usage: "Synergy recorded trace CSV (job_id,model,arrival_s,iterations,gpus) instead of the generator"},
+			&cli.StringFlag{Name: simFlagPhilly, Usage: "Philly cluster_job_log JSON instead of the generator: GPU counts (with --multi-gpu) and durations from the log, Poisson arrivals at --loads cycling through it"},
+			&cli.BoolFlag{Name: simFlagPhillyArr, Usage: "with --philly: the log's submission times instead of Poisson arrivals (one pass through the log)"},
 			&cli.StringFlag{Name: simFlagLoads, Aliases: []string{"jobs-per-hour"}, Value: "9", Usage: "generator: arrival rates in jobs per hour, e.g. 3,6,9"},
 			&cli.IntFlag{Name: simFlagNumJobs, Usage: "generator: stop after this many jobs (default: when the window's jobs have finished)"},
 			&cli.StringFlag{Name: simFlagSplit, Value: "20,70,10", Usage: "generator: percent of image, language, speech jobs"},
-			&cli.BoolFlag{Name: simFlagMultiGPU, Usage: "generator: GPU demands 1/2/4/8 (70/10/15/5%) instead of single-GPU jobs"},
+			&cli.BoolFlag{Name: simFlagMultiGPU, Usage: "generator: GPU demands 1/2/4/8 (70/10/15/5%) instead of single-GPU jobs; --philly: the log's GPU counts"},
 			&cli.StringFlag{Name: simFlagSeed, Value: "1", Usage: "generator seed(s), e.g. 1 or 1,2,3 (one run per seed)"},
-			&cli.StringFlag{Name: simFlagWindow, Usage: "job ids to report on, FIRST-LAST or all (default 4000-4999 for the generator, all for a trace)"},
+			&cli.StringFlag{Name: simFlagWindow, Usage: "job ids to report on, FIRST-LAST or all (default 4000-4999 for the generator and --philly, all for a trace and --philly-arrivals)"},
 			&cli.StringFlag{Name: simFlagStrategies, Value: "fair,tune", Usage: "allocation strategies: " + strings.Join(scheduler.StrategyNames(), ", ")},
 			&cli.StringFlag{Name: simFlagPolicies, Value: "fifo", Usage: "job-ordering policies: " + strings.Join(scheduler.PolicyNames(), ", ")},
 			&cli.DurationFlag{Name: simFlagRound, Value: sim.DefaultRoundSeconds * time.Second, Usage: "round (lease) length"},
@@ -81,6 +85,10 @@ type simulateOptions struct {
 	profiles    []string
 	trace       []*scheduler.Job
 	tracePath   string
+	philly      []sim.PhillyJob
+	phillySkips sim.PhillySkips
+	phillyPath  string
+	phillyArr   bool
 	loads       []float64
 	numJobs     int
 	split       [3]float64
@@ -122,10 +130,24 @@ func parseSimulateFlags(c *cli.Command) (simulateOptions, error) {
 		}
 	}
 	o.profiles = o.catalog.Profiles()
+	if c.String(simFlagTrace) != "" && c.String(simFlagPhilly) != "" {
+		return o, flagErr(simFlagPhilly, fmt.Errorf("cannot be used with --%s: give one workload", simFlagTrace))
+	}
 	if o.tracePath = c.String(simFlagTrace); o.tracePath != "" {
 		if o.trace, err = sim.LoadTrace(o.tracePath, o.catalog); err != nil {
 			return o, flagErr(simFlagTrace, err)
 		}
+	}
+	if o.phillyPath = c.String(simFlagPhilly); o.phillyPath != "" {
+		if len(o.profiles) > 0 {
+			return o, flagErr(simFlagPhilly, fmt.Errorf("cannot be used with --%s: Philly jobs take zoo models by --%s", simFlagProfile, simFlagSplit))
+		}
+		if o.philly, o.phillySkips, err = sim.LoadPhilly(o.phillyPath, sim.PhillyOptions{MultiGPU: c.Bool(simFlagMultiGPU)}); err != nil {
+			return o, flagErr(simFlagPhilly, err)
+		}
+	}
+	if o.phillyArr = c.Bool(simFlagPhillyArr); o.phillyArr && o.phillyPath == "" {
+		return o, flagErr(simFlagPhillyArr, fmt.Errorf("needs --%s", simFlagPhilly))
 	}
 	if o.loads, err = parsePositiveList(c.String(simFlagLoads)); err != nil {
 		return o, flagErr(simFlagLoads, err)
@@ -152,7 +174,7 @@ func parseSimulateFlags(c *cli.Command) (simulateOptions, error) {
 	if len(o.seeds) == 0 {
 		return o, flagErr(simFlagSeed, errors.New("no seed given"))
 	}
-	if o.window, err = parseWindow(c.String(simFlagWindow), o.trace != nil); err != nil {
+	if o.window, err = parseWindow(c.String(simFlagWindow), o.trace != nil || o.phillyArr); err != nil {
 		return o, flagErr(simFlagWindow, err)
 	}
 	if o.strategies, err = checkNames(c.String(simFlagStrategies), func(n string) error { _, err := scheduler.NewStrategy(n); return err }); err != nil {
@@ -166,8 +188,8 @@ func parseSimulateFlags(c *cli.Command) (simulateOptions, error) {
 	}
 	o.out = c.String(simFlagOut)
 	o.recordTrace = c.String(simFlagRecordTrace)
-	if o.recordTrace != "" && (o.trace != nil || len(o.loads) != 1 || len(o.seeds) != 1) {
-		return o, flagErr(simFlagRecordTrace, errors.New("needs the generator with a single --loads value and a single --seed"))
+	if o.recordTrace != "" && (o.trace != nil || (!o.phillyArr && (len(o.loads) != 1 || len(o.seeds) != 1))) {
+		return o, flagErr(simFlagRecordTrace, errors.New("needs the generator with a single --loads value and a single --seed (or --philly likewise, or --philly-arrivals)"))
 	}
 	o.stopIdle = c.Bool(simFlagStopWhenIdle)
 	if o.workers = c.Int(simFlagWorkers); o.workers < 1 {
@@ -234,11 +256,11 @@ func checkNames(s string, check func(string) error) ([]string, error) {
 	return names, nil
 }
 
-// points lists the sweep: strategy × policy × load × seed (a trace has one
-// load and seed).
+// points lists the sweep: strategy × policy × load × seed (a trace, or a
+// Philly log with its own arrivals, has one load and seed).
 func (o *simulateOptions) points() []sim.Point {
 	loads, seeds := o.loads, o.seeds
-	if o.trace != nil {
+	if o.trace != nil || o.phillyArr {
 		loads, seeds = []float64{0}, []uint64{0}
 	}
 	var ps []sim.Point
@@ -276,6 +298,9 @@ func runSimulate(ctx context.Context, c *cli.Command) error {
 	for _, w := range o.warnings {
 		fmt.Fprintln(os.Stderr, "warning:", w)
 	}
+	if o.philly != nil {
+		fmt.Fprintf(os.Stderr, "philly %s: %d jobs used, %d skipped (%s)\n", o.phillyPath, len(o.philly), o.phillySkips.Total(), o.phillySkips)
+	}
 	base := sim.Config{
 		Cluster: &o.cluster, RoundSeconds: o.roundS, Window: o.window,
 		FirstRoundAtZero: o.trace == nil, StopWhenIdle: o.stopIdle,
@@ -284,6 +309,9 @@ func runSimulate(ctx context.Context, c *cli.Command) error {
 	source := func(p sim.Point) (sim.Source, error) {
 		if o.trace != nil {
 			return &sim.List{Jobs: o.trace, Name: "trace " + o.tracePath}, nil
+		}
+		if o.philly != nil {
+			return sim.NewPhillySource(o.philly, sim.PhillyConfig{JobsPerHour: p.JobsPerHour, NumJobs: o.numJobs, Split: o.split, Seed: p.Seed})
 		}
 		g, err := sim.NewCatalogGenerator(sim.GeneratorConfig{
 			JobsPerHour: p.JobsPerHour, NumJobs: o.numJobs, Split: o.split, MultiGPU: o.multiGPU, Seed: p.Seed, Models: o.profiles,
