@@ -34,26 +34,28 @@ type point struct {
 	synthetic bool // the step-only run: --synthetic-data
 }
 
-func (pt point) label() string {
-	mem := "unlimited"
+// memText is a memory limit as labels show it.
+func (pt point) memText() string {
 	if pt.memLimit > 0 {
-		mem = runner.FormatBytes(pt.memLimit)
+		return runner.FormatBytes(pt.memLimit)
 	}
+	return "unlimited"
+}
+
+// label names the point in progress lines and messages.
+func (pt point) label() string {
 	if pt.synthetic {
 		return fmt.Sprintf("cpus=%g step only (synthetic data)", pt.cpus)
 	}
-	return fmt.Sprintf("cpus=%g mem=%s", pt.cpus, mem)
+	return fmt.Sprintf("cpus=%g mem=%s", pt.cpus, pt.memText())
 }
 
+// fileLabel names the point's log and timeline files.
 func (pt point) fileLabel() string {
-	mem := "unlimited"
-	if pt.memLimit > 0 {
-		mem = runner.FormatBytes(pt.memLimit)
-	}
 	if pt.synthetic {
 		return fmt.Sprintf("cpus%g-steponly", pt.cpus)
 	}
-	return fmt.Sprintf("cpus%g-mem%s", pt.cpus, mem)
+	return fmt.Sprintf("cpus%g-mem%s", pt.cpus, pt.memText())
 }
 
 // errInterrupted marks a point cut short by the sweep's context.

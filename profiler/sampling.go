@@ -164,7 +164,8 @@ const stallShare = 0.05
 
 // fillStalls splits every measured cell's time by DS-Analyzer's
 // differential method (sensitivity.Stall), using the step-only run and the
-// cached-data throughput at the same CPU count (measured, or predicted).
+// cached-data throughput at the same CPU count, capped by the data wait the
+// job itself reported.
 func fillStalls(p *sensitivity.Profile) {
 	for i := range p.Cells {
 		p.Cells[i].Stall = nil
@@ -188,6 +189,14 @@ func fillStalls(p *sensitivity.Profile) {
 		}
 		prep := clamp01((tWarm - tStep) / t)
 		fetch := math.Min(clamp01((t-tWarm)/t), 1-prep)
+		// A stall is time the loop waited for data: where the job's own
+		// stream says how long that was, the differences of three noisy
+		// rates cannot claim more (a run slowed by a busy host is not a
+		// fetch stall). Both parts shrink in proportion.
+		if st := c.Stats; st != nil && st.MetricsSource == sensitivity.MetricsStream && prep+fetch > st.DataWaitFraction {
+			k := st.DataWaitFraction / (prep + fetch)
+			prep, fetch = prep*k, fetch*k
+		}
 		st := &sensitivity.Stall{PrepStallFraction: prep, FetchStallFraction: fetch, Bound: "step"}
 		switch {
 		case prep >= fetch && prep > stallShare:

@@ -1,0 +1,53 @@
+package profiler
+
+import (
+	"math"
+	"testing"
+
+	"github.com/synergy-sched/synergy/sensitivity"
+)
+
+func TestFillStalls_DifferentialAndCappedByDataWait(t *testing.T) {
+	stream := func(dw float64) *sensitivity.PointStats {
+		return &sensitivity.PointStats{MetricsSource: sensitivity.MetricsStream, DataWaitFraction: dw}
+	}
+	p := &sensitivity.Profile{
+		StepOnly: &sensitivity.StepOnly{SamplesPerS: 400}, // t_step = 2.5 ms per sample
+		Cells: []sensitivity.Cell{
+			// warm, 1 core: t = t_warm = 10 ms → prep = (10 − 2.5) / 10 = 0.75
+			{CPUs: 1, Measured: true, SamplesPerS: 100, Stats: stream(0.8)},
+			// cold at 64MiB: t = 40 ms → prep = 7.5 / 40 = 0.1875,
+			// fetch = (40 − 10) / 40 = 0.75
+			{CPUs: 1, MemLimitBytes: 64 << 20, Measured: true, SamplesPerS: 25, Stats: stream(0.95)},
+			// cold at 1GiB on a busy host: t = 12.5 ms → prep 0.6, fetch
+			// 0.2, but the loop waited only 40% of the time: both scale by
+			// 0.4 / 0.8 → prep 0.3, fetch 0.1
+			{CPUs: 1, MemLimitBytes: 1 << 30, Measured: true, SamplesPerS: 80, Stats: stream(0.4)},
+			// predicted cells get no breakdown
+			{CPUs: 2, SamplesPerS: 200},
+		},
+	}
+	fillStalls(p)
+	for _, tc := range []struct {
+		i           int
+		prep, fetch float64
+		bound       string
+	}{
+		{0, 0.75, 0, "prep"},
+		{1, 0.1875, 0.75, "fetch"},
+		{2, 0.3, 0.1, "prep"},
+	} {
+		st := p.Cells[tc.i].Stall
+		if st == nil || math.Abs(st.PrepStallFraction-tc.prep) > 1e-9 || math.Abs(st.FetchStallFraction-tc.fetch) > 1e-9 || st.Bound != tc.bound {
+			t.Errorf("cell %d: stall %+v, want prep %v fetch %v bound %s", tc.i, st, tc.prep, tc.fetch, tc.bound)
+		}
+	}
+	if p.Cells[3].Stall != nil {
+		t.Error("a predicted cell got a stall breakdown")
+	}
+	p.StepOnly.Failure = &sensitivity.Failure{Class: sensitivity.FailCrashed}
+	fillStalls(p)
+	if p.Cells[0].Stall != nil {
+		t.Error("no breakdown without a successful step-only run")
+	}
+}
