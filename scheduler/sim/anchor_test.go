@@ -1,21 +1,37 @@
 package sim
 
 import (
+	"context"
 	"math"
+	"runtime"
 	"testing"
 
 	"github.com/synergy-sched/synergy/scheduler"
 )
 
-// anchorRun simulates the paper's default point: 128 GPUs, 9 jobs/h,
-// split 20/70/10, single-GPU jobs, window 4000–4999, FIFO.
-func anchorRun(t testing.TB, s scheduler.Strategy, seed uint64) *Result {
+// anchorConfig is the paper's default point: 128 GPUs, round 300 s, window
+// 4000–4999, first round at t=0 (the generator's path in the original).
+func anchorConfig(t testing.TB, s scheduler.Strategy) Config {
+	c, err := scheduler.Preset("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Config{Cluster: &c, Strategy: s, Policy: scheduler.FIFO{}, RoundSeconds: DefaultRoundSeconds, Window: Window{4000, 4999}, FirstRoundAtZero: true}
+}
+
+// anchorGenerator is the default point's workload: 9 jobs/h, split
+// 20/70/10, single-GPU jobs.
+func anchorGenerator(t testing.TB, seed uint64) *Generator {
 	g, err := NewGenerator(GeneratorConfig{JobsPerHour: 9, Split: [3]float64{20, 70, 10}, Seed: seed})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := scheduler.Preset("default")
-	res, err := Run(Config{Cluster: &c, Strategy: s, Policy: scheduler.FIFO{}, RoundSeconds: DefaultRoundSeconds, Window: Window{4000, 4999}, FirstRoundAtZero: true}, g)
+	return g
+}
+
+// anchorRun simulates the default point under FIFO for one seed.
+func anchorRun(t testing.TB, s scheduler.Strategy, seed uint64) *Result {
+	res, err := Run(anchorConfig(t, s), anchorGenerator(t, seed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,10 +51,13 @@ func anchorRun(t testing.TB, s scheduler.Strategy, seed uint64) *Result {
 // end on a loaded cluster.
 //
 // What it reports but does not assert: the distance from the artifact's
-// 21.88 h. That figure is one realisation (seed 42 over the pickled Philly
-// job list the repository no longer carries); near saturation the mean JCT
-// swings widely with the draw (16.9–48 h over seeds 1–12 here), and seeds
-// 1–3 average about 37 h. See docs/simulator.md.
+// 21.88 h. The original's own generator, run end to end, does not give
+// that figure on average either: over seeds 1–60 its FIFO+tune mean JCT
+// averages 36.8 h (seeds 1–3: 25.7 h, 17% above 21.9 h); only 1 of 20
+// three-seed blocks lands within ±15% of 21.9 h. The 21.88 h is one draw
+// (seed 42 over a pickled job list whose durations were drawn once and
+// whose blob is absent from the public mirror). TestAnchor_MatchesOriginal
+// Generator checks the distribution instead. See docs/simulator.md.
 func TestAnchor_DefaultPoint(t *testing.T) {
 	var tune, fair float64
 	for seed := uint64(1); seed <= 3; seed++ {
@@ -57,5 +76,69 @@ func TestAnchor_DefaultPoint(t *testing.T) {
 	t.Logf("mean over seeds 1-3: FIFO+tune %.2f h (artifact 21.88 h, %+.0f%%), FIFO+fair %.2f h (%.2f× tune)", tune, 100*(tune-21.88)/21.88, fair, fair/tune)
 	if fair < 2.5*tune {
 		t.Errorf("FIFO+fair %.2f h is not 2.5× FIFO+tune %.2f h", fair, tune)
+	}
+}
+
+// TestAnchor_MatchesOriginalGenerator compares our generator with the
+// original's by what the anchor point makes of them, over many seeds (the
+// two random streams cannot be matched draw for draw).
+//
+// The reference figures come from msr-fiddle/synergy's own generator in
+// its default mode (Philly workload, exponential, single GPU, 9 jobs/h,
+// split 20/70/10), seeds 1–60: its job lists were simulated by this
+// package, which agrees with the original's runner to the last digit on
+// such lists (seed 42 run end to end in Python: 18.282173 h both ways);
+// docs/simulator.md has the per-seed table.
+//
+//	original generator, seeds 1–60: FIFO+tune mean 36.82 h (sd 12.67),
+//	                                FIFO+fair mean 96.93 h (2.63× tune)
+//
+// Our seeds 1–20 must average within ±15% of each (the standard error of a
+// 20-seed mean is about 2.8 h, 8%), and fair/tune within ±15% of 2.63.
+// A unit slip in durations, a wrong iteration time or class split moves
+// these far outside the band. About 20 simulations: skipped with -short.
+func TestAnchor_MatchesOriginalGenerator(t *testing.T) {
+	if testing.Short() {
+		t.Skip("20 seeds × fair and tune at the anchor point: skipped with -short")
+	}
+	const (
+		origTune = 36.82 // h, mean over the original generator's seeds 1–60
+		origFair = 96.93
+		seeds    = 20
+	)
+	var points []Point
+	for seed := uint64(1); seed <= seeds; seed++ {
+		points = append(points, Point{Strategy: "tune", Policy: "fifo", JobsPerHour: 9, Seed: seed}, Point{Strategy: "fair", Policy: "fifo", JobsPerHour: 9, Seed: seed})
+	}
+	res, err := Sweep(context.Background(), anchorConfig(t, nil), points, runtime.GOMAXPROCS(0), func(p Point) (Source, error) {
+		return NewGenerator(GeneratorConfig{JobsPerHour: p.JobsPerHour, Split: [3]float64{20, 70, 10}, Seed: p.Seed})
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tune, fair float64
+	for _, r := range res.Runs {
+		if r.Result.JCT.N != 1000 {
+			t.Fatalf("%+v: %d window jobs finished", r.Point, r.Result.JCT.N)
+		}
+		if r.Point.Strategy == "tune" {
+			tune += r.Result.JCT.MeanHours / seeds
+		} else {
+			fair += r.Result.JCT.MeanHours / seeds
+		}
+	}
+	t.Logf("seeds 1-%d: FIFO+tune %.2f h (original %.2f h), FIFO+fair %.2f h (original %.2f h), fair/tune %.2f (original %.2f)",
+		seeds, tune, origTune, fair, origFair, fair/tune, origFair/origTune)
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"FIFO+tune mean JCT", tune, origTune},
+		{"FIFO+fair mean JCT", fair, origFair},
+		{"fair/tune", fair / tune, origFair / origTune},
+	} {
+		if math.Abs(c.got-c.want)/c.want > 0.15 {
+			t.Errorf("%s %.2f, the original generator's %.2f: more than 15%% apart", c.name, c.got, c.want)
+		}
 	}
 }
