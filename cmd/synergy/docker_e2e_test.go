@@ -169,7 +169,7 @@ func TestDockerE2E_AgreesWithLocal(t *testing.T) {
 	common := func(cpus string) []string {
 		return []string{"--strategy", "grid", "--cpus", cpus, "--mem-limits", agreeMemLimit, "--disk-read-bps", agreeReadBPS,
 			"-b", agreeBatch, "--data", data, "--target-ci", strconv.FormatFloat(agreeTargetCIPct, 'g', -1, 64),
-			"--max-iterations", "150", "--point-timeout", "40s", "--job-name", job}
+			"--max-iterations", "400", "--point-timeout", "40s", "--job-name", job}
 	}
 	profile := func(runnerName, cpus string) *sensitivity.Profile {
 		args := common(cpus)
@@ -218,6 +218,8 @@ func TestDockerE2E_AgreesWithLocal(t *testing.T) {
 						again[runnerName] = map[float64]bool{}
 					}
 					again[runnerName][k.cpus] = true
+					t.Logf("%s runner: cell cpus=%g mem=%d did not converge: %.1f ±%.1f%% samples/s after %d iterations (%s)",
+						runnerName, k.cpus, k.mem, c.SamplesPerS, 100*c.SamplesPerSCI95/c.SamplesPerS, c.Stats.Iterations, c.Stats.StopReason)
 				}
 			}
 		}
@@ -226,7 +228,7 @@ func TestDockerE2E_AgreesWithLocal(t *testing.T) {
 		}
 		for runnerName, cpus := range again {
 			for c := range cpus {
-				t.Logf("%s runner: a cell at cpus=%g did not converge; measuring it again", runnerName, c)
+				t.Logf("%s runner: measuring cpus=%g again", runnerName, c)
 				merge(runnerName, profile(runnerName, strconv.FormatFloat(c, 'g', -1, 64)))
 			}
 		}
