@@ -27,6 +27,7 @@ const (
 	simFlagTrace        = "trace"
 	simFlagPhilly       = "philly"
 	simFlagPhillyArr    = "philly-arrivals"
+	simFlagPhillyDur    = "philly-durations"
 	simFlagLoads        = "loads"
 	simFlagNumJobs      = "num-jobs"
 	simFlagSplit        = "split"
@@ -55,8 +56,9 @@ func simulateCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: simFlagCluster, Value: "default", Usage: "cluster JSON file or preset (" + strings.Join(scheduler.PresetNames(), ", ") + ")"},
 			&cli.StringFlag{Name: simFlagTrace, Usage: "Synergy recorded trace CSV (job_id,model,arrival_s,iterations,gpus) instead of the generator"},
-			&cli.StringFlag{Name: simFlagPhilly, Usage: "Philly cluster_job_log JSON instead of the generator: GPU counts (with --multi-gpu) and durations from the log, Poisson arrivals at --loads cycling through it"},
+			&cli.StringFlag{Name: simFlagPhilly, Usage: "Philly cluster_job_log JSON instead of the generator: jobs in log order (cycling), GPU counts from the log with --multi-gpu, Poisson arrivals at --loads"},
 			&cli.BoolFlag{Name: simFlagPhillyArr, Usage: "with --philly: the log's submission times instead of Poisson arrivals (one pass through the log)"},
+			&cli.StringFlag{Name: simFlagPhillyDur, Usage: "with --philly: gavel (re-drawn as the generator does; Synergy's default) or log (the log's; Synergy's --no_exp); default gavel with Poisson arrivals, log with --philly-arrivals"},
 			&cli.StringFlag{Name: simFlagLoads, Aliases: []string{"jobs-per-hour"}, Value: "9", Usage: "generator: arrival rates in jobs per hour, e.g. 3,6,9"},
 			&cli.IntFlag{Name: simFlagNumJobs, Usage: "generator: stop after this many jobs (default: when the window's jobs have finished)"},
 			&cli.StringFlag{Name: simFlagSplit, Value: "20,70,10", Usage: "generator: percent of image, language, speech jobs"},
@@ -89,6 +91,7 @@ type simulateOptions struct {
 	phillySkips sim.PhillySkips
 	phillyPath  string
 	phillyArr   bool
+	phillyGavel bool
 	loads       []float64
 	numJobs     int
 	split       [3]float64
@@ -148,6 +151,16 @@ func parseSimulateFlags(c *cli.Command) (simulateOptions, error) {
 	}
 	if o.phillyArr = c.Bool(simFlagPhillyArr); o.phillyArr && o.phillyPath == "" {
 		return o, flagErr(simFlagPhillyArr, fmt.Errorf("needs --%s", simFlagPhilly))
+	}
+	switch d := c.String(simFlagPhillyDur); {
+	case d != "" && o.phillyPath == "":
+		return o, flagErr(simFlagPhillyDur, fmt.Errorf("needs --%s", simFlagPhilly))
+	case d == "":
+		o.phillyGavel = !o.phillyArr
+	case d == "gavel" || d == "log":
+		o.phillyGavel = d == "gavel"
+	default:
+		return o, flagErr(simFlagPhillyDur, fmt.Errorf("%q is neither gavel nor log", d))
 	}
 	if o.loads, err = parsePositiveList(c.String(simFlagLoads)); err != nil {
 		return o, flagErr(simFlagLoads, err)
@@ -311,7 +324,7 @@ func runSimulate(ctx context.Context, c *cli.Command) error {
 			return &sim.List{Jobs: o.trace, Name: "trace " + o.tracePath}, nil
 		}
 		if o.philly != nil {
-			return sim.NewPhillySource(o.philly, sim.PhillyConfig{JobsPerHour: p.JobsPerHour, NumJobs: o.numJobs, Split: o.split, Seed: p.Seed})
+			return sim.NewPhillySource(o.philly, sim.PhillyConfig{JobsPerHour: p.JobsPerHour, NumJobs: o.numJobs, Split: o.split, Seed: p.Seed, GavelDurations: o.phillyGavel})
 		}
 		g, err := sim.NewCatalogGenerator(sim.GeneratorConfig{
 			JobsPerHour: p.JobsPerHour, NumJobs: o.numJobs, Split: o.split, MultiGPU: o.multiGPU, Seed: p.Seed, Models: o.profiles,

@@ -37,6 +37,8 @@ func TestSimulatePhilly_BadFlagsNameTheFlag(t *testing.T) {
 		{[]string{"--philly", filepath.Join(dir, "none.json")}, "--philly: read philly trace:"},
 		{[]string{"--philly", bad}, "--philly: " + bad + ": philly: job 1 (b): attempts[0].start_time"},
 		{[]string{"--philly", phillyLog, "--split", "20,70,20"}, "--split: split = [20 70 20]"},
+		{[]string{"--philly-durations", "log"}, "--philly-durations: needs --philly"},
+		{[]string{"--philly", phillyLog, "--philly-durations", "trace"}, "--philly-durations: \"trace\" is neither gavel nor log"},
 	}
 	for _, c := range cases {
 		err := runSimulateArgs(t, c.args...)
@@ -96,8 +98,10 @@ func TestSimulatePhilly_LogArrivals(t *testing.T) {
 }
 
 // TestSimulatePhilly_PoissonArrivals draws Poisson arrivals over the log
-// (Synergy's Philly workload without --philly_arrival): job i takes entry
-// i mod 4 of the usable single-GPU jobs; the same flags give the same file.
+// with the log's durations (Synergy's --no_exp without --philly_arrival):
+// job i takes entry i mod 4 of the usable single-GPU jobs; the same flags
+// give the same file. By default (Synergy's default) durations are
+// re-drawn Gavel-like instead.
 func TestSimulatePhilly_PoissonArrivals(t *testing.T) {
 	dir := t.TempDir()
 	trace := filepath.Join(dir, "jobs.csv")
@@ -113,9 +117,15 @@ func TestSimulatePhilly_PoissonArrivals(t *testing.T) {
 		}
 		return b
 	}
-	a := run("a.json", "--record-trace", trace)
-	if b := run("b.json"); !bytes.Equal(a, b) {
+	a := run("a.json", "--philly-durations", "log", "--record-trace", trace)
+	if b := run("b.json", "--philly-durations", "log"); !bytes.Equal(a, b) {
 		t.Error("same flags, different result files")
+	}
+	if !bytes.Contains(a, []byte(`"workload": "philly: 4 jobs, 6 jobs/h, log durations`)) {
+		t.Error("the result does not say the workload is the Philly log with its durations")
+	}
+	if g := run("gavel.json"); bytes.Equal(a, g) || !bytes.Contains(g, []byte(`"workload": "philly: 4 jobs, 6 jobs/h, Gavel-like durations`)) {
+		t.Error("by default durations are not re-drawn")
 	}
 	data, err := os.ReadFile(trace)
 	if err != nil {

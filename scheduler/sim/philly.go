@@ -262,6 +262,11 @@ type PhillyConfig struct {
 	// Split is the percentage of image, language and speech jobs.
 	Split [3]float64
 	Seed  uint64
+	// GavelDurations re-draws every job's duration as the generator does
+	// (Synergy's default "exponential" mode: the list then gives only its
+	// length and, multi-GPU, its GPU counts); otherwise durations are the
+	// log's (Synergy's --no_exp).
+	GavelDurations bool
 }
 
 // PhillySource yields the Philly jobs as simulator jobs, the way Synergy's
@@ -315,7 +320,11 @@ func (s *PhillySource) Describe() string {
 	if s.cfg.JobsPerHour > 0 {
 		arr = fmt.Sprintf("%v jobs/h", s.cfg.JobsPerHour)
 	}
-	return fmt.Sprintf("philly: %d jobs, %s, split %v/%v/%v, seed %d", len(s.jobs), arr, s.cfg.Split[0], s.cfg.Split[1], s.cfg.Split[2], s.cfg.Seed)
+	dur := "log durations"
+	if s.cfg.GavelDurations {
+		dur = "Gavel-like durations"
+	}
+	return fmt.Sprintf("philly: %d jobs, %s, %s, split %v/%v/%v, seed %d", len(s.jobs), arr, dur, s.cfg.Split[0], s.cfg.Split[1], s.cfg.Split[2], s.cfg.Seed)
 }
 
 // Next implements Source.
@@ -332,6 +341,9 @@ func (s *PhillySource) Next() (*scheduler.Job, bool) {
 		hours := -math.Log(1-s.rng.Float64()) / s.cfg.JobsPerHour
 		s.last += math.Ceil(hours * 3600)
 		arrival = s.last
+	}
+	if s.cfg.GavelDurations {
+		p.DurationS = gavelDurationS(s.rng)
 	}
 	class := s.nextClass()
 	names := s.classes[class]

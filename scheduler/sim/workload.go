@@ -213,13 +213,7 @@ func (g *Generator) Next() (*scheduler.Job, bool) {
 	}
 	hours := -math.Log(1-g.rng.Float64()) / g.cfg.JobsPerHour
 	g.last += math.Ceil(hours * 3600)
-	var exp float64
-	if g.rng.Float64() >= 0.8 {
-		exp = 3 + g.rng.Float64()
-	} else {
-		exp = 1.5 + 1.5*g.rng.Float64()
-	}
-	durationS := 60 * math.Pow(10, exp)
+	durationS := gavelDurationS(g.rng)
 	gpus := 1
 	if g.cfg.MultiGPU {
 		switch u := g.rng.Float64(); {
@@ -256,6 +250,19 @@ func (g *Generator) Next() (*scheduler.Job, bool) {
 	}
 	g.id++
 	return j, true
+}
+
+// gavelDurationS draws a job duration in seconds as Synergy's
+// get_gavel_like_iter does: 60·10^U(1.5,3) with probability 0.8 (31.6 min
+// to 16.7 h), else 60·10^U(3,4) (16.7 h to 6.9 days).
+func gavelDurationS(rng *rand.Rand) float64 {
+	var exp float64
+	if rng.Float64() >= 0.8 {
+		exp = 3 + rng.Float64()
+	} else {
+		exp = 1.5 + 1.5*rng.Float64()
+	}
+	return 60 * math.Pow(10, exp)
 }
 
 // nextClass picks the class furthest below its share so far.
