@@ -149,11 +149,12 @@ const (
 // with the local runner and with the docker runner (synthtrain in a scratch
 // image) and requires every measured cell to agree within 10%.
 //
-// Only converged cells are compared. On this busy 2-core host a cell whose
-// throughput is set by spare CPU (e.g. the image preset decoding JPEGs at
-// cpus=1) moves by 20–30% between two runs of the same runner as other
-// processes come and go, and never converges; such a cell says nothing about
-// the runners. So the workload keeps every cell bound by a runner-set limit
+// Only converged cells are compared. On this busy 2-core host (load 5–7
+// while others build) a cell whose throughput is set by spare CPU says
+// nothing about the runners: the image preset decoding JPEGs gave 142 and
+// 149 samples/s at cpus=1 and 2 on the local runner, 129 and 177 on the
+// docker one, each with a 95% interval of ±18–30% after 80 iterations, as
+// other processes took the cpuset's cores. So the workload keeps every cell bound by a runner-set limit
 // (emulated step, memory limit + read throttle), every point runs until its
 // 95% interval is within ±3%, and a CPU count whose cell did not converge
 // is measured again (at most twice) before the comparison gives up. On this
