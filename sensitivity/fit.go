@@ -68,6 +68,15 @@ type Fitted struct {
 	fetchObservation int     // fetch-bound cells used
 	boundObservation int     // non-binding limited cells used as lower bounds
 
+	// overlap says how the CPU and fetch terms combine: false = min(P, F)
+	// (workers overlap fetching and preprocessing fully), true = the
+	// throughput of N loader workers cycling through a fetch station of
+	// rate F and a CPU station of rate P (mean-value analysis of a closed
+	// network; N = 1 gives 1/(1/P + 1/F)). Chosen by the data (see
+	// chooseOverlap); min when nothing tells them apart.
+	overlap bool
+	gpus    int // the job's GPUs: workers = ceil(cpus / gpus)
+
 	// caps are the fetch-bound rates observed per limit (weighted mean):
 	// F is non-decreasing in m, so F(m) <= caps[j].v for every m <= caps[j].x
 	// whatever the hit curve says (a shortfall it cannot explain, such as
@@ -110,7 +119,7 @@ func fitCellsOf(p *Profile, exclude map[[2]float64]bool) []Cell {
 }
 
 func fitCells(p *Profile, cells []Cell) (*Fitted, error) {
-	f := &Fitted{dramBytes: float64(p.Host.DRAMBytes)}
+	f := &Fitted{dramBytes: float64(p.Host.DRAMBytes), gpus: max(p.Job.GPUs, 1)}
 
 	// OOM-killed limits: at or below them the job does not run.
 	for _, c := range cells {
@@ -178,12 +187,6 @@ func fitCells(p *Profile, cells []Cell) (*Fitted, error) {
 // fitFetch calibrates F(m) on the limited-memory cells.
 func (f *Fitted) fitFetch(p *Profile, cells []Cell) {
 	f.alpha = 1
-	type limObs struct {
-		mem       int64
-		v, ci     float64
-		pc, pcCI  float64 // the CPU curve at the cell's CPUs
-		fetchBind bool
-	}
 	var lims []limObs
 	for _, c := range cells {
 		if c.Failure != nil || Unlimited(c.MemLimitBytes) {
@@ -195,8 +198,26 @@ func (f *Fitted) fitFetch(p *Profile, cells []Cell) {
 		pc, pcCI := f.cpuAt(c.CPUs)
 		pc = math.Min(pc, f.gSamplesPerS)
 		tol := math.Max(bindingTol, relCI(c.SamplesPerS, c.SamplesPerSCI95)+relCI(pc, pcCI))
-		lims = append(lims, limObs{mem: c.MemLimitBytes, v: c.SamplesPerS, ci: c.SamplesPerSCI95, pc: pc, pcCI: pcCI,
+		n := f.workersFor(c.CPUs)
+		if c.Stats != nil && c.Stats.Workers > 0 {
+			n = c.Stats.Workers
+		}
+		lims = append(lims, limObs{mem: c.MemLimitBytes, x: c.SamplesPerS, xci: c.SamplesPerSCI95, pc: pc, pcCI: pcCI, n: n, tol: tol,
 			fetchBind: c.SamplesPerS < pc*(1-tol)})
+	}
+	f.overlap = chooseOverlap(lims)
+	// The fetch-bound rate behind each observation, under the chosen
+	// combination.
+	for i := range lims {
+		o := &lims[i]
+		o.v, o.ci = o.x, o.xci
+		if o.fetchBind && f.overlap {
+			o.v = invMVA(o.n, o.pc, o.x)
+			o.ci = math.Abs(invMVA(o.n, o.pc, o.x+o.xci) - o.v)
+			if math.IsInf(o.ci, 0) {
+				o.ci = o.v
+			}
+		}
 	}
 
 	capAcc := map[int64]*xy{}
@@ -318,7 +339,11 @@ func (f *Fitted) fitFetch(p *Profile, cells []Cell) {
 		if fr <= 0 || fr >= 1 {
 			continue
 		}
-		lb := clamp(1-f.f0SamplesPerS/(o.pc*(1-relCI(o.pc, o.pcCI))), 0, 0.999)
+		fLow := o.pc * (1 - relCI(o.pc, o.pcCI))
+		if f.overlap {
+			fLow = invMVA(o.n, o.pc, math.Min(o.x, o.pc)*(1-o.tol))
+		}
+		lb := clamp(1-f.f0SamplesPerS/fLow, 0, 0.999)
 		if h, _ := f.hitAt(fr); h < lb {
 			f.hKnots = append(f.hKnots, hKnot{frac: fr, h: lb, relCI: relCI(o.v, o.ci), w: 1 / sq(relCI(o.v, o.ci))})
 			sort.Slice(f.hKnots, func(i, j int) bool { return f.hKnots[i].frac < f.hKnots[j].frac })
@@ -328,6 +353,128 @@ func (f *Fitted) fitFetch(p *Profile, cells []Cell) {
 	// Knots at the same fraction (a bound beside an observation) merge.
 	f.hKnots = mergeSameFrac(f.hKnots)
 	isotonicH(f.hKnots)
+}
+
+// limObs is a measured, successful limited-memory cell as the fetch fit
+// sees it.
+type limObs struct {
+	mem       int64
+	x, xci    float64 // measured samples/s and its interval
+	v, ci     float64 // the fetch-bound rate behind it (fetch-bound cells)
+	pc, pcCI  float64 // the CPU curve at the cell's CPUs
+	n         int     // loader workers
+	tol       float64 // relative shortfall below pc that counts as fetch-bound
+	fetchBind bool
+}
+
+// workersFor is the profiler's rule: ceil(cpus / gpus), at least 1.
+func (f *Fitted) workersFor(cpus float64) int {
+	return max(1, int(math.Ceil(cpus/float64(f.gpus)-1e-9)))
+}
+
+// mva is the throughput of n loader workers, each cycling through a fetch
+// (a shared station of rate fRate samples/s) and preprocessing (a shared
+// station of rate pRate): exact mean-value analysis of that closed network
+// (Reiser & Lavenberg 1980). n = 1: 1 / (1/pRate + 1/fRate); n → ∞:
+// min(pRate, fRate). Never above either rate.
+func mva(n int, pRate, fRate float64) float64 {
+	if !(pRate > 0) || !(fRate > 0) {
+		return 0
+	}
+	if math.IsInf(fRate, 1) {
+		return pRate
+	}
+	dF, dP := 1/fRate, 1/pRate
+	var qF, qP, x float64
+	for k := 1; k <= n; k++ {
+		rF, rP := dF*(1+qF), dP*(1+qP)
+		x = float64(k) / (rF + rP)
+		qF, qP = x*rF, x*rP
+	}
+	return x
+}
+
+// invMVA returns the fetch rate F at which mva(n, pRate, F) = x (+Inf when
+// x >= pRate): bisection in log F, as mva rises with F.
+func invMVA(n int, pRate, x float64) float64 {
+	if x >= pRate {
+		return math.Inf(1)
+	}
+	if !(x > 0) {
+		return 0
+	}
+	lo, hi := x, x*2
+	for mva(n, pRate, hi) < x {
+		hi *= 2
+		if hi > 1e15 {
+			return math.Inf(1)
+		}
+	}
+	for i := 0; i < 100; i++ {
+		mid := math.Sqrt(lo * hi)
+		if mva(n, pRate, mid) < x {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return math.Sqrt(lo * hi)
+}
+
+// chooseOverlap decides how the CPU and fetch terms combine, from limits
+// where fetch-bound cells were measured at two or more CPU counts: under
+// the right combination they all imply the same F(m). For each combination
+// it takes the weighted mean F per such limit and sums the squared
+// relative errors of the cells' predicted rates against their
+// measurements; the smaller wins. With no such limit it returns false
+// (min, the model's default).
+func chooseOverlap(lims []limObs) bool {
+	byMem := map[int64][]limObs{}
+	for _, o := range lims {
+		if o.fetchBind && o.x > 0 {
+			byMem[o.mem] = append(byMem[o.mem], o)
+		}
+	}
+	sse := func(overlap bool) (float64, int) {
+		var total float64
+		groups := 0
+		for _, os := range byMem {
+			distinct := false
+			for _, o := range os[1:] {
+				distinct = distinct || o.n != os[0].n || math.Abs(o.pc-os[0].pc) > 0.05*os[0].pc
+			}
+			if !distinct {
+				continue
+			}
+			groups++
+			var fw, w float64
+			fs := make([]float64, len(os))
+			for i, o := range os {
+				fs[i] = o.x
+				if overlap {
+					fs[i] = invMVA(o.n, o.pc, o.x)
+				}
+				wi := 1 / sq(relCI(o.x, o.xci))
+				fw += wi * math.Log(fs[i])
+				w += wi
+			}
+			fm := math.Exp(fw / w)
+			for _, o := range os {
+				pred := math.Min(o.pc, fm)
+				if overlap {
+					pred = mva(o.n, o.pc, fm)
+				}
+				total += sq((pred-o.x)/o.x) / sq(relCI(o.x, o.xci))
+			}
+		}
+		return total, groups
+	}
+	sMin, groups := sse(false)
+	if groups == 0 {
+		return false
+	}
+	sOverlap, _ := sse(true)
+	return sOverlap < sMin
 }
 
 // frac is the cache budget at memory limit m (bytes, > 0) over the dataset.
@@ -486,6 +633,12 @@ func (f *Fitted) Predict(cpus float64, memLimitBytes int64) (samplesPerS, ci95 f
 		pv = f.gSamplesPerS
 	}
 	fv, fci := f.fetchAt(memLimitBytes)
+	if f.overlap && !math.IsInf(fv, 1) {
+		n := f.workersFor(cpus)
+		v := mva(n, pv, fv)
+		ci := math.Abs(mva(n, pv+pci, fv)-v) + math.Abs(mva(n, pv, fv+fci)-v)
+		return math.Min(v, f.gSamplesPerS), ci
+	}
 	if fv >= pv {
 		if fv-fci <= pv+pci {
 			return pv, math.Max(pci, math.Min(fci, pv))
@@ -510,6 +663,7 @@ func (f *Fitted) Info() FitInfo {
 		"hit_curve_knots":          float64(len(f.hKnots)),
 		"oom_limit_bytes":          float64(f.oomLimitBytes),
 		"capped_limits":            float64(len(f.caps)),
+		"overlap_mva":              b2f(f.overlap),
 		"dataset_bytes":            f.datasetBytes,
 		"bytes_per_sample":         f.bytesPerSample,
 		"read_bw_bytes_per_s":      f.bwBytesPerS,
@@ -927,6 +1081,13 @@ func median(xs []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func clamp(x, lo, hi float64) float64 { return math.Max(lo, math.Min(hi, x)) }

@@ -19,6 +19,9 @@ type truth struct {
 	alpha        float64
 	anon         int64
 	oomAtOrBelow int64
+	// serial: the loader's workers (ceil(cpus), one GPU) each fetch then
+	// preprocess, so P and F combine as mva(workers, P, F), not min.
+	serial bool
 }
 
 func (tr truth) f0() float64 { return tr.bw / (float64(tr.d) / float64(tr.files)) }
@@ -31,7 +34,12 @@ func (tr truth) at(c float64, m int64) float64 {
 	if m > 0 {
 		fr := clamp(float64(m-tr.anon)/float64(tr.d), 0, 1)
 		if fr < 1 {
-			v = math.Min(v, tr.f0()/(1-math.Pow(fr, tr.alpha)))
+			f := tr.f0() / (1 - math.Pow(fr, tr.alpha))
+			if tr.serial {
+				v = math.Min(tr.g, mva(int(math.Ceil(c)), tr.perCore*c, f))
+			} else {
+				v = math.Min(v, f)
+			}
 		}
 	}
 	return v
@@ -402,6 +410,62 @@ func TestFit_ShortfallTheHitCurveCannotExplainStillBinds(t *testing.T) {
 	}{{3, 25 * mib, 120}, {3, 50 * mib, 120}, {1, 50 * mib, 100}, {3, 200 * mib, 300}} {
 		if got, _ := f.Predict(tt.cpus, tt.mem); math.Abs(got-tt.want) > 1e-6 {
 			t.Errorf("Predict(%v, %dMiB) = %v, want %v", tt.cpus, tt.mem/mib, got, tt.want)
+		}
+	}
+}
+
+func TestMVA(t *testing.T) {
+	tests := []struct {
+		n       int
+		p, f    float64
+		want    float64
+		comment string
+	}{
+		{1, 100, 100, 50, "one worker: 1/(1/100 + 1/100)"},
+		{1, 300, 60, 50, "1/(1/300 + 1/60) = 50"},
+		// n = 2, equal rates d = 0.01: X1 = 50, Q = 0.5 each; R = 0.015
+		// each, X2 = 2 / 0.03 = 66.67
+		{2, 100, 100, 66.6667, "two workers"},
+		{1000, 100, 60, 60, "many workers: min"},
+		{3, 100, math.Inf(1), 100, "no fetch: P"},
+	}
+	for _, tt := range tests {
+		got := mva(tt.n, tt.p, tt.f)
+		if math.Abs(got-tt.want) > 0.01*tt.want {
+			t.Errorf("%s: mva(%d, %v, %v) = %v, want %v", tt.comment, tt.n, tt.p, tt.f, got, tt.want)
+		}
+		if !math.IsInf(tt.f, 1) {
+			if back := invMVA(tt.n, tt.p, got); math.Abs(back-tt.f) > 1e-6*tt.f {
+				t.Errorf("%s: invMVA = %v, want %v", tt.comment, back, tt.f)
+			}
+		}
+	}
+}
+
+func TestFit_OverlapChosenByCrossCells(t *testing.T) {
+	cpus := []float64{0.25, 0.5, 1, 2}
+	mems := []int64{64 * mib, 128 * mib, 208 * mib, 0}
+	meas := [][2]float64{{0.25, 0}, {0.5, 0}, {1, 0}, {2, 0}, {1, 64 * mib}, {1, 128 * mib}, {1, 208 * mib},
+		{0.25, 128 * mib}} // one cross cell
+	for _, serial := range []bool{false, true} {
+		// CPU-light job: 400 samples/s per core, so at 0.25 CPUs P = 100
+		// and the fetch (26–60 samples/s) is a large share of each cycle.
+		tr := truth{g: 700, perCore: 400, d: 256 * mib, files: 175, bw: 40e6, alpha: 2, anon: 16 * mib, serial: serial}
+		p := profileOf(tr, cpus, mems, meas)
+		f, err := FitProfile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.overlap != serial {
+			t.Errorf("serial=%v: overlap chosen %v", serial, f.overlap)
+		}
+		for _, c := range cpus {
+			for _, m := range mems {
+				want := tr.at(c, m)
+				if got, _ := f.Predict(c, m); math.Abs(got-want)/want > 0.02 {
+					t.Errorf("serial=%v: Predict(%v, %dMiB) = %.2f, want %.2f within 2%%", serial, c, m/mib, got, want)
+				}
+			}
 		}
 	}
 }
