@@ -4,8 +4,11 @@
 // the metrics stream of docs/job-contract.md to $SYNERGY_METRICS_FILE, and
 // adds the contract's flags to an argparse parser; train_imagenet.py is a
 // reference ImageNet-style training script (torchvision ImageFolder,
-// DataLoader workers, ResNet-18) that uses it. The package has no Go code
-// of its own: its Go test runs the Python unit tests, compiles the
-// training script, and checks that the lines the helper writes parse with
-// profiler.ParseIteration, so `go test ./...` covers the Python too.
+// DataLoader workers, ResNet-18) that uses it; testdata/stdlib_train.py is
+// a standard-library stand-in of the same shape that cmd/synergy's
+// end-to-end test profiles (torch is not installed on the test machines).
+// The package has no Go code of its own: its Go test runs the Python unit
+// tests, compiles the training script, and checks that the lines the
+// helper writes parse with profiler.ParseIteration, so `go test ./...`
+// covers the Python too.
 package pytorch
