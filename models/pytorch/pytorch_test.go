@@ -51,7 +51,7 @@ func TestPython_UnitTests(t *testing.T) {
 // TestPython_ScriptsCompile byte-compiles the helper and the reference
 // training script (torch is not installed here, so the script is not run).
 func TestPython_ScriptsCompile(t *testing.T) {
-	out, err := pyCmd(t, nil, "-m", "py_compile", "synergy_metrics.py", "train_imagenet.py").CombinedOutput()
+	out, err := pyCmd(t, nil, "-m", "py_compile", "synergy_metrics.py", "train_imagenet.py", "testdata/stdlib_train.py").CombinedOutput()
 	if err != nil {
 		t.Fatalf("python3 -m py_compile: %v\n%s", err, out)
 	}
