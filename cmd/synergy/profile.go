@@ -327,9 +327,14 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 	}
 	fmt.Fprintf(os.Stderr, "profile saved to %s (%d points, %.0f s)\n", cfg.Out, p.Cost.Points, p.Cost.WallSeconds)
 	if o.json {
-		return p.Encode(os.Stdout)
+		err = p.Encode(os.Stdout)
+	} else {
+		err = printMatrix(os.Stdout, p)
 	}
-	return printMatrix(os.Stdout, p)
+	if err == nil && len(p.MeasuredOK()) == 0 {
+		return fmt.Errorf("no point produced a measurement: every one failed (their failures are recorded in %s; the logs are in %s)", cfg.Out, cfg.LogDir)
+	}
+	return err
 }
 
 func splitList(s string) []string {
