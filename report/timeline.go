@@ -11,6 +11,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -44,9 +45,9 @@ func ReadTimeline(samplesPath, metricsPath string) (*TimelineData, error) {
 	var rows []sampleRow
 	if samplesPath != "" {
 		err := eachJSONLine(samplesPath, func(line int, m map[string]float64) error {
-			t, ok := m["t"]
+			t, ok := m["time"]
 			if !ok {
-				return fmt.Errorf("%s:%d: no \"t\"", samplesPath, line)
+				return fmt.Errorf("%s:%d: no \"time\"", samplesPath, line)
 			}
 			r := sampleRow{t: t, cpu: math.NaN()}
 			if v, ok := m["cg_cpu_usage_s"]; ok {
@@ -134,7 +135,7 @@ const (
 )
 
 // eachJSONLine calls fn with every line of a JSON-lines file as a map of
-// its numeric (and boolean, as 0/1) values.
+// its numeric values (booleans as 0/1, an RFC 3339 "time" as Unix seconds).
 func eachJSONLine(path string, fn func(line int, m map[string]float64) error) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -156,6 +157,14 @@ func eachJSONLine(path string, fn func(line int, m map[string]float64) error) er
 			case bool:
 				if x {
 					m[k] = 1
+				}
+			case string:
+				if k == "time" {
+					tm, err := time.Parse(time.RFC3339Nano, x)
+					if err != nil {
+						return fmt.Errorf("%s:%d: time: %w", path, n, err)
+					}
+					m[k] = float64(tm.UnixNano()) / 1e9
 				}
 			}
 		}
@@ -195,8 +204,15 @@ func Timeline(w io.Writer, format string, d *TimelineData, title string) error {
 		pl.Add(l)
 		pl.Legend.Add(s.label, l)
 	}
+	// Headroom above the data for the legend, which sits at the top.
+	top := 100.0
+	for _, xy := range []plotter.XYs{d.GPU, d.DataWait, d.CPU} {
+		for _, p := range xy {
+			top = math.Max(top, p.Y)
+		}
+	}
 	pl.Legend.Top = true
-	pl.Y.Min = 0
+	pl.Y.Min, pl.Y.Max = 0, top*1.35
 	wt, err := pl.WriterTo(Width, Height, format)
 	if err != nil {
 		return fmt.Errorf("timeline: %w", err)

@@ -23,8 +23,8 @@ func TestReadTimeline_Series(t *testing.T) {
 	dir := t.TempDir()
 	// Two cgroup samples 0.5 s apart with 0.75 CPU-seconds between them:
 	// 150% of one core at t = 0.5 s.
-	samples := writeFile(t, dir, "s.jsonl", `{"cg_cpu_usage_s":1,"host_cpu_pct":50,"t":100}
-{"cg_cpu_usage_s":1.75,"host_cpu_pct":60,"t":100.5}
+	samples := writeFile(t, dir, "s.jsonl", `{"time":"1970-01-01T00:01:40Z","elapsed_s":0,"cg_cpu_usage_s":1,"host_cpu_pct":50}
+{"time":"1970-01-01T00:01:40.5Z","elapsed_s":0.5,"cg_cpu_usage_s":1.75,"host_cpu_pct":60}
 `)
 	// Iterations 0.2 s apart: 0.05 s waiting (25%) and 0.1 s of step (50%).
 	metrics := writeFile(t, dir, "m.jsonl", `{"iter":0,"samples":4,"data_wait_s":0.1,"step_s":0.1,"ts":100.1,"emulated":true}
@@ -45,7 +45,7 @@ func TestReadTimeline_Series(t *testing.T) {
 		t.Errorf("GPU = %v (%q), want the emulated step at 50%%", d.GPU, d.GPULabel)
 	}
 	// With NVML samples, the GPU series is NVML's mean over GPUs, not the step.
-	samples = writeFile(t, dir, "g.jsonl", `{"gpu0_util_pct":80,"gpu0_mem_util_pct":10,"gpu1_util_pct":60,"t":100}
+	samples = writeFile(t, dir, "g.jsonl", `{"time":"1970-01-01T00:01:40Z","gpu0_util_pct":80,"gpu0_mem_util_pct":10,"gpu1_util_pct":60}
 `)
 	d, err = ReadTimeline(samples, metrics)
 	if err != nil {
@@ -61,7 +61,7 @@ func TestReadTimeline_Errors(t *testing.T) {
 	if _, err := ReadTimeline(filepath.Join(dir, "none"), filepath.Join(dir, "none2")); err == nil {
 		t.Error("no data: want an error")
 	}
-	bad := writeFile(t, dir, "bad.jsonl", "{\"t\":1}\nnot json\n")
+	bad := writeFile(t, dir, "bad.jsonl", "{\"time\":\"1970-01-01T00:00:01Z\"}\nnot json\n")
 	if _, err := ReadTimeline(bad, ""); err == nil || !strings.Contains(err.Error(), "bad.jsonl:2") {
 		t.Errorf("err = %v, want the file and line", err)
 	}

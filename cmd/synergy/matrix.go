@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v3"
@@ -27,6 +29,7 @@ const (
 	matFlagServerGPUs = "server-gpus"
 	matFlagGPUType    = "gpu-type"
 	matFlagHoldout    = "holdout"
+	matFlagTimeline   = "timeline"
 )
 
 func matrixCommand() *cli.Command {
@@ -44,6 +47,7 @@ func matrixCommand() *cli.Command {
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: matFlagPlot, Usage: "also draw a heatmap to this .png or .svg file (measured cells ringed)"},
 					&cli.StringFlag{Name: matFlagTitle, Usage: "heatmap title (default: the job's name)"},
+					&cli.StringFlag{Name: matFlagTimeline, Usage: "with --plot: draw one point's GPU (or emulated step) use, data wait and CPU use over time instead, e.g. \"cpus=1 mem=unlimited\" or \"cpus=0.5 mem=64MiB\""},
 				},
 				Action: runMatrixShow,
 			},
@@ -126,6 +130,12 @@ func runMatrixShow(_ context.Context, c *cli.Command) error {
 		return err
 	}
 	w := c.Root().Writer
+	if point := c.String(matFlagTimeline); point != "" {
+		if plot == "" {
+			return fmt.Errorf("--%s: needs --%s FILE.png|.svg to draw to", matFlagTimeline, matFlagPlot)
+		}
+		return showTimeline(w, args[0], p, point, plot, c.String(matFlagTitle))
+	}
 	if err := printMatrix(w, p); err != nil {
 		return err
 	}
@@ -344,4 +354,63 @@ func runMatrixValidate(_ context.Context, c *cli.Command) error {
 		fmt.Fprintf(w, "the fit's error is %.2fx the MinIO formula's\n", v.MAPEPct/v.BaselineMAPEPct)
 	}
 	return nil
+}
+
+// showTimeline draws one measured point's timeline from the files the
+// profiler kept beside the profile (PROFILE-stem.timeline/).
+func showTimeline(w io.Writer, profilePath string, p *sensitivity.Profile, point, plot, title string) error {
+	cpus, mem, err := parsePointLabel(point)
+	if err != nil {
+		return fmt.Errorf("--%s: %w", matFlagTimeline, err)
+	}
+	cell := p.Cell(cpus, mem)
+	if cell == nil || !cell.Measured {
+		return fmt.Errorf("--%s: %q is not a measured point of %s", matFlagTimeline, point, profilePath)
+	}
+	memText := "unlimited"
+	if mem > 0 {
+		memText = runner.FormatBytes(mem)
+	}
+	base := filepath.Join(strings.TrimSuffix(profilePath, filepath.Ext(profilePath))+".timeline",
+		fmt.Sprintf("cpus%g-mem%s", cpus, memText))
+	samples, metrics := base+".samples.jsonl", base+".metrics.jsonl"
+	d, err := report.ReadTimeline(samples, metrics)
+	if err != nil {
+		return fmt.Errorf("--%s: %w (was the profile made with --timeline?)", matFlagTimeline, err)
+	}
+	if title == "" {
+		title = fmt.Sprintf("%s at cpus=%g mem=%s", p.Job.Name, cpus, memText)
+	}
+	if err := report.SaveTimeline(plot, d, title); err != nil {
+		return fmt.Errorf("--%s: %w", matFlagPlot, err)
+	}
+	fmt.Fprintf(w, "timeline of cpus=%g mem=%s: %d GPU, %d data-wait and %d CPU points (%s) drawn to %s\n",
+		cpus, memText, len(d.GPU), len(d.DataWait), len(d.CPU), d.GPULabel, plot)
+	return nil
+}
+
+// parsePointLabel reads a point as progress lines print it:
+// "cpus=1 mem=unlimited", "cpus=0.5 mem=64MiB".
+func parsePointLabel(s string) (cpus float64, mem int64, err error) {
+	var cpusText, memText string
+	for _, f := range strings.Fields(s) {
+		switch k, v, _ := strings.Cut(f, "="); k {
+		case "cpus":
+			cpusText = v
+		case "mem":
+			memText = v
+		default:
+			return 0, 0, fmt.Errorf("%q: want \"cpus=N mem=SIZE|unlimited\"", s)
+		}
+	}
+	if cpus, err = strconv.ParseFloat(cpusText, 64); err != nil || !(cpus > 0) {
+		return 0, 0, fmt.Errorf("%q: cpus=%q is not a positive number", s, cpusText)
+	}
+	if memText == "" || memText == "unlimited" {
+		return cpus, 0, nil
+	}
+	if mem, err = runner.ParseBytes(memText); err != nil {
+		return 0, 0, fmt.Errorf("%q: mem: %w", s, err)
+	}
+	return cpus, mem, nil
 }
