@@ -96,7 +96,7 @@ func TestAnchor_DefaultPoint(t *testing.T) {
 // Our seeds 1–20 must average within ±15% of each (the standard error of a
 // 20-seed mean is about 2.8 h, 8%), and fair/tune within ±15% of 2.63.
 // A unit slip in durations, a wrong iteration time or class split moves
-// these far outside the band. About 20 simulations: skipped with -short.
+// these far outside the band. 40 simulations (20–35 s): skipped with -short.
 func TestAnchor_MatchesOriginalGenerator(t *testing.T) {
 	if testing.Short() {
 		t.Skip("20 seeds × fair and tune at the anchor point: skipped with -short")
