@@ -438,7 +438,13 @@ func chooseOverlap(lims []limObs) bool {
 	sse := func(overlap bool) (float64, int) {
 		var total float64
 		groups := 0
-		for _, os := range byMem {
+		mems := make([]int64, 0, len(byMem))
+		for m := range byMem {
+			mems = append(mems, m)
+		}
+		sort.Slice(mems, func(i, j int) bool { return mems[i] < mems[j] }) // sums in a fixed order
+		for _, m := range mems {
+			os := byMem[m]
 			distinct := false
 			for _, o := range os[1:] {
 				distinct = distinct || o.n != os[0].n || math.Abs(o.pc-os[0].pc) > 0.05*os[0].pc
