@@ -469,3 +469,21 @@ func TestFit_OverlapChosenByCrossCells(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkFill: one fit and 30 predictions of a 6 × 5 grid from 10
+// measured cells with a cross cell (the overlap test runs), as the
+// profiler does after every point.
+func BenchmarkFill(b *testing.B) {
+	tr := truth{g: 700, perCore: 400, d: 256 * mib, files: 175, bw: 40e6, alpha: 2, anon: 16 * mib, serial: true}
+	cpus := []float64{0.25, 0.5, 0.75, 1, 1.5, 2}
+	mems := []int64{64 * mib, 128 * mib, 192 * mib, 320 * mib, 0}
+	base := profileOf(tr, cpus, mems, [][2]float64{{0.25, 0}, {0.75, 0}, {1, 0}, {2, 0},
+		{1, 64 * mib}, {1, 128 * mib}, {1, 192 * mib}, {1, 320 * mib}, {0.25, 128 * mib}, {0.5, 192 * mib}})
+	for b.Loop() {
+		p := *base
+		p.Cells = append([]Cell(nil), base.Cells...)
+		if err := Fill(&p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
