@@ -10,10 +10,11 @@ mkdir -p "$work"
 make -s build
 gen() { [ -d "$work/data-$1" ] || bin/synthtrain gen --dir "$work/data-$1" --bytes "$2" --preset "$1" --seed 1 >/dev/null; }
 prof() { local name=$1; shift; rm -rf "$work/$name.json" "$work/$name.logs" "$work/$name.timeline"
-  bin/synergy profile --strategy axes --stall-breakdown=false --out "$work/$name.json" "$@" >/dev/null; }
+  bin/synergy profile --strategy axes --stall-breakdown=false --out "$work/$name.json" "$@" >"$work/$name.txt" 2>&1 \
+    || { echo "synergy profile failed; see $work/$name.txt" >&2; exit 1; }; }
 cell() { python3 -c 'import json,sys
 p=json.load(open(sys.argv[1])); c=float(sys.argv[2]); m=int(sys.argv[3])
-print([x for x in p["cells"] if x["cpus"]==c and x["mem_limit_bytes"]==m][0]["samples_per_s"])' "$@"; }
+print(round([x for x in p["cells"] if x["cpus"]==c and x["mem_limit_bytes"]==m][0]["samples_per_s"], 1))' "$@"; }
 fail=0
 check() { if python3 -c "import sys; sys.exit(0 if $2 else 1)"; then echo "PASS $1"; else echo "FAIL $1"; fail=1; fi; }
 
@@ -32,6 +33,6 @@ gen language 32MiB
 prof language --cpus 0.5,1,2 --mem-limits 16MiB,64MiB -b 64 --disk-read-bps 40MB --data "$work/data-language" --max-iterations 150 -- bin/synthtrain --preset language
 read -r lo hi < <(python3 -c 'import json,sys
 v=[c["samples_per_s"] for c in json.load(open(sys.argv[1]))["cells"] if c["measured"]]
-print(min(v), max(v))' "$work/language.json")
+print(round(min(v), 1), round(max(v), 1))' "$work/language.json")
 check "language: measured cells within 5% ($lo .. $hi samples/s)" "$hi <= 1.05 * $lo"
 exit $fail
