@@ -132,7 +132,7 @@ func fitCells(p *Profile, cells []Cell) (*Fitted, error) {
 	type obs struct{ x, v, ci float64 }
 	byCPU := map[float64][]obs{}
 	for _, c := range cells {
-		if c.Failure == nil && Unlimited(c.MemLimitBytes) {
+		if c.Failure == nil && (Unlimited(c.MemLimitBytes) || f.cpuSaturated(c)) {
 			byCPU[c.CPUs] = append(byCPU[c.CPUs], obs{c.CPUs, c.SamplesPerS, c.SamplesPerSCI95})
 		}
 	}
@@ -155,7 +155,11 @@ func fitCells(p *Profile, cells []Cell) (*Fitted, error) {
 		f.cpu = append(f.cpu, k)
 	}
 	sort.Slice(f.cpu, func(i, j int) bool { return f.cpu[i].cpus < f.cpu[j].cpus })
-	fitConcaveMonotone(f.cpu)
+	// The origin bounds the curve below the first point but does not
+	// constrain the fit: under a CFS quota a fraction of a core often runs
+	// the loader below its per-core rate, so the measured curve may bend up
+	// at first.
+	fitConcaveMonotone(f.cpu[1:])
 
 	// G: the step-only run's rate when there is one, else the rate with no
 	// data wait, v / (1 − data_wait_fraction), the median over the cells
@@ -203,7 +207,7 @@ func (f *Fitted) fitFetch(p *Profile, cells []Cell) {
 			n = c.Stats.Workers
 		}
 		lims = append(lims, limObs{mem: c.MemLimitBytes, x: c.SamplesPerS, xci: c.SamplesPerSCI95, pc: pc, pcCI: pcCI, n: n, tol: tol,
-			fetchBind: c.SamplesPerS < pc*(1-tol)})
+			fetchBind: c.SamplesPerS < pc*(1-tol) && !f.cpuSaturated(c)})
 	}
 	f.overlap = chooseOverlap(lims)
 	// The fetch-bound rate behind each observation, under the chosen
@@ -365,6 +369,32 @@ type limObs struct {
 	n         int     // loader workers
 	tol       float64 // relative shortfall below pc that counts as fetch-bound
 	fetchBind bool
+}
+
+// saturatedFrac is the share of its usable cores (min(cpus, workers)) a
+// cell must have used on average to count as CPU-bound.
+const saturatedFrac = 0.9
+
+// cpuSaturated reports whether a measured cell used (nearly) all the cores
+// it could: then preprocessing bound it, whatever its memory limit, so it
+// measures P(c) and says nothing about the fetch. Unknown (no CPU figures)
+// is false.
+func (f *Fitted) cpuSaturated(c Cell) bool {
+	if c.Stats == nil || c.Failure != nil {
+		return false
+	}
+	cores := c.Stats.CPUCoresMean
+	if cores <= 0 && c.Stats.WallSeconds > 0 {
+		cores = c.Stats.CPUUsageSeconds / c.Stats.WallSeconds
+	}
+	if cores <= 0 {
+		return false
+	}
+	n := f.workersFor(c.CPUs)
+	if c.Stats.Workers > 0 {
+		n = c.Stats.Workers
+	}
+	return cores >= saturatedFrac*math.Min(c.CPUs, float64(n))
 }
 
 // workersFor is the profiler's rule: ceil(cpus / gpus), at least 1.

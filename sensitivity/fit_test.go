@@ -487,3 +487,54 @@ func BenchmarkFill(b *testing.B) {
 		}
 	}
 }
+
+func TestFit_CPUSaturatedCellIsACPUPointNotAFetchBound(t *testing.T) {
+	// image-like: reads are fast (F0 = 1.4e9 / 91 KiB ≈ 15000/s). A limited
+	// cell 10% below the unlimited one at 2 CPUs that used all its cores is
+	// CPU noise, not a fetch bound: it must not drag F0 down to 400 (which
+	// would predict ≈ 400 at every limit ≤ 256 MiB), and it joins P(2).
+	img := truth{g: 3000, perCore: 220, d: 96 * mib, files: 1100, bw: 1.4e9, alpha: 1}
+	p := profileOf(img, []float64{1, 2}, []int64{224 * mib, 256 * mib, 0}, [][2]float64{{1, 0}, {2, 0}})
+	sat := func(c float64, v float64, cores float64) Cell {
+		return Cell{CPUs: c, MemLimitBytes: 256 * mib, Measured: true, Phase: PhaseMemory, SamplesPerS: v, SamplesPerSCI95: v * 0.01,
+			Stats: &PointStats{Workers: int(math.Ceil(c)), CPUCoresMean: cores, MetricsSource: MetricsStream, DataWaitFraction: 0.9}}
+	}
+	tests := []struct {
+		name      string
+		cell      Cell
+		wantFetch bool
+		want224   float64 // Predict(2, 224MiB)
+	}{
+		// 1.95 of 2 cores used: CPU-bound. P(2) becomes the mean of 440 and
+		// 396 (equal relative weights) = 418, at every limit.
+		{"saturated", sat(2, 396, 1.95), false, 418},
+		// 0.3 of 2 cores: a real fetch bound at 256 MiB, which caps F at
+		// every limit up to it: (2, 224MiB) = min(P(2) = 440, 396) = 396.
+		{"not saturated", sat(2, 396, 0.3), true, 396},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := *p
+			q.Cells = append([]Cell(nil), p.Cells...)
+			q.SetCell(tt.cell)
+			f, err := FitProfile(&q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.fetchObservation > 0; got != tt.wantFetch {
+				t.Errorf("fetch-bound observations %d, want any = %v", f.fetchObservation, tt.wantFetch)
+			}
+			if !tt.wantFetch {
+				if got, _ := f.Predict(2, 0); math.Abs(got-418) > 1 {
+					t.Errorf("P(2) = %v, want 418 (the mean of 440 and 396, equal weights)", got)
+				}
+				if f.f0SamplesPerS < 10000 {
+					t.Errorf("F0 dragged to %v by a CPU-bound cell", f.f0SamplesPerS)
+				}
+			}
+			if got, _ := f.Predict(2, 224*mib); math.Abs(got-tt.want224) > 1 {
+				t.Errorf("Predict(2, 224MiB) = %v, want %v", got, tt.want224)
+			}
+		})
+	}
+}
