@@ -5,12 +5,14 @@
 # unlimited). For each preset it prints the wall time of each profile, the
 # points each measured, the optimistic profile's MAPE and worst cell against
 # the grid on the cells it did not measure, and the MinIO formula's MAPE on
-# the same cells (`synergy matrix diff --json`).
+# the same cells (`synergy matrix diff --json`); "repeat%" is how far the two
+# profiles' measurements of the cells both measured differ: the run-to-run
+# noise under any prediction error.
 #
 # Usage: scripts/compare-strategies.sh [OUTDIR] [PRESET...]
 #   OUTDIR defaults to /tmp/synergy-compare; presets to image audio language.
-# Environment: CPUS (default 0.25,0.5,0.75,1,1.5,2), MAX_ITER (150),
-#   POINT_TIMEOUT (90s), BUDGET (10), and per preset SIZE_<preset>,
+# Environment: CPUS (default 0.25,0.5,0.75,1,1.5,2), MAX_ITER (60),
+#   POINT_TIMEOUT (40s), BUDGET (10), and per preset SIZE_<preset>,
 #   MEM_<preset>, READ_<preset> (dataset size, memory limits, read limit).
 # Needs root (cgroups, page-cache eviction) and a quiet machine: other load
 # skews CPU points; it takes tens of minutes (a grid is 30 points a preset).
@@ -21,17 +23,17 @@ shift || true
 presets=("${@:-}")
 [[ $# -eq 0 ]] && presets=(image audio language)
 cpus=${CPUS:-0.25,0.5,0.75,1,1.5,2}
-max_iter=${MAX_ITER:-150}
-point_timeout=${POINT_TIMEOUT:-90s}
+max_iter=${MAX_ITER:-60}
+point_timeout=${POINT_TIMEOUT:-40s}
 budget=${BUDGET:-10}
 
 # Datasets and memory limits: four limits around the dataset size, above the
 # job's own anonymous memory (image decodes into ~190 MiB at 2 workers).
-declare -A size=([image]=${SIZE_image:-96MiB} [audio]=${SIZE_audio:-256MiB} [language]=${SIZE_language:-32MiB})
+declare -A size=([image]=${SIZE_image:-96MiB} [audio]=${SIZE_audio:-192MiB} [language]=${SIZE_language:-32MiB})
 declare -A mems=([image]=${MEM_image:-224MiB,256MiB,288MiB,384MiB}
-	[audio]=${MEM_audio:-64MiB,128MiB,192MiB,320MiB}
+	[audio]=${MEM_audio:-48MiB,96MiB,144MiB,256MiB}
 	[language]=${MEM_language:-16MiB,24MiB,40MiB,64MiB})
-declare -A readlim=([image]=${READ_image:-} [audio]=${READ_audio:-40MB} [language]=${READ_language:-})
+declare -A readlim=([image]=${READ_image:-} [audio]=${READ_audio:-80MB} [language]=${READ_language:-})
 
 mkdir -p "$out"
 bin=$out/bin
@@ -63,7 +65,7 @@ profile() { # preset strategy -> wall seconds on stdout
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", b - a }'
 }
 
-printf '%-9s %9s %9s %6s %6s %10s %10s %22s\n' preset grid_s opt_s grid_n opt_n "opt MAPE%" "MinIO MAPE%" "worst cell (err%)"
+printf '%-9s %7s %7s %6s %6s %9s %11s %9s %22s\n' preset grid_s opt_s grid_n opt_n "opt MAPE%" "MinIO MAPE%" "repeat%" "worst cell (err%)"
 for preset in "${presets[@]}"; do
 	"$bin/synthtrain" gen --preset "$preset" --bytes "${size[$preset]}" --dir "$out/data-$preset" --seed 1 >/dev/null
 	tg=$(profile "$preset" grid) || continue
@@ -76,7 +78,8 @@ for preset in "${presets[@]}"; do
 	worst=$(num worst_err_pct <"$out/$preset-diff.json")
 	wc=$(num worst_cpus <"$out/$preset-diff.json")
 	wm=$(num worst_mem_limit_bytes <"$out/$preset-diff.json")
-	printf '%-9s %9s %9s %6s %6s %10.2f %10.2f %22s\n' "$preset" "$tg" "$to" "$ng" "$no" "$mape" "$base" \
+	rep=$(num repeat_mape_pct <"$out/$preset-diff.json")
+	printf '%-9s %7s %7s %6s %6s %9.2f %11.2f %9.2f %22s\n' "$preset" "$tg" "$to" "$ng" "$no" "$mape" "$base" "$rep" \
 		"$(awk -v c="$wc" -v m="$wm" -v e="$worst" 'BEGIN { printf "%g cpu %s: %.1f", c, (m == 0 ? "unl" : sprintf("%dMiB", m / 1048576)), e }')"
 done
 echo "profiles, diffs and logs in $out; grid vs optimistic per cell: $bin/synergy matrix diff $out/PRESET-optimistic.json $out/PRESET-grid.json"

@@ -47,6 +47,11 @@ type Comparison struct {
 	// AllMAPEPct is the MAPE over every common cell with B non-zero,
 	// measured by A or not.
 	AllMAPEPct float64 `json:"all_mape_pct"`
+	// RepeatMAPEPct is the MAPE over the cells both measured (BothMeasured
+	// of them): how far two measurements of the same cell differ, the floor
+	// under any prediction's error.
+	RepeatMAPEPct float64 `json:"repeat_mape_pct"`
+	BothMeasured  int     `json:"both_measured_cells"`
 }
 
 // Compare compares a with the reference b cell by cell on their common
@@ -74,6 +79,10 @@ func Compare(a, b *Profile) (*Comparison, error) {
 				e := (bv - d.B) / d.B * 100
 				d.BaselinePct = &e
 			}
+			if ca.Measured && cb.Measured && d.B > 0 {
+				cmp.BothMeasured++
+				cmp.RepeatMAPEPct += math.Abs(d.DiffPct)
+			}
 			if !ca.Measured && d.B > 0 {
 				cmp.Scored++
 				e := math.Abs(d.DiffPct)
@@ -100,6 +109,9 @@ func Compare(a, b *Profile) (*Comparison, error) {
 	}
 	if all > 0 {
 		cmp.AllMAPEPct /= float64(all)
+	}
+	if cmp.BothMeasured > 0 {
+		cmp.RepeatMAPEPct /= float64(cmp.BothMeasured)
 	}
 	return cmp, nil
 }

@@ -42,6 +42,10 @@ func TestCompare_ScoresOnlyCellsAPredicted(t *testing.T) {
 			t.Errorf("a cell both measured identically differs: %+v", d)
 		}
 	}
+	// the 6 cells both measured agree exactly
+	if cmp.BothMeasured != 6 || cmp.RepeatMAPEPct != 0 {
+		t.Errorf("both measured %d, repeat MAPE %v; want 6 and 0", cmp.BothMeasured, cmp.RepeatMAPEPct)
+	}
 	// against itself: zero error, nothing scored
 	self, _ := Compare(ref, ref)
 	if self.Scored != 0 || self.AllMAPEPct != 0 {

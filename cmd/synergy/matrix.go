@@ -260,6 +260,9 @@ func printDiff(w io.Writer, a *sensitivity.Profile, cmp *sensitivity.Comparison,
 	if cmp.BaselineCells > 0 {
 		fmt.Fprintf(w, "%s (from A's measured cells) on %d of them: MAPE %.2f%%\n", cmp.BaselineName, cmp.BaselineCells, cmp.BaselineMAPEPct)
 	}
+	if cmp.BothMeasured > 0 {
+		fmt.Fprintf(w, "cells both measured (%d): they differ by %.2f%% on average (run-to-run noise)\n", cmp.BothMeasured, cmp.RepeatMAPEPct)
+	}
 	return nil
 }
 
