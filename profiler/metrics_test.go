@@ -107,7 +107,16 @@ func TestEstimate_BatchMeans(t *testing.T) {
 		t.Errorf("samples/s = %v, want 66.67", e.SamplesPerS)
 	}
 	if short := estimate(its[:10]); short.Batches != 0 || !math.IsInf(short.RelHalfWidth(), 1) {
-		t.Errorf("9 durations give no interval, got %+v", short)
+		t.Errorf("9 durations give no interval to stop on, got %+v", short)
+	}
+	// ...but the recorded half-width is not 0: 9 iterations alternate at
+	// 100 and 50 samples/s (4 of each, then 100): sd 26.35 → t(8) × sd / 3 =
+	// 2.306 × 26.35 / 3 = 20.25.
+	if short := estimate(its[:10]); math.Abs(short.HalfWidth-20.25) > 0.05 {
+		t.Errorf("short run half-width = %.3f, want 20.25", short.HalfWidth)
+	}
+	if two := estimate(its[:3]); two.HalfWidth != two.SamplesPerS {
+		t.Errorf("2 iterations: half-width %v, want the whole estimate %v (spread unknown)", two.HalfWidth, two.SamplesPerS)
 	}
 }
 

@@ -54,6 +54,11 @@ func estimate(iters []Iteration) Estimate {
 		k = maxBatches
 	}
 	if k < minBatches {
+		// Too few iterations for batch means (a point cut short by its
+		// time cap): the interval is not known well enough to stop on, so
+		// Batches stays 0, but the recorded half-width must not claim
+		// precision: it comes from the spread of single iterations' rates.
+		e.HalfWidth = iterationHalfWidth(iters, e.SamplesPerS)
 		return e
 	}
 	per := n / k
@@ -80,6 +85,23 @@ func estimate(iters []Iteration) Estimate {
 	e.Batches = k
 	e.HalfWidth = tQuantile975(k-1) * sd / math.Sqrt(float64(k))
 	return e
+}
+
+// iterationHalfWidth is a 95% half-width from single iterations' rates
+// (Student t over n−1 degrees of freedom); with fewer than 3 iterations it
+// is the whole estimate (nothing is known about the spread).
+func iterationHalfWidth(iters []Iteration, est float64) float64 {
+	var rates []float64
+	for k := 1; k < len(iters); k++ {
+		if d := iters[k].TS - iters[k-1].TS; d > 0 {
+			rates = append(rates, float64(iters[k].Samples)/d)
+		}
+	}
+	if len(rates) < 3 {
+		return est
+	}
+	_, sd := meanSD(rates)
+	return math.Min(est, tQuantile975(len(rates)-1)*sd/math.Sqrt(float64(len(rates))))
 }
 
 func meanSD(xs []float64) (mean, sd float64) {
