@@ -345,7 +345,7 @@ func (s *PhillySource) Next() (*scheduler.Job, bool) {
 	if s.cfg.GavelDurations {
 		p.DurationS = gavelDurationS(s.rng)
 	}
-	class := s.nextClass()
+	class := nextClass(s.cfg.Split, s.count)
 	names := s.classes[class]
 	model := names[s.rr[class]%len(names)]
 	s.rr[class]++
@@ -360,25 +360,4 @@ func (s *PhillySource) Next() (*scheduler.Job, bool) {
 	}
 	s.id++
 	return j, true
-}
-
-// nextClass is the generator's rule (Synergy's ModelAssignment.OVERALL):
-// the class furthest below its share so far, ties in image, language,
-// speech order.
-func (s *PhillySource) nextClass() int {
-	total := s.count[0] + s.count[1] + s.count[2]
-	best, bestPri := -1, math.Inf(-1)
-	for k, p := range s.cfg.Split {
-		if p == 0 {
-			continue
-		}
-		pri := 0.0
-		if total > 0 {
-			pri = p/100 - float64(s.count[k])/float64(total)
-		}
-		if pri > bestPri {
-			best, bestPri = k, pri
-		}
-	}
-	return best
 }

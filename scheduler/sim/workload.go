@@ -234,7 +234,7 @@ func (g *Generator) Next() (*scheduler.Job, bool) {
 			j.Iterations = int64(durationS / j.IterSeconds)
 		}
 	} else {
-		class := g.nextClass()
+		class := nextClass(g.cfg.Split, g.count)
 		names := g.classes[class]
 		model := names[g.rr[class]%len(names)]
 		g.rr[class]++
@@ -265,17 +265,19 @@ func gavelDurationS(rng *rand.Rand) float64 {
 	return 60 * math.Pow(10, exp)
 }
 
-// nextClass picks the class furthest below its share so far.
-func (g *Generator) nextClass() int {
-	total := g.count[0] + g.count[1] + g.count[2]
+// nextClass is the generator's rule (Synergy's ModelAssignment.OVERALL):
+// the class (image, language, speech) furthest below its share of split
+// (percent) given the jobs of each class so far; ties go in that order.
+func nextClass(split [3]float64, count [3]int) int {
+	total := count[0] + count[1] + count[2]
 	best, bestPri := -1, math.Inf(-1)
-	for k, p := range g.cfg.Split {
+	for k, p := range split {
 		if p == 0 {
 			continue
 		}
 		pri := 0.0
 		if total > 0 {
-			pri = p/100 - float64(g.count[k])/float64(total)
+			pri = p/100 - float64(count[k])/float64(total)
 		}
 		if pri > bestPri {
 			best, bestPri = k, pri
