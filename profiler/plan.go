@@ -217,18 +217,27 @@ func planOptimistic(s *sweep) (point, bool) {
 			return mkPoint(best, all[i], sensitivity.PhaseMemory), true
 		}
 	}
-	// 5. Refine where the prediction is least certain, while any is
-	// uncertain by more than refineRelCI.
+	// 5. Refine, while any prediction is uncertain by more than
+	// refineRelCI: among those cells, the one whose measurement buys the
+	// most certainty per second. A point runs a set number of iterations,
+	// so its time goes as 1 / throughput; the score is the relative
+	// uncertainty times the predicted throughput (cost-aware sampling: a
+	// slow cell at a fraction of a core must be much less certain than a
+	// fast one to be worth its minutes).
 	s.finish()
 	var pick *sensitivity.Cell
-	score := refineRelCI
+	score := 0.0
 	for i := range s.prof.Cells {
 		c := &s.prof.Cells[i]
 		if c.Measured || c.SamplesPerS <= 0 {
 			continue
 		}
-		if r := c.SamplesPerSCI95 / c.SamplesPerS; r > score {
-			pick, score = c, r
+		r := c.SamplesPerSCI95 / c.SamplesPerS
+		if r <= refineRelCI {
+			continue
+		}
+		if v := r * c.SamplesPerS; v > score {
+			pick, score = c, v
 		}
 	}
 	if pick == nil {
