@@ -280,9 +280,7 @@ type PhillySource struct {
 	rng      *rand.Rand
 	id       int
 	last     float64
-	count    [3]int
-	rr       [3]int
-	classes  [3][]string
+	models   modelAssigner
 	matrices map[string]*sensitivity.Matrix
 }
 
@@ -303,14 +301,8 @@ func NewPhillySource(jobs []PhillyJob, cfg PhillyConfig) (*PhillySource, error) 
 		jobs = append([]PhillyJob(nil), jobs...)
 		sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].SubmittedS < jobs[b].SubmittedS })
 	}
-	s := &PhillySource{jobs: jobs, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x9411177)), matrices: map[string]*sensitivity.Matrix{}}
-	for _, m := range zoo.All() {
-		for k, c := range zoo.Classes() {
-			if m.Class == c {
-				s.classes[k] = append(s.classes[k], m.Name)
-			}
-		}
-	}
+	s := &PhillySource{jobs: jobs, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x9411177)),
+		models: newModelAssigner(), matrices: map[string]*sensitivity.Matrix{}}
 	return s, nil
 }
 
@@ -345,11 +337,7 @@ func (s *PhillySource) Next() (*scheduler.Job, bool) {
 	if s.cfg.GavelDurations {
 		p.DurationS = gavelDurationS(s.rng)
 	}
-	class := nextClass(s.cfg.Split, s.count)
-	names := s.classes[class]
-	model := names[s.rr[class]%len(names)]
-	s.rr[class]++
-	s.count[class]++
+	model := s.models.next(s.cfg.Split)
 	m, _ := zoo.Lookup(model)
 	j, err := ZooJob(s.id, model, arrival, int64(p.DurationS/m.IterSeconds), p.GPUs, s.matrices)
 	if err != nil {

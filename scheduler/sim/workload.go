@@ -162,9 +162,7 @@ type Generator struct {
 	rng      *rand.Rand
 	id       int
 	last     float64
-	count    [3]int
-	rr       [3]int
-	classes  [3][]string
+	models   modelAssigner
 	matrices map[string]*sensitivity.Matrix
 }
 
@@ -186,14 +184,8 @@ func NewCatalogGenerator(cfg GeneratorConfig, catalog *Catalog) (*Generator, err
 			return nil, fmt.Errorf("generator: models: %w", err)
 		}
 	}
-	g := &Generator{cfg: cfg, catalog: catalog, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed5eed)), matrices: map[string]*sensitivity.Matrix{}}
-	for _, m := range zoo.All() {
-		for k, c := range zoo.Classes() {
-			if m.Class == c {
-				g.classes[k] = append(g.classes[k], m.Name)
-			}
-		}
-	}
+	g := &Generator{cfg: cfg, catalog: catalog, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed5eed)),
+		models: newModelAssigner(), matrices: map[string]*sensitivity.Matrix{}}
 	return g, nil
 }
 
@@ -234,11 +226,7 @@ func (g *Generator) Next() (*scheduler.Job, bool) {
 			j.Iterations = int64(durationS / j.IterSeconds)
 		}
 	} else {
-		class := nextClass(g.cfg.Split, g.count)
-		names := g.classes[class]
-		model := names[g.rr[class]%len(names)]
-		g.rr[class]++
-		g.count[class]++
+		model := g.models.next(g.cfg.Split)
 		m, _ := zoo.Lookup(model)
 		j, err = ZooJob(g.id, model, g.last, int64(durationS/m.IterSeconds), gpus, g.matrices)
 	}
@@ -265,11 +253,40 @@ func gavelDurationS(rng *rand.Rand) float64 {
 	return 60 * math.Pow(10, exp)
 }
 
-// nextClass is the generator's rule (Synergy's ModelAssignment.OVERALL):
-// the class (image, language, speech) furthest below its share of split
-// (percent) given the jobs of each class so far; ties go in that order.
-func nextClass(split [3]float64, count [3]int) int {
-	total := count[0] + count[1] + count[2]
+// modelAssigner gives jobs zoo models as Synergy's generator does
+// (ModelAssignment.OVERALL): the class (image, language, speech) furthest
+// below its share of the split so far, ties in that order, then the
+// class's models round-robin.
+type modelAssigner struct {
+	classes [3][]string // zoo model names per class
+	count   [3]int      // jobs given each class so far
+	rr      [3]int      // round-robin position within each class
+}
+
+func newModelAssigner() modelAssigner {
+	var a modelAssigner
+	for _, m := range zoo.All() {
+		for k, c := range zoo.Classes() {
+			if m.Class == c {
+				a.classes[k] = append(a.classes[k], m.Name)
+			}
+		}
+	}
+	return a
+}
+
+// next returns the next job's model for a split in percent.
+func (a *modelAssigner) next(split [3]float64) string {
+	class := a.nextClass(split)
+	names := a.classes[class]
+	model := names[a.rr[class]%len(names)]
+	a.rr[class]++
+	a.count[class]++
+	return model
+}
+
+func (a *modelAssigner) nextClass(split [3]float64) int {
+	total := a.count[0] + a.count[1] + a.count[2]
 	best, bestPri := -1, math.Inf(-1)
 	for k, p := range split {
 		if p == 0 {
@@ -277,7 +294,7 @@ func nextClass(split [3]float64, count [3]int) int {
 		}
 		pri := 0.0
 		if total > 0 {
-			pri = p/100 - float64(count[k])/float64(total)
+			pri = p/100 - float64(a.count[k])/float64(total)
 		}
 		if pri > bestPri {
 			best, bestPri = k, pri
