@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -120,22 +121,13 @@ func (s *sweep) addHealth(h sample.Health) {
 		}
 		r.Samples += h.Samples
 		for _, e := range h.Errors {
-			if len(r.Errors) < sample.MaxDistinctErrors && !contains(r.Errors, e) {
+			if len(r.Errors) < sample.MaxDistinctErrors && !slices.Contains(r.Errors, e) {
 				r.Errors = append(r.Errors, e)
 			}
 		}
 		return
 	}
 	s.prof.Samplers = append(s.prof.Samplers, sensitivity.SamplerRun{Name: h.Name, Samples: h.Samples, Errors: append([]string(nil), h.Errors...)})
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // keepMetrics copies a point's metrics stream next to its samples.

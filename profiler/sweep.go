@@ -225,14 +225,22 @@ func (s *sweep) scanDataset() error {
 	if s.cfg.DataDir == "" {
 		return nil
 	}
-	st, err := os.Stat(s.cfg.DataDir)
+	var err error
+	s.datasetBytes, s.datasetFiles, err = DatasetSize(s.cfg.DataDir)
+	return err
+}
+
+// DatasetSize returns the bytes and number of regular files under dir.
+// Errors name the --data setting.
+func DatasetSize(dir string) (bytes int64, files int, err error) {
+	st, err := os.Stat(dir)
 	if err != nil {
-		return fmt.Errorf("data: %w", err)
+		return 0, 0, fmt.Errorf("data: %w", err)
 	}
 	if !st.IsDir() {
-		return fmt.Errorf("data: %s is not a directory", s.cfg.DataDir)
+		return 0, 0, fmt.Errorf("data: %s is not a directory", dir)
 	}
-	return filepath.WalkDir(s.cfg.DataDir, func(path string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("data: %w", err)
 		}
@@ -241,11 +249,12 @@ func (s *sweep) scanDataset() error {
 			if err != nil {
 				return fmt.Errorf("data: %w", err)
 			}
-			s.datasetBytes += info.Size()
-			s.datasetFiles++
+			bytes += info.Size()
+			files++
 		}
 		return nil
 	})
+	return bytes, files, err
 }
 
 // runStepOnly measures the job with --synthetic-data at the most CPUs:

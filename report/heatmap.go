@@ -157,12 +157,35 @@ func Heatmap(w io.Writer, format string, p *sensitivity.Profile, title string) e
 	pl.X.Min, pl.X.Max = -0.5, float64(len(p.Axes.MemLimitBytes))-0.5
 	pl.Y.Min, pl.Y.Max = -0.5, float64(len(p.Axes.CPUs))-0.5
 
+	return writePlot(w, pl, format, "heatmap")
+}
+
+// writePlot renders pl at the report size in format to w; errors say what
+// was being drawn.
+func writePlot(w io.Writer, pl *gplot.Plot, format, what string) error {
 	wt, err := pl.WriterTo(Width, Height, format)
 	if err != nil {
-		return fmt.Errorf("heatmap: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	if _, err := wt.WriteTo(w); err != nil {
-		return fmt.Errorf("heatmap: write: %w", err)
+		return fmt.Errorf("%s: write: %w", what, err)
+	}
+	return nil
+}
+
+// saveAtomic draws to path in the format of its extension, through a
+// temporary file so a reader never sees half a figure.
+func saveAtomic(path, what string, draw func(w io.Writer, format string) error) error {
+	format, err := FormatOf(path)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	if err := draw(&b, format); err != nil {
+		return err
+	}
+	if err := sensitivity.WriteFileAtomic(path, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("%s %s: %w", what, path, err)
 	}
 	return nil
 }
@@ -188,16 +211,5 @@ func FormatOf(path string) (string, error) {
 // SaveHeatmap writes the heatmap to path in the format of its extension,
 // through a temporary file so a reader never sees half a figure.
 func SaveHeatmap(path string, p *sensitivity.Profile, title string) error {
-	format, err := FormatOf(path)
-	if err != nil {
-		return err
-	}
-	var b strings.Builder
-	if err := Heatmap(&b, format, p, title); err != nil {
-		return err
-	}
-	if err := sensitivity.WriteFileAtomic(path, []byte(b.String()), 0o644); err != nil {
-		return fmt.Errorf("heatmap %s: %w", path, err)
-	}
-	return nil
+	return saveAtomic(path, "heatmap", func(w io.Writer, format string) error { return Heatmap(w, format, p, title) })
 }

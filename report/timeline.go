@@ -16,8 +16,6 @@ import (
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-
-	"github.com/synergy-sched/synergy/sensitivity"
 )
 
 // Series of a point's timeline, in percent over seconds since the start.
@@ -213,25 +211,10 @@ func Timeline(w io.Writer, format string, d *TimelineData, title string) error {
 	}
 	pl.Legend.Top = true
 	pl.Y.Min, pl.Y.Max = 0, top*1.35
-	wt, err := pl.WriterTo(Width, Height, format)
-	if err != nil {
-		return fmt.Errorf("timeline: %w", err)
-	}
-	if _, err := wt.WriteTo(w); err != nil {
-		return fmt.Errorf("timeline: write: %w", err)
-	}
-	return nil
+	return writePlot(w, pl, format, "timeline")
 }
 
 // SaveTimeline draws a point's timeline to path (.png or .svg).
 func SaveTimeline(path string, d *TimelineData, title string) error {
-	format, err := FormatOf(path)
-	if err != nil {
-		return err
-	}
-	var b strings.Builder
-	if err := Timeline(&b, format, d, title); err != nil {
-		return err
-	}
-	return sensitivity.WriteFileAtomic(path, []byte(b.String()), 0o644)
+	return saveAtomic(path, "timeline", func(w io.Writer, format string) error { return Timeline(w, format, d, title) })
 }

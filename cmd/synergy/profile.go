@@ -305,7 +305,7 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 		}
 	}
 	if len(cfg.MemLimits) == 0 && cfg.DataDir != "" {
-		ds, err := dirBytes(cfg.DataDir)
+		ds, _, err := profiler.DatasetSize(cfg.DataDir)
 		if err != nil {
 			return fmt.Errorf("--%s: %w", flagData, err)
 		}
@@ -360,24 +360,6 @@ func parseFloatList(s string) ([]float64, error) {
 		return nil, errors.New("no values given")
 	}
 	return out, nil
-}
-
-func dirBytes(dir string) (int64, error) {
-	var n int64
-	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type().IsRegular() {
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			n += info.Size()
-		}
-		return nil
-	})
-	return n, err
 }
 
 func isTerminal(f *os.File) bool {
