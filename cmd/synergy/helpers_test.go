@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,4 +101,17 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(built.dir)
 	}
 	os.Exit(code)
+}
+
+// runCLI runs the synergy command line in this process (args without the
+// program name) and returns what it wrote through the command's writer and
+// error writer. Commands must print through c.Root().Writer and ErrWriter
+// for their output to be seen here.
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	app := newApp()
+	var out, errOut bytes.Buffer
+	app.Writer, app.ErrWriter = &out, &errOut
+	err = app.Run(context.Background(), append([]string{"synergy"}, args...))
+	return out.String(), errOut.String(), err
 }

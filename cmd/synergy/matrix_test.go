@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -47,11 +46,8 @@ func matrixProfile(t *testing.T, dir, name string, validate bool) string {
 
 func runMatrix(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	app := newApp()
-	var out, errOut bytes.Buffer
-	app.Writer, app.ErrWriter = &out, &errOut
-	err := app.Run(context.Background(), append([]string{"synergy", "matrix"}, args...))
-	return out.String(), err
+	out, _, err := runCLI(t, append([]string{"matrix"}, args...)...)
+	return out, err
 }
 
 func TestMatrix_BadInputNamesTheFlagOrField(t *testing.T) {
