@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -179,5 +180,70 @@ func TestMatrix_ExportFormats(t *testing.T) {
 	}
 	if _, err := sensitivity.ParseK8s(strings.NewReader(k)); err != nil {
 		t.Errorf("k8s output: %v\n%s", err, k)
+	}
+}
+
+var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// TestMatrix_OutputsGolden pins every matrix subcommand's output, byte for
+// byte, on the test profiles (temporary paths read as DIR). Run with
+// -update to rewrite testdata/matrix_*.golden after a deliberate change.
+func TestMatrix_OutputsGolden(t *testing.T) {
+	dir := t.TempDir()
+	a := matrixProfile(t, dir, "a.json", false)
+	b := matrixProfile(t, dir, "b.json", true)
+	v1 := filepath.Join(dir, "v1.json")
+	raw, err := os.ReadFile(goldenProfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(v1, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"show_a", []string{"show", a}},
+		{"show_b", []string{"show", b}},
+		{"show_v1", []string{"show", v1}},
+		{"diff_ab", []string{"diff", a, b}},
+		{"diff_ab_json", []string{"diff", "--json", a, b}},
+		{"diff_v1a", []string{"diff", v1, a}},
+		{"validate_b", []string{"validate", b}},
+		{"validate_b_json", []string{"validate", "--json", b}},
+		{"validate_a_holdout1", []string{"validate", "--holdout", "1", a}},
+		{"validate_a_holdout2_json", []string{"validate", "--holdout", "2", "--json", a}},
+		{"validate_v1_holdout1", []string{"validate", "--holdout", "1", v1}},
+		{"export_a_synergy-grid", []string{"export", "--format", "synergy-grid", "--server-cpus", "2", "--server-mem", "1GB", "--server-gpus", "1", a}},
+		{"export_b_gavel", []string{"export", "--format", "gavel", "--server-cpus", "4", "--server-mem", "2GB", "--server-gpus", "2", b}},
+		{"export_a_slurm", []string{"export", "--format", "slurm", a}},
+		{"export_b_k8s", []string{"export", "--format", "k8s", b}},
+		{"export_v1_synergy-grid", []string{"export", "--format", "synergy-grid", v1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			stdout, stderr, err := runCLI(t, append([]string{"matrix"}, c.args...)...)
+			if err != nil {
+				t.Fatalf("%v: %v", c.args, err)
+			}
+			got := strings.ReplaceAll("stdout:\n"+stdout+"stderr:\n"+stderr, dir, "DIR")
+			path := filepath.Join("testdata", "matrix_"+c.name+".golden")
+			if *updateGolden {
+				if err := os.MkdirAll("testdata", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("matrix %v differs from %s:\n--- got\n%s\n--- want\n%s", c.args, path, got, want)
+			}
+		})
 	}
 }
