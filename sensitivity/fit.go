@@ -112,9 +112,41 @@ func fitCells(p *Profile, cells []Cell) (*Fitted, error) {
 	return f, nil
 }
 
-// fitFetch calibrates F(m) on the limited-memory cells.
+// fitFetch calibrates F(m) on the limited-memory cells, phase by phase:
+// observe the limited cells, choose how the CPU and fetch terms combine,
+// record the rates observed per limit; then, with the dataset known,
+// calibrate F0, the hit curve's knots and shape, and raise the curve to
+// the lower bounds the non-binding cells set.
 func (f *Fitted) fitFetch(p *Profile, cells []Cell) {
 	f.alpha = 1
+	lims := f.limitedObservations(cells)
+	f.overlap = chooseOverlap(lims)
+	f.fetchBoundRates(lims)
+	f.caps = fetchCaps(lims)
+	if p.Host.DatasetBytes <= 0 || p.Host.DatasetFiles <= 0 {
+		f.fitMemDirect(lims)
+		return
+	}
+	f.fetch = true
+	f.setDataset(p.Host)
+	if !f.calibrateF0(lims) {
+		f.fetch = false // neither a bandwidth nor a fetch-bound cell: F does not bind
+		return
+	}
+	f.hKnots = f.observedHitKnots(lims)
+	if a, ok := fitAlpha(f.hKnots); ok {
+		f.alpha = a
+	}
+	f.addLowerBounds(lims)
+	// Knots at the same fraction (a bound beside an observation) merge.
+	f.hKnots = mergeSameFrac(f.hKnots)
+	isotonicH(f.hKnots)
+}
+
+// limitedObservations returns the successful limited-memory cells above
+// any OOM-killed limit, each with the CPU curve at its CPUs and whether
+// the fetch bound it.
+func (f *Fitted) limitedObservations(cells []Cell) []limObs {
 	var lims []limObs
 	for _, c := range cells {
 		if c.Failure != nil || Unlimited(c.MemLimitBytes) {
@@ -133,9 +165,13 @@ func (f *Fitted) fitFetch(p *Profile, cells []Cell) {
 		lims = append(lims, limObs{mem: c.MemLimitBytes, x: c.SamplesPerS, xci: c.SamplesPerSCI95, pc: pc, pcCI: pcCI, n: n, tol: tol,
 			fetchBind: c.SamplesPerS < pc*(1-tol) && !f.cpuSaturated(c)})
 	}
-	f.overlap = chooseOverlap(lims)
-	// The fetch-bound rate behind each observation, under the chosen
-	// combination.
+	return lims
+}
+
+// fetchBoundRates sets each observation's fetch-bound rate (v ± ci) under
+// the chosen combination: the measured rate under min, the rate MVA
+// inverts to under overlap.
+func (f *Fitted) fetchBoundRates(lims []limObs) {
 	for i := range lims {
 		o := &lims[i]
 		o.v, o.ci = o.x, o.xci
@@ -147,7 +183,11 @@ func (f *Fitted) fitFetch(p *Profile, cells []Cell) {
 			}
 		}
 	}
+}
 
+// fetchCaps returns the fetch-bound rates observed per limit (weighted by
+// 1 / relative CI²), ascending in the limit.
+func fetchCaps(lims []limObs) []xy {
 	capAcc := map[int64]*xy{}
 	capW := map[int64]float64{}
 	for _, o := range lims {
@@ -164,41 +204,50 @@ func (f *Fitted) fitFetch(p *Profile, cells []Cell) {
 		a.ci += w * o.ci
 		capW[o.mem] += w
 	}
+	var caps []xy
 	for m, a := range capAcc {
 		a.v /= capW[m]
 		a.ci /= capW[m]
-		f.caps = append(f.caps, *a)
+		caps = append(caps, *a)
 	}
-	sort.Slice(f.caps, func(i, j int) bool { return f.caps[i].x < f.caps[j].x })
+	sort.Slice(caps, func(i, j int) bool { return caps[i].x < caps[j].x })
+	return caps
+}
 
-	if p.Host.DatasetBytes <= 0 || p.Host.DatasetFiles <= 0 {
-		// No dataset: only what was observed, per limit.
-		for _, o := range lims {
-			if o.fetchBind && o.v > 0 {
-				f.memDirect = append(f.memDirect, xy{float64(o.mem), o.v, o.ci})
-				f.fetchObservation++
-			}
+// fitMemDirect keeps, with no dataset known, only what was observed: the
+// fetch-bound rates per limit.
+func (f *Fitted) fitMemDirect(lims []limObs) {
+	for _, o := range lims {
+		if o.fetchBind && o.v > 0 {
+			f.memDirect = append(f.memDirect, xy{float64(o.mem), o.v, o.ci})
+			f.fetchObservation++
 		}
-		sort.Slice(f.memDirect, func(i, j int) bool { return f.memDirect[i].x < f.memDirect[j].x })
-		return
 	}
-	f.fetch = true
-	f.datasetBytes = float64(p.Host.DatasetBytes)
-	f.bytesPerSample = f.datasetBytes / float64(p.Host.DatasetFiles)
+	sort.Slice(f.memDirect, func(i, j int) bool { return f.memDirect[i].x < f.memDirect[j].x })
+}
+
+// setDataset records the dataset's size, bytes per sample and the read
+// bandwidth (the throttle, else the measured cold read), and F0 = BW /
+// bytes_per_sample when the bandwidth is known.
+func (f *Fitted) setDataset(h HostInfo) {
+	f.datasetBytes = float64(h.DatasetBytes)
+	f.bytesPerSample = f.datasetBytes / float64(h.DatasetFiles)
 	switch {
-	case p.Host.ReadLimitBytesPS > 0:
-		f.bwBytesPerS = float64(p.Host.ReadLimitBytesPS)
-	case p.Host.ColdReadMBPerS > 0:
-		f.bwBytesPerS = p.Host.ColdReadMBPerS * 1e6
+	case h.ReadLimitBytesPS > 0:
+		f.bwBytesPerS = float64(h.ReadLimitBytesPS)
+	case h.ColdReadMBPerS > 0:
+		f.bwBytesPerS = h.ColdReadMBPerS * 1e6
 	}
 	if f.bwBytesPerS > 0 {
 		f.f0FromBW = f.bwBytesPerS / f.bytesPerSample
 	}
 	f.f0SamplesPerS = f.f0FromBW
+}
 
-	// F0 calibration: a fetch-bound cell slower than BW / bytes_per_sample
-	// says the effective bandwidth is lower (per-file overheads, a shared
-	// device): F0 is the slowest fetch-bound rate then.
+// calibrateF0 lowers F0 to the slowest fetch-bound rate where one is
+// slower than BW / bytes_per_sample: the effective bandwidth is lower then
+// (per-file overheads, a shared device). It reports whether F0 is known.
+func (f *Fitted) calibrateF0(lims []limObs) bool {
 	for _, o := range lims {
 		if fr := f.frac(float64(o.mem)); fr >= 1 {
 			continue // the whole dataset fits: a shortfall here is not the fetch
@@ -207,12 +256,13 @@ func (f *Fitted) fitFetch(p *Profile, cells []Cell) {
 			f.f0SamplesPerS = o.v
 		}
 	}
-	if f.f0SamplesPerS == 0 {
-		f.fetch = false // neither a bandwidth nor a fetch-bound cell: F does not bind
-		return
-	}
+	return f.f0SamplesPerS != 0
+}
 
-	// Observed hit fractions, merged per limit.
+// observedHitKnots returns the hit fractions the fetch-bound cells imply,
+// h = 1 − F0 / F, merged per budget fraction in (0, 1), ascending and made
+// non-decreasing.
+func (f *Fitted) observedHitKnots(lims []limObs) []hKnot {
 	type acc struct{ h, w, relCI float64 }
 	merged := map[float64]*acc{}
 	for _, o := range lims {
@@ -242,8 +292,12 @@ func (f *Fitted) fitFetch(p *Profile, cells []Cell) {
 	}
 	sort.Slice(knots, func(i, j int) bool { return knots[i].frac < knots[j].frac })
 	isotonicH(knots)
+	return knots
+}
 
-	// alpha: least squares of ln h = alpha ln frac over the knots.
+// fitAlpha is the weighted least-squares slope of ln h = alpha ln frac
+// over the knots, clamped to [0.25, 8]; ok is false when no knot has h > 0.
+func fitAlpha(knots []hKnot) (alpha float64, ok bool) {
 	var num, den float64
 	for _, k := range knots {
 		if k.h > 0 {
@@ -253,12 +307,14 @@ func (f *Fitted) fitFetch(p *Profile, cells []Cell) {
 		}
 	}
 	if den > 0 {
-		f.alpha = clamp(num/den, 0.25, 8)
+		return clamp(num/den, 0.25, 8), true
 	}
-	f.hKnots = knots
+	return 0, false
+}
 
-	// Lower bounds: a limited cell that ran at the CPU curve says F(m) was
-	// at least that fast, so h(m) >= 1 − F0/P(c). Raise the curve there.
+// addLowerBounds raises the hit curve where a limited cell ran at the CPU
+// curve: F(m) was at least that fast there, so h(m) >= 1 − F0/P(c).
+func (f *Fitted) addLowerBounds(lims []limObs) {
 	for _, o := range lims {
 		if o.fetchBind {
 			continue
@@ -278,9 +334,6 @@ func (f *Fitted) fitFetch(p *Profile, cells []Cell) {
 			f.boundObservation++
 		}
 	}
-	// Knots at the same fraction (a bound beside an observation) merge.
-	f.hKnots = mergeSameFrac(f.hKnots)
-	isotonicH(f.hKnots)
 }
 
 // limObs is a measured, successful limited-memory cell as the fetch fit
