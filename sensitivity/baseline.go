@@ -23,11 +23,9 @@ const BaselineMinIO = "minio-formula"
 // or the dataset or bandwidth is unknown at a limited memory.
 func MinIOPredict(p *Profile, cpus float64, memLimitBytes int64) (float64, bool) {
 	var pts []xy // x = cpus
-	var anon float64
-	for _, c := range fitCellsOf(p, nil) {
-		if c.Stats != nil && float64(c.Stats.MemAnonBytes) > anon {
-			anon = float64(c.Stats.MemAnonBytes)
-		}
+	cells := fitCellsOf(p, nil)
+	anon := anonBytes(cells)
+	for _, c := range cells {
 		if c.Failure == nil && Unlimited(c.MemLimitBytes) {
 			pts = append(pts, xy{x: c.CPUs, v: c.SamplesPerS})
 		}

@@ -42,17 +42,36 @@ func fitCellsOf(p *Profile, exclude map[[2]float64]bool) []Cell {
 	return out
 }
 
+// fitCells fits the model to cells, phase by phase: the OOM-killed limit,
+// P(c) on the CPU points, the GPU plateau G, the job's own working set,
+// then F(m).
 func fitCells(p *Profile, cells []Cell) (*Fitted, error) {
 	f := &Fitted{dramBytes: float64(p.Host.DRAMBytes), gpus: max(p.Job.GPUs, 1)}
+	f.oomLimitBytes = oomLimit(cells)
+	if err := f.fitCPUCurve(cells); err != nil {
+		return nil, err
+	}
+	f.gSamplesPerS = math.Max(gpuPlateau(p, cells), f.cpu[len(f.cpu)-1].v)
+	f.anonBytes = anonBytes(cells)
+	f.fitFetch(p, cells)
+	return f, nil
+}
 
-	// OOM-killed limits: at or below them the job does not run.
+// oomLimit is the largest OOM-killed limit (0 = none): at or below it the
+// job does not run.
+func oomLimit(cells []Cell) int64 {
+	var lim int64
 	for _, c := range cells {
-		if c.Failure != nil && c.Failure.Class == FailOOMKilled && !Unlimited(c.MemLimitBytes) && c.MemLimitBytes > f.oomLimitBytes {
-			f.oomLimitBytes = c.MemLimitBytes
+		if c.Failure != nil && c.Failure.Class == FailOOMKilled && !Unlimited(c.MemLimitBytes) && c.MemLimitBytes > lim {
+			lim = c.MemLimitBytes
 		}
 	}
+	return lim
+}
 
-	// P(c): the unlimited-memory points.
+// fitCPUCurve fits P(c) on the CPU points (unlimited memory, or a limited
+// cell that used all its cores), merged per CPU count by 1 / relative CI².
+func (f *Fitted) fitCPUCurve(cells []Cell) error {
 	type obs struct{ x, v, ci float64 }
 	byCPU := map[float64][]obs{}
 	for _, c := range cells {
@@ -61,7 +80,7 @@ func fitCells(p *Profile, cells []Cell) (*Fitted, error) {
 		}
 	}
 	if len(byCPU) == 0 {
-		return nil, errors.New("fit: no successful measured cell at unlimited memory (a CPU point) to fit P(c) from")
+		return errors.New("fit: no successful measured cell at unlimited memory (a CPU point) to fit P(c) from")
 	}
 	f.cpu = []cpuKnot{{fixed: true}}
 	for x, os := range byCPU {
@@ -84,10 +103,17 @@ func fitCells(p *Profile, cells []Cell) (*Fitted, error) {
 	// the loader below its per-core rate, so the measured curve may bend up
 	// at first.
 	fitConcaveMonotone(f.cpu[1:])
+	return nil
+}
 
-	// G: the step-only run's rate when there is one, else the rate with no
-	// data wait, v / (1 − data_wait_fraction), the median over the cells
-	// whose metrics stream reports the wait; never below the CPU curve.
+// gpuPlateau is G before the CPU curve bounds it: the step-only run's rate
+// when there is one, else the rate with no data wait, v / (1 −
+// data_wait_fraction), the median over the cells whose metrics stream
+// reports the wait (0 when none does).
+func gpuPlateau(p *Profile, cells []Cell) float64 {
+	if so := p.StepOnly; so != nil && so.Failure == nil && so.SamplesPerS > 0 {
+		return so.SamplesPerS // measured directly: the step with synthetic data
+	}
 	var gs []float64
 	for _, c := range cells {
 		if c.Failure == nil && c.Stats != nil && c.Stats.MetricsSource == MetricsStream && c.SamplesPerS > 0 &&
@@ -95,21 +121,19 @@ func fitCells(p *Profile, cells []Cell) (*Fitted, error) {
 			gs = append(gs, c.SamplesPerS/(1-c.Stats.DataWaitFraction))
 		}
 	}
-	g := median(gs)
-	if so := p.StepOnly; so != nil && so.Failure == nil && so.SamplesPerS > 0 {
-		g = so.SamplesPerS // measured directly: the step with synthetic data
-	}
-	f.gSamplesPerS = math.Max(g, f.cpu[len(f.cpu)-1].v)
+	return median(gs)
+}
 
-	// The job's own working set: the largest anonymous memory seen.
+// anonBytes is the job's own working set: the largest anonymous memory
+// any cell saw.
+func anonBytes(cells []Cell) float64 {
+	var anon float64
 	for _, c := range cells {
-		if c.Stats != nil && float64(c.Stats.MemAnonBytes) > f.anonBytes {
-			f.anonBytes = float64(c.Stats.MemAnonBytes)
+		if c.Stats != nil && float64(c.Stats.MemAnonBytes) > anon {
+			anon = float64(c.Stats.MemAnonBytes)
 		}
 	}
-
-	f.fitFetch(p, cells)
-	return f, nil
+	return anon
 }
 
 // fitFetch calibrates F(m) on the limited-memory cells, phase by phase:
