@@ -501,14 +501,9 @@ func encodeJSON(w io.Writer, v any) error {
 // refused with the field named), fills its grid when cells are missing,
 // and writes it in format to w.
 func ExportFile(w io.Writer, path, format string, opt ExportOptions) error {
-	p, err := Load(path)
+	p, err := LoadFilled(path)
 	if err != nil {
 		return err
-	}
-	if !p.Complete() {
-		if err := Fill(p); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
 	}
 	if err := Export(w, p, format, opt); err != nil {
 		return fmt.Errorf("%s: %w", path, err)

@@ -1,5 +1,7 @@
 package sensitivity
 
+import "fmt"
+
 // Fill fits p, replaces every unmeasured cell of the grid with a
 // prediction (Measured=false), sets p.Fit, and sets p.Validation from the
 // PhaseValidate cells (predicted vs measured: MAPE, worst cell) with the
@@ -33,4 +35,20 @@ func Fill(p *Profile) error {
 		p.Validation = v
 	}
 	return nil
+}
+
+// LoadFilled loads the profile at path (strictly: a malformed profile is
+// refused with the field named) and fills its grid when cells are missing.
+// Errors of the fit name the path.
+func LoadFilled(path string) (*Profile, error) {
+	p, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if !p.Complete() {
+		if err := Fill(p); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return p, nil
 }

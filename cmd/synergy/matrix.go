@@ -100,20 +100,6 @@ func matrixArgs(c *cli.Command, n int) ([]string, error) {
 	return a, nil
 }
 
-// loadFilled loads a profile and fills its grid when it has holes.
-func loadFilled(path string) (*sensitivity.Profile, error) {
-	p, err := sensitivity.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	if !p.Complete() {
-		if err := sensitivity.Fill(p); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-	}
-	return p, nil
-}
-
 func runMatrixShow(_ context.Context, c *cli.Command) error {
 	args, err := matrixArgs(c, 1)
 	if err != nil {
@@ -125,7 +111,7 @@ func runMatrixShow(_ context.Context, c *cli.Command) error {
 			return fmt.Errorf("--%s: %w", matFlagPlot, err)
 		}
 	}
-	p, err := loadFilled(args[0])
+	p, err := sensitivity.LoadFilled(args[0])
 	if err != nil {
 		return err
 	}
@@ -192,11 +178,11 @@ func runMatrixDiff(_ context.Context, c *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	a, err := loadFilled(args[0])
+	a, err := sensitivity.LoadFilled(args[0])
 	if err != nil {
 		return err
 	}
-	b, err := loadFilled(args[1])
+	b, err := sensitivity.LoadFilled(args[1])
 	if err != nil {
 		return err
 	}
@@ -297,16 +283,21 @@ func runMatrixExport(_ context.Context, c *cli.Command) error {
 	if err != nil {
 		return err
 	}
+	p, err := sensitivity.LoadFilled(args[0])
+	if err != nil {
+		return err
+	}
 	if format == sensitivity.FormatSynergyGrid {
 		// Say on stderr what was clamped; stdout stays the JSON alone.
-		if p, err := loadFilled(args[0]); err == nil {
-			if g, err := sensitivity.ExportSynergyGrid(p, s); err == nil && g.ClampedCells > 0 {
-				fmt.Fprintf(c.Root().ErrWriter, "synergy-grid: %d of 45 cells lie outside the profiled range (%g–%g CPUs, %s–%s per GPU) and were clamped to its edge, not extrapolated (\"clamped\" in the JSON)\n",
-					g.ClampedCells, g.ProfiledCPUs[0], g.ProfiledCPUs[1], runner.FormatBytes(int64(g.ProfiledMemBytes[0])), runner.FormatBytes(int64(g.ProfiledMemBytes[1])))
-			}
+		if g, err := sensitivity.ExportSynergyGrid(p, s); err == nil && g.ClampedCells > 0 {
+			fmt.Fprintf(c.Root().ErrWriter, "synergy-grid: %d of 45 cells lie outside the profiled range (%g–%g CPUs, %s–%s per GPU) and were clamped to its edge, not extrapolated (\"clamped\" in the JSON)\n",
+				g.ClampedCells, g.ProfiledCPUs[0], g.ProfiledCPUs[1], runner.FormatBytes(int64(g.ProfiledMemBytes[0])), runner.FormatBytes(int64(g.ProfiledMemBytes[1])))
 		}
 	}
-	return sensitivity.ExportFile(c.Root().Writer, args[0], format, sensitivity.ExportOptions{Server: s, GPUType: c.String(matFlagGPUType)})
+	if err := sensitivity.Export(c.Root().Writer, p, format, sensitivity.ExportOptions{Server: s, GPUType: c.String(matFlagGPUType)}); err != nil {
+		return fmt.Errorf("%s: %w", args[0], err)
+	}
+	return nil
 }
 
 func runMatrixValidate(_ context.Context, c *cli.Command) error {
