@@ -297,19 +297,13 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 	if len(cfg.CPUs) == 0 {
 		cfg.CPUs = profiler.CPUAxis(float64(cfg.Host.LogicalCPUs))
 	}
-	if maxC := float64(cfg.Host.LogicalCPUs); maxC > 0 {
-		for _, v := range cfg.CPUs {
-			if v > maxC {
-				return fmt.Errorf("--%s: %g cores asked but this host has %g", flagCPUs, v, maxC)
-			}
-		}
+	if err := profiler.CPUsWithinHost(cfg.CPUs, cfg.Host.LogicalCPUs); err != nil {
+		return fmt.Errorf("--%s: %w", flagCPUs, err)
 	}
 	if len(cfg.MemLimits) == 0 && cfg.DataDir != "" {
-		ds, _, err := profiler.DatasetSize(cfg.DataDir)
-		if err != nil {
+		if cfg.MemLimits, err = profiler.DefaultMemLimits(cfg.DataDir); err != nil {
 			return fmt.Errorf("--%s: %w", flagData, err)
 		}
-		cfg.MemLimits = profiler.DefaultMemAxis(ds, 64<<20)
 	}
 	for _, w := range env.warnings {
 		fmt.Fprintln(os.Stderr, "warning:", w)
