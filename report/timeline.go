@@ -127,6 +127,20 @@ func ReadTimeline(samplesPath, metricsPath string) (*TimelineData, error) {
 	return d, nil
 }
 
+// Suffixes of a point's timeline files (docs/profile-format.md): the
+// profile records the samples file; the metrics stream lies beside it.
+const (
+	samplesSuffix = ".samples.jsonl"
+	metricsSuffix = ".metrics.jsonl"
+)
+
+// ReadPointTimeline reads the timeline of a point whose samples file a
+// profile records (PointStats.Timeline): that file and the job's metrics
+// stream the profiler kept beside it.
+func ReadPointTimeline(samplesPath string) (*TimelineData, error) {
+	return ReadTimeline(samplesPath, strings.TrimSuffix(samplesPath, samplesSuffix)+metricsSuffix)
+}
+
 const (
 	emulatedLabel = "emulated GPU step % of iteration (no GPU)"
 	stepLabel     = "step % of iteration"

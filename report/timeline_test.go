@@ -93,3 +93,22 @@ func TestSaveTimeline_PNG(t *testing.T) {
 		t.Error("a .gif path must be refused")
 	}
 }
+
+func TestReadPointTimeline_MetricsBesideSamples(t *testing.T) {
+	dir := t.TempDir()
+	// the profiler's names: cpus1-memunlimited.{samples,metrics}.jsonl
+	samples := writeFile(t, dir, "cpus1-memunlimited.samples.jsonl", `{"time":"1970-01-01T00:01:40Z","cg_cpu_usage_s":1}
+{"time":"1970-01-01T00:01:41Z","cg_cpu_usage_s":1.5}
+`)
+	writeFile(t, dir, "cpus1-memunlimited.metrics.jsonl", `{"iter":0,"data_wait_s":0.1,"step_s":0.1,"ts":100.1}
+{"iter":1,"data_wait_s":0.1,"step_s":0.3,"ts":100.5}
+`)
+	d, err := ReadPointTimeline(samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 0.5 CPU-seconds over 1 s = 50%; 0.1 s of 0.4 s waiting = 25%
+	if len(d.CPU) != 1 || d.CPU[0].Y != 50 || len(d.DataWait) != 1 || math.Abs(d.DataWait[0].Y-25) > 1e-9 {
+		t.Errorf("CPU %v, data wait %v: want 50%% and 25%% (both files read)", d.CPU, d.DataWait)
+	}
+}

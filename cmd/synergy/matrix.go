@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -351,7 +350,8 @@ func runMatrixValidate(_ context.Context, c *cli.Command) error {
 }
 
 // showTimeline draws one measured point's timeline from the files the
-// profiler kept beside the profile (PROFILE-stem.timeline/).
+// profile records for it (its samples file and the metrics stream beside
+// it).
 func showTimeline(w io.Writer, profilePath string, p *sensitivity.Profile, point, plot, title string) error {
 	cpus, mem, err := parsePointLabel(point)
 	if err != nil {
@@ -365,10 +365,10 @@ func showTimeline(w io.Writer, profilePath string, p *sensitivity.Profile, point
 	if mem > 0 {
 		memText = runner.FormatBytes(mem)
 	}
-	base := filepath.Join(strings.TrimSuffix(profilePath, filepath.Ext(profilePath))+".timeline",
-		fmt.Sprintf("cpus%g-mem%s", cpus, memText))
-	samples, metrics := base+".samples.jsonl", base+".metrics.jsonl"
-	d, err := report.ReadTimeline(samples, metrics)
+	if cell.Stats == nil || cell.Stats.Timeline == "" {
+		return fmt.Errorf("--%s: %s records no timeline for %q (was the profile made with --timeline?)", matFlagTimeline, profilePath, point)
+	}
+	d, err := report.ReadPointTimeline(cell.Stats.Timeline)
 	if err != nil {
 		return fmt.Errorf("--%s: %w (was the profile made with --timeline?)", matFlagTimeline, err)
 	}

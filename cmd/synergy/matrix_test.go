@@ -247,3 +247,46 @@ func TestMatrix_OutputsGolden(t *testing.T) {
 		})
 	}
 }
+
+// The timeline drawn is the one the profile records for the point, wherever
+// it lies; a point with none recorded is refused with the flag named.
+func TestMatrix_ShowTimelineReadsTheRecordedFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := matrixProfile(t, dir, "p.json", false)
+	p, err := sensitivity.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := filepath.Join(t.TempDir(), "kept")
+	if err := os.MkdirAll(elsewhere, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	samples := filepath.Join(elsewhere, "cpus2-mem64MiB.samples.jsonl")
+	os.WriteFile(samples, []byte(`{"time":"2026-01-01T00:00:00Z","cg_cpu_usage_s":1}
+{"time":"2026-01-01T00:00:01Z","cg_cpu_usage_s":2}
+`), 0o644)
+	os.WriteFile(filepath.Join(elsewhere, "cpus2-mem64MiB.metrics.jsonl"), []byte(`{"iter":0,"data_wait_s":0.1,"step_s":0.1,"ts":1767225600.1,"emulated":true}
+{"iter":1,"data_wait_s":0.1,"step_s":0.1,"ts":1767225600.3,"emulated":true}
+`), 0o644)
+	c := p.Cell(2, 64*tmib)
+	c.Stats = &sensitivity.PointStats{Timeline: samples}
+	if err := p.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	plot := filepath.Join(dir, "t.svg")
+	out, _, err := runCLI(t, "matrix", "show", path, "--timeline", "cpus=2 mem=64MiB", "--plot", plot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// one CPU point (100% of a core), one data-wait point, the emulated step
+	if want := "timeline of cpus=2 mem=64MiB: 1 GPU, 1 data-wait and 1 CPU points (emulated GPU step"; !strings.Contains(out, want) {
+		t.Errorf("output %q lacks %q", out, want)
+	}
+	if svg, err := os.ReadFile(plot); err != nil || !bytes.Contains(svg, []byte("<svg")) {
+		t.Errorf("timeline %s: %v", plot, err)
+	}
+	_, _, err = runCLI(t, "matrix", "show", path, "--timeline", "cpus=2 mem=unlimited", "--plot", plot)
+	if err == nil || !strings.Contains(err.Error(), "--timeline") || !strings.Contains(err.Error(), "records no timeline") {
+		t.Errorf("point without a timeline: err = %v", err)
+	}
+}
