@@ -62,11 +62,10 @@ func profileCommand() *cli.Command {
 run with the dataset warm in page cache; points with a memory limit start with the
 dataset evicted from page cache and are measured after the job's first pass over
 it. --strategy chooses the points of the CPU × memory grid to measure; the rest are
-predicted by a fitted model. Each point runs until the
-95% confidence half-width of samples/s is within --target-ci of the mean (or a cap
-on iterations and time). The profile is saved after every point; Ctrl-C leaves a
-valid partial profile that --resume finishes. Cells not measured are predicted
-(marked measured: false).
+predicted by a fitted model. Each point runs until the 95% confidence half-width of
+samples/s is within --target-ci of the mean (or a cap on iterations and time). The
+profile is saved after every point; Ctrl-C leaves a valid partial profile that
+--resume finishes. Cells not measured are predicted (marked measured: false).
 
 SCRIPT must follow the job contract (docs/job-contract.md): the profiler appends
 --batch, --workers, --max-iterations and --data, and reads per-iteration metrics
@@ -77,21 +76,21 @@ Example:
       --disk-read-bps 40MB --out demo/profile.json -- bin/synthtrain --preset audio`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagRunner, Value: "local", Usage: "where points run: local (a cgroup on this host) or docker"},
-			&cli.StringFlag{Name: flagCPUs, Usage: "CPU axis, in cores, e.g. 1,2,4 (fractions allowed: 0.5); default: --cpu"},
-			&cli.FloatFlag{Name: flagCPUMax, Usage: "sweep 1, 2, 4, ... up to MAX cores (default: all online cores)"},
-			&cli.StringFlag{Name: flagMemLimits, Usage: "memory axis, e.g. 256MiB,1GiB (page cache is charged); unlimited is always measured"},
-			&cli.StringFlag{Name: flagMemoryMax, Usage: "sweep MAX/8, MAX/4, MAX/2, MAX (e.g. 8GiB); default: around the dataset size"},
+			&cli.StringFlag{Name: flagCPUs, DefaultText: "the --cpu sweep", Usage: "CPU axis, in cores, e.g. 1,2,4 (fractions allowed: 0.5)"},
+			&cli.FloatFlag{Name: flagCPUMax, DefaultText: "all online cores", Usage: "sweep 1, 2, 4, ... up to MAX cores"},
+			&cli.StringFlag{Name: flagMemLimits, DefaultText: "the --memory sweep", Usage: "memory axis, e.g. 256MiB,1GiB (page cache is charged); unlimited is always measured"},
+			&cli.StringFlag{Name: flagMemoryMax, DefaultText: "around the size of --data", Usage: "sweep MAX/8, MAX/4, MAX/2, MAX (e.g. 8GiB)"},
 			&cli.StringFlag{Name: flagStrategy, Value: profiler.StrategyOptimistic, Usage: "which points to measure: optimistic (ends and knees of each axis, then where the fit is least sure, at most --budget points), axes (the whole CPU axis, then the whole memory axis at the best CPU count), grid (every cell), synergy (Synergy's CPU rule; memory predicted)"},
 			&cli.IntFlag{Name: flagBudget, Value: profiler.DefaultBudget, Usage: "optimistic strategy: the most points to measure"},
 			&cli.IntFlag{Name: flagValidate, Usage: "measure K extra cells not used by the fit and report the fit's error on them"},
-			&cli.BoolFlag{Name: flagStall, Value: true, Usage: "run the job once with --synthetic-data first, to split each point's data stall into preprocessing and fetch (DS-Analyzer's method)"},
-			&cli.BoolFlag{Name: flagTimeline, Value: true, Usage: "keep each point's samples and metrics stream as JSON lines in OUT's name + .timeline/"},
+			&cli.BoolFlag{Name: flagStall, Value: true, DefaultText: "true", Usage: "run the job once with --synthetic-data first, to split each point's data stall into preprocessing and fetch (DS-Analyzer's method)"},
+			&cli.BoolFlag{Name: flagTimeline, Value: true, DefaultText: "true", Usage: "keep each point's samples and metrics stream as JSON lines in OUT's name + .timeline/"},
 			&cli.DurationFlag{Name: flagSampleEvery, Value: 100 * time.Millisecond, Usage: "how often GPU, host and cgroup counters are sampled during a point"},
 			&cli.IntFlag{Name: flagBatch, Aliases: []string{"b"}, Value: 32, Usage: "per-GPU batch size passed to the script"},
 			&cli.IntFlag{Name: flagGPUs, Value: 1, Usage: "GPUs the job trains on (workers per point = ceil(cpus / gpus))"},
 			&cli.IntFlag{Name: flagMaxIterations, Value: profiler.DefaultMaxIterations, Usage: "cap on measured iterations per point"},
 			&cli.StringFlag{Name: flagData, Usage: "dataset directory (evicted from page cache before memory points)"},
-			&cli.StringFlag{Name: flagJobName, Usage: "name of the job in the profile (default: the script's name)"},
+			&cli.StringFlag{Name: flagJobName, DefaultText: "the script's name", Usage: "name of the job in the profile"},
 			&cli.StringFlag{Name: flagOut, Value: "profile.json", Usage: "profile JSON to write (saved after every point)"},
 			&cli.BoolFlag{Name: flagResume, Usage: "continue the profile at --out, skipping points already measured"},
 			&cli.StringFlag{Name: flagReadBPS, Usage: "throttle reads from the dataset's disk to stand for remote storage, e.g. 50MB (per second)"},
@@ -99,12 +98,12 @@ Example:
 			&cli.FloatFlag{Name: flagTargetCI, Value: 100 * profiler.DefaultTargetRelCI, Usage: "stop a point when the 95% CI half-width is within this % of the mean"},
 			&cli.IntFlag{Name: flagMinIterations, Value: profiler.DefaultMinIterations, Usage: "fewest measured iterations before a point may stop"},
 			&cli.IntFlag{Name: flagWarmup, Value: profiler.DefaultWarmup, Usage: "iterations dropped at the start of each point"},
-			&cli.StringFlag{Name: flagLogDir, Usage: "directory for each point's stdout/stderr (default: OUT's name + .logs)"},
+			&cli.StringFlag{Name: flagLogDir, DefaultText: "OUT's name + .logs", Usage: "directory for each point's stdout/stderr"},
 			&cli.BoolFlag{Name: flagRequireGPU, Usage: "fail if no GPU can be sampled through NVML"},
 			&cli.BoolFlag{Name: flagJSON, Usage: "print the profile JSON on stdout instead of the table"},
 			&cli.StringFlag{Name: flagDockerImg, Usage: "docker runner: image holding the script (never pulled)"},
 			&cli.StringFlag{Name: flagContainerMnt, Value: "/datadrive", Usage: "docker runner: where the dataset is mounted read-only"},
-			&cli.StringFlag{Name: flagShmSize, Usage: "docker runner: /dev/shm size for loader workers (default 1GiB)"},
+			&cli.StringFlag{Name: flagShmSize, DefaultText: "1GiB, at most half the memory limit", Usage: "docker runner: /dev/shm size for loader workers"},
 		},
 		Action: runProfile,
 	}
