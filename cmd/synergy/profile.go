@@ -120,161 +120,225 @@ type profileOptions struct {
 	shmBytes   int64
 }
 
-// parseProfileFlags turns flags into options; every error names its flag.
+// parseProfileFlags turns flags into options, group by group (in this
+// order, so that the first bad flag is the one reported); every error
+// names its flag.
 func parseProfileFlags(c *cli.Command) (profileOptions, error) {
 	var o profileOptions
-	cfg := &o.cfg
-	cfg.Command = c.Args().Slice()
-	if len(cfg.Command) == 0 {
+	o.cfg.Command = c.Args().Slice()
+	if len(o.cfg.Command) == 0 {
 		return o, errors.New("no training script: synergy profile [flags] -- SCRIPT [ARGS...]")
 	}
+	for _, parse := range []func(*cli.Command, *profileOptions) error{
+		parseRunnerFlag, parseAxisFlags, parseMeasureFlags, parseDataFlags, parseStrategyFlags, parseOutputFlags, parseDockerFlags,
+	} {
+		if err := parse(c, &o); err != nil {
+			return o, err
+		}
+	}
+	o.cfg.ToolVersion = version
+	return o, nil
+}
+
+func parseRunnerFlag(c *cli.Command, o *profileOptions) error {
 	o.runnerName = c.String(flagRunner)
 	switch o.runnerName {
 	case "local", "docker":
-	default:
-		return o, fmt.Errorf("--%s: %q is not a runner (local, docker)", flagRunner, o.runnerName)
+		return nil
 	}
+	return fmt.Errorf("--%s: %q is not a runner (local, docker)", flagRunner, o.runnerName)
+}
+
+// parseAxisFlags reads the CPU axis (--cpus or --cpu) and the memory axis
+// (--mem-limits or --memory); an axis left empty is filled from the host
+// and the dataset once they are known.
+func parseAxisFlags(c *cli.Command, o *profileOptions) error {
+	cfg := &o.cfg
 	if c.IsSet(flagCPUs) && c.IsSet(flagCPUMax) {
-		return o, fmt.Errorf("--%s and --%s: give one or the other", flagCPUs, flagCPUMax)
+		return fmt.Errorf("--%s and --%s: give one or the other", flagCPUs, flagCPUMax)
 	}
 	if c.IsSet(flagMemLimits) && c.IsSet(flagMemoryMax) {
-		return o, fmt.Errorf("--%s and --%s: give one or the other", flagMemLimits, flagMemoryMax)
+		return fmt.Errorf("--%s and --%s: give one or the other", flagMemLimits, flagMemoryMax)
 	}
 	var err error
 	switch {
 	case c.IsSet(flagCPUs):
 		if cfg.CPUs, err = parseFloatList(c.String(flagCPUs)); err != nil {
-			return o, fmt.Errorf("--%s: %w", flagCPUs, err)
+			return fmt.Errorf("--%s: %w", flagCPUs, err)
 		}
 	case c.IsSet(flagCPUMax):
 		m := c.Float(flagCPUMax)
 		if !(m > 0) || math.IsInf(m, 0) {
-			return o, fmt.Errorf("--%s: %v is not a positive number of cores", flagCPUMax, m)
+			return fmt.Errorf("--%s: %v is not a positive number of cores", flagCPUMax, m)
 		}
 		cfg.CPUs = profiler.CPUAxis(m)
 	}
 	switch {
 	case c.IsSet(flagMemLimits):
-		for _, s := range splitList(c.String(flagMemLimits)) {
-			b, err := runner.ParseBytes(s)
-			if err != nil {
-				return o, fmt.Errorf("--%s: %w", flagMemLimits, err)
-			}
-			if b < 4<<20 {
-				return o, fmt.Errorf("--%s: %s is below 4MiB, too small for any job", flagMemLimits, s)
-			}
-			cfg.MemLimits = append(cfg.MemLimits, b)
-		}
-		if len(cfg.MemLimits) == 0 {
-			return o, fmt.Errorf("--%s: no sizes given", flagMemLimits)
+		if cfg.MemLimits, err = parseMemLimits(c.String(flagMemLimits)); err != nil {
+			return fmt.Errorf("--%s: %w", flagMemLimits, err)
 		}
 	case c.IsSet(flagMemoryMax):
 		b, err := runner.ParseBytes(c.String(flagMemoryMax))
 		if err != nil {
-			return o, fmt.Errorf("--%s: %w", flagMemoryMax, err)
+			return fmt.Errorf("--%s: %w", flagMemoryMax, err)
 		}
 		if cfg.MemLimits = profiler.MemAxis(b); len(cfg.MemLimits) == 0 {
-			return o, fmt.Errorf("--%s: %s is too small to sweep", flagMemoryMax, c.String(flagMemoryMax))
+			return fmt.Errorf("--%s: %s is too small to sweep", flagMemoryMax, c.String(flagMemoryMax))
 		}
 	}
+	return nil
+}
+
+// parseMemLimits reads a list of sizes, each at least 4MiB.
+func parseMemLimits(s string) ([]int64, error) {
+	var out []int64
+	for _, f := range splitList(s) {
+		b, err := runner.ParseBytes(f)
+		if err != nil {
+			return nil, err
+		}
+		if b < 4<<20 {
+			return nil, fmt.Errorf("%s is below 4MiB, too small for any job", f)
+		}
+		out = append(out, b)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no sizes given")
+	}
+	return out, nil
+}
+
+// parseMeasureFlags reads how each point is run and when it stops.
+func parseMeasureFlags(c *cli.Command, o *profileOptions) error {
+	cfg := &o.cfg
 	if cfg.Batch = int(c.Int(flagBatch)); cfg.Batch <= 0 {
-		return o, fmt.Errorf("--%s: %d is not a positive batch size", flagBatch, cfg.Batch)
+		return fmt.Errorf("--%s: %d is not a positive batch size", flagBatch, cfg.Batch)
 	}
 	if cfg.GPUs = int(c.Int(flagGPUs)); cfg.GPUs <= 0 {
-		return o, fmt.Errorf("--%s: %d is not a positive GPU count", flagGPUs, cfg.GPUs)
+		return fmt.Errorf("--%s: %d is not a positive GPU count", flagGPUs, cfg.GPUs)
 	}
 	if cfg.MaxIterations = int(c.Int(flagMaxIterations)); cfg.MaxIterations <= 0 {
-		return o, fmt.Errorf("--%s: %d is not a positive count", flagMaxIterations, cfg.MaxIterations)
+		return fmt.Errorf("--%s: %d is not a positive count", flagMaxIterations, cfg.MaxIterations)
 	}
 	if cfg.MinIterations = int(c.Int(flagMinIterations)); cfg.MinIterations < 10 {
-		return o, fmt.Errorf("--%s: %d is below 10, too few for a confidence interval", flagMinIterations, cfg.MinIterations)
+		return fmt.Errorf("--%s: %d is below 10, too few for a confidence interval", flagMinIterations, cfg.MinIterations)
 	}
 	if cfg.MaxIterations < cfg.MinIterations {
-		return o, fmt.Errorf("--%s: %d is below --%s (%d)", flagMaxIterations, cfg.MaxIterations, flagMinIterations, cfg.MinIterations)
+		return fmt.Errorf("--%s: %d is below --%s (%d)", flagMaxIterations, cfg.MaxIterations, flagMinIterations, cfg.MinIterations)
 	}
 	if cfg.Warmup = int(c.Int(flagWarmup)); cfg.Warmup < 0 {
-		return o, fmt.Errorf("--%s: %d is negative", flagWarmup, cfg.Warmup)
+		return fmt.Errorf("--%s: %d is negative", flagWarmup, cfg.Warmup)
 	}
 	if cfg.Warmup == 0 {
 		cfg.Warmup = -1 // keep "no warm-up" distinct from "default"
 	}
 	ci := c.Float(flagTargetCI)
 	if !(ci > 0 && ci < 100) {
-		return o, fmt.Errorf("--%s: %v is not a percentage in (0, 100)", flagTargetCI, ci)
+		return fmt.Errorf("--%s: %v is not a percentage in (0, 100)", flagTargetCI, ci)
 	}
 	cfg.TargetRelCI = ci / 100
 	if cfg.PointTimeout = c.Duration(flagPointTimeout); cfg.PointTimeout <= 0 {
-		return o, fmt.Errorf("--%s: %v is not a positive duration", flagPointTimeout, cfg.PointTimeout)
+		return fmt.Errorf("--%s: %v is not a positive duration", flagPointTimeout, cfg.PointTimeout)
 	}
+	return nil
+}
+
+// parseDataFlags reads the dataset directory and the read throttle on its
+// disk.
+func parseDataFlags(c *cli.Command, o *profileOptions) error {
+	cfg := &o.cfg
 	if d := c.String(flagData); d != "" {
 		abs, err := filepath.Abs(d)
 		if err != nil {
-			return o, fmt.Errorf("--%s: %w", flagData, err)
+			return fmt.Errorf("--%s: %w", flagData, err)
 		}
 		st, err := os.Stat(abs)
 		if err != nil {
-			return o, fmt.Errorf("--%s: %w", flagData, err)
+			return fmt.Errorf("--%s: %w", flagData, err)
 		}
 		if !st.IsDir() {
-			return o, fmt.Errorf("--%s: %s is not a directory", flagData, d)
+			return fmt.Errorf("--%s: %s is not a directory", flagData, d)
 		}
 		cfg.DataDir = abs
 	}
-	if s := c.String(flagReadBPS); s != "" {
-		if cfg.ReadBPS, err = runner.ParseBytes(strings.TrimSuffix(strings.TrimSuffix(s, "/s"), "ps")); err != nil {
-			return o, fmt.Errorf("--%s: %w", flagReadBPS, err)
-		}
-		if cfg.ReadBPS < 1<<20 {
-			return o, fmt.Errorf("--%s: %s is below 1MiB/s", flagReadBPS, s)
-		}
-		if cfg.DataDir == "" {
-			return o, fmt.Errorf("--%s needs --%s (the limit applies to the dataset's disk)", flagReadBPS, flagData)
-		}
+	s := c.String(flagReadBPS)
+	if s == "" {
+		return nil
 	}
+	var err error
+	if cfg.ReadBPS, err = runner.ParseBytes(strings.TrimSuffix(strings.TrimSuffix(s, "/s"), "ps")); err != nil {
+		return fmt.Errorf("--%s: %w", flagReadBPS, err)
+	}
+	if cfg.ReadBPS < 1<<20 {
+		return fmt.Errorf("--%s: %s is below 1MiB/s", flagReadBPS, s)
+	}
+	if cfg.DataDir == "" {
+		return fmt.Errorf("--%s needs --%s (the limit applies to the dataset's disk)", flagReadBPS, flagData)
+	}
+	return nil
+}
+
+// parseStrategyFlags reads which points to measure.
+func parseStrategyFlags(c *cli.Command, o *profileOptions) error {
+	cfg := &o.cfg
 	cfg.Strategy = c.String(flagStrategy)
 	if !slices.Contains(profiler.Strategies(), cfg.Strategy) {
-		return o, fmt.Errorf("--%s: %q is not one of %s", flagStrategy, cfg.Strategy, strings.Join(profiler.Strategies(), ", "))
+		return fmt.Errorf("--%s: %q is not one of %s", flagStrategy, cfg.Strategy, strings.Join(profiler.Strategies(), ", "))
 	}
 	if cfg.Budget = int(c.Int(flagBudget)); cfg.Budget < 2 {
-		return o, fmt.Errorf("--%s: %d points cannot cover both ends of an axis", flagBudget, cfg.Budget)
+		return fmt.Errorf("--%s: %d points cannot cover both ends of an axis", flagBudget, cfg.Budget)
 	}
 	if cfg.ValidateCells = int(c.Int(flagValidate)); cfg.ValidateCells < 0 {
-		return o, fmt.Errorf("--%s: %d is negative", flagValidate, cfg.ValidateCells)
+		return fmt.Errorf("--%s: %d is negative", flagValidate, cfg.ValidateCells)
 	}
+	return nil
+}
+
+// parseOutputFlags reads what the sweep writes and keeps: the profile, the
+// timelines and the logs beside it, and what is printed.
+func parseOutputFlags(c *cli.Command, o *profileOptions) error {
+	cfg := &o.cfg
 	cfg.JobName = c.String(flagJobName)
 	cfg.Out = c.String(flagOut)
 	if cfg.Out == "" {
-		return o, fmt.Errorf("--%s: empty path", flagOut)
+		return fmt.Errorf("--%s: empty path", flagOut)
 	}
+	stem := strings.TrimSuffix(cfg.Out, filepath.Ext(cfg.Out))
 	cfg.Resume = c.Bool(flagResume)
 	cfg.StallBreakdown = c.Bool(flagStall)
 	if c.Bool(flagTimeline) {
-		cfg.TimelineDir = strings.TrimSuffix(cfg.Out, filepath.Ext(cfg.Out)) + ".timeline"
+		cfg.TimelineDir = stem + ".timeline"
 	}
 	if cfg.SampleInterval = c.Duration(flagSampleEvery); cfg.SampleInterval < 10*time.Millisecond {
-		return o, fmt.Errorf("--%s: %v is below 10ms", flagSampleEvery, cfg.SampleInterval)
+		return fmt.Errorf("--%s: %v is below 10ms", flagSampleEvery, cfg.SampleInterval)
 	}
-	cfg.LogDir = c.String(flagLogDir)
-	if cfg.LogDir == "" {
-		cfg.LogDir = strings.TrimSuffix(cfg.Out, filepath.Ext(cfg.Out)) + ".logs"
+	if cfg.LogDir = c.String(flagLogDir); cfg.LogDir == "" {
+		cfg.LogDir = stem + ".logs"
 	}
-	cfg.ToolVersion = version
 	o.requireGPU = c.Bool(flagRequireGPU)
 	o.json = c.Bool(flagJSON)
+	return nil
+}
+
+// parseDockerFlags reads the docker runner's settings, refused with the
+// local runner.
+func parseDockerFlags(c *cli.Command, o *profileOptions) error {
 	o.dockerImg = c.String(flagDockerImg)
 	o.mount = c.String(flagContainerMnt)
 	if o.runnerName == "docker" && o.dockerImg == "" {
-		return o, fmt.Errorf("--%s: needed with --%s=docker", flagDockerImg, flagRunner)
+		return fmt.Errorf("--%s: needed with --%s=docker", flagDockerImg, flagRunner)
 	}
 	if o.runnerName != "docker" && c.IsSet(flagDockerImg) {
-		return o, fmt.Errorf("--%s: only with --%s=docker", flagDockerImg, flagRunner)
+		return fmt.Errorf("--%s: only with --%s=docker", flagDockerImg, flagRunner)
 	}
 	if s := c.String(flagShmSize); s != "" {
+		var err error
 		if o.shmBytes, err = runner.ParseBytes(s); err != nil {
-			return o, fmt.Errorf("--%s: %w", flagShmSize, err)
+			return fmt.Errorf("--%s: %w", flagShmSize, err)
 		}
 	}
-	return o, nil
+	return nil
 }
 
 func runProfile(ctx context.Context, c *cli.Command) error {
