@@ -1,19 +1,17 @@
 package main
 
 // End-to-end tests of `synergy profile --runner=docker` against the real
-// Docker Engine on this machine: the built synergy binary profiles the
+// Docker Engine on this machine: synergy, run in this process, profiles the
 // static synthtrain binary in a FROM scratch image built through the Engine
 // API, and its matrix is compared with the local runner's on the same
 // points. They skip (fail under SYNERGY_REQUIRE=docker, or =cgroup for the
 // local half) when the engine or cgroups are not there.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -30,7 +28,7 @@ import (
 // synthtrainImage builds a FROM scratch image holding the static synthtrain
 // binary at /usr/local/bin/synthtrain, removed when the test ends. It skips
 // the test when no Docker daemon answers.
-func synthtrainImage(t *testing.T, b *binaries) string {
+func synthtrainImage(t *testing.T, synthtrain string) string {
 	t.Helper()
 	r, err := docker.New(docker.Options{})
 	if err != nil {
@@ -44,7 +42,7 @@ func synthtrainImage(t *testing.T, b *binaries) string {
 			t.Errorf("remove test image: %v", err)
 		}
 	})
-	if _, err := r.BuildScratchImage(ctx, tag, map[string]string{"/usr/local/bin/synthtrain": b.synthtrain}, nil); err != nil {
+	if _, err := r.BuildScratchImage(ctx, tag, map[string]string{"/usr/local/bin/synthtrain": synthtrain}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return tag
@@ -79,33 +77,24 @@ func assertNoProfileContainers(t *testing.T, job string) {
 	}
 }
 
-// profileRun is one run of the built `synergy profile`.
+// profileRun is one run of `synergy profile`.
 type profileRun struct {
 	out      string // the profile's path
-	stderr   string
+	stderr   string // all it printed, main's error line included
 	exitCode int
 }
 
-// runProfileCmd runs `synergy profile ARGS` with --out in a fresh directory
-// and extra environment entries; it fails the test only if the binary could
-// not be run at all.
-func runProfileCmd(t *testing.T, b *binaries, env []string, args ...string) profileRun {
+// runProfileCmd runs `synergy profile ARGS` in this process with --out in a
+// fresh directory and extra environment entries (set for this test).
+func runProfileCmd(t *testing.T, env []string, args ...string) profileRun {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "profile.json")
-	cmd := exec.Command(b.synergy, append([]string{"profile", "--out", out}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	err := cmd.Run()
-	run := profileRun{out: out, stderr: stderr.String()}
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatalf("run synergy profile: %v", err)
-		}
-		run.exitCode = ee.ExitCode()
+	for _, e := range env {
+		k, v, _ := strings.Cut(e, "=")
+		t.Setenv(k, v)
 	}
-	return run
+	log, code := runCLIOutput(t, append([]string{"profile", "--out", out}, args...)...)
+	return profileRun{out: out, stderr: log, exitCode: code}
 }
 
 // load reads the run's profile or fails the test, showing synergy's output.
@@ -160,10 +149,10 @@ const (
 // is measured again (at most twice) before the comparison gives up. On this
 // machine the four cells agree within about 1%.
 func TestDockerE2E_AgreesWithLocal(t *testing.T) {
-	b := buildBinaries(t)
+	synthtrain := buildSynthtrain(t)
 	needCgroups(t)
-	image := synthtrainImage(t, b)
-	data := genDataset(t, b, "audio", agreeDatasetSize)
+	image := synthtrainImage(t, synthtrain)
+	data := genDataset(t, synthtrain, "audio", agreeDatasetSize)
 	job := e2eJobName(t)
 	t.Cleanup(func() { assertNoProfileContainers(t, job) })
 
@@ -174,12 +163,12 @@ func TestDockerE2E_AgreesWithLocal(t *testing.T) {
 	}
 	profile := func(runnerName, cpus string) *sensitivity.Profile {
 		args := common(cpus)
-		cmd := []string{"--", b.synthtrain, "--preset", "audio"}
+		cmd := []string{"--", synthtrain, "--preset", "audio"}
 		if runnerName == "docker" {
 			args = append(args, "--runner", "docker", "--docker-img", image)
 			cmd = []string{"--", "synthtrain", "--preset", "audio"}
 		}
-		p := runProfileCmd(t, b, nil, append(args, cmd...)...).load(t)
+		p := runProfileCmd(t, nil, append(args, cmd...)...).load(t)
 		for _, c := range p.Cells {
 			if c.Measured && c.Failure != nil {
 				t.Fatalf("%s runner: point cpus=%g mem=%d failed: %s: %s", runnerName, c.CPUs, c.MemLimitBytes, c.Failure.Class, c.Failure.Message)
@@ -277,14 +266,13 @@ func TestDockerE2E_AgreesWithLocal(t *testing.T) {
 // TestDockerE2E_BadImage: an image that is not there is refused up front
 // with a message naming it, and nothing is created.
 func TestDockerE2E_BadImage(t *testing.T) {
-	b := buildBinaries(t)
 	if _, err := docker.New(docker.Options{}); err != nil {
 		testreq.Skip(t, "docker", err.Error())
 	}
 	data := t.TempDir()
 	image := "synergy-e2e-no-such-image:" + strconv.Itoa(os.Getpid())
 	job := e2eJobName(t)
-	run := runProfileCmd(t, b, nil, "--runner", "docker", "--docker-img", image, "--cpus", "1", "--mem-limits", "64MiB",
+	run := runProfileCmd(t, nil, "--runner", "docker", "--docker-img", image, "--cpus", "1", "--mem-limits", "64MiB",
 		"--data", data, "--job-name", job, "--", "synthtrain")
 	if run.exitCode == 0 {
 		t.Fatalf("synergy profile with a missing image exited 0:\n%s", run.stderr)
@@ -303,9 +291,8 @@ func TestDockerE2E_BadImage(t *testing.T) {
 // TestDockerE2E_DaemonDown: no daemon at DOCKER_HOST gives a clear error
 // naming the address. It needs no engine.
 func TestDockerE2E_DaemonDown(t *testing.T) {
-	b := buildBinaries(t)
 	sock := "unix:///nonexistent/synergy-e2e.sock"
-	run := runProfileCmd(t, b, []string{"DOCKER_HOST=" + sock}, "--runner", "docker", "--docker-img", "whatever:1",
+	run := runProfileCmd(t, []string{"DOCKER_HOST=" + sock}, "--runner", "docker", "--docker-img", "whatever:1",
 		"--cpus", "1", "--mem-limits", "64MiB", "--data", t.TempDir(), "--", "synthtrain")
 	if run.exitCode == 0 {
 		t.Fatalf("synergy profile with no daemon exited 0:\n%s", run.stderr)
@@ -324,14 +311,14 @@ func TestDockerE2E_DaemonDown(t *testing.T) {
 // is recorded as a crashed point with its exit code and last output line,
 // and its container is removed.
 func TestDockerE2E_ScriptFails(t *testing.T) {
-	b := buildBinaries(t)
-	image := synthtrainImage(t, b)
+	synthtrain := buildSynthtrain(t)
+	image := synthtrainImage(t, synthtrain)
 	job := e2eJobName(t)
 	t.Cleanup(func() { assertNoProfileContainers(t, job) })
-	data := genDataset(t, b, "language", "1MiB")
+	data := genDataset(t, synthtrain, "language", "1MiB")
 	// synthtrain exits 2 on a bad command line (an unknown preset). Every
 	// point fails, so synergy exits 1 saying so, with the profile saved.
-	run := runProfileCmd(t, b, nil, "--runner", "docker", "--docker-img", image, "--cpus", "1", "--mem-limits", "64MiB",
+	run := runProfileCmd(t, nil, "--runner", "docker", "--docker-img", image, "--cpus", "1", "--mem-limits", "64MiB",
 		"--data", data, "--point-timeout", "30s", "--job-name", job, "--", "synthtrain", "--preset", "no-such-preset")
 	if run.exitCode != 1 || !strings.Contains(run.stderr, "no point produced a measurement") {
 		t.Fatalf("synergy profile exited %d, want 1 saying no point produced a measurement:\n%s", run.exitCode, run.stderr)

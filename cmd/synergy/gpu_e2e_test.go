@@ -15,7 +15,8 @@ import (
 // which has no NVIDIA library, with synergy built with cgo (NVML loadable
 // at run time) and without it (NVML compiled out): both say "none" for a
 // job that reports nothing about its GPU, "emulated" for synthtrain, and
-// --require-gpu refuses to run.
+// --require-gpu refuses to run. It runs the two builds as processes of
+// their own: what differs between them is how the binary was built.
 func TestProfileE2E_GPUModeIsHonestWithAndWithoutCgo(t *testing.T) {
 	needCgroups(t)
 	b := buildBinaries(t)
@@ -30,7 +31,7 @@ func TestProfileE2E_GPUModeIsHonestWithAndWithoutCgo(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("CGO_ENABLED=0 go build: %v\n%s", err, out)
 	}
-	data := genDataset(t, b, "language", "1MiB")
+	data := genDataset(t, b.synthtrain, "language", "1MiB")
 	for _, bin := range []struct{ name, path string }{{"cgo", b.synergy}, {"nocgo", nocgo}} {
 		t.Run(bin.name, func(t *testing.T) {
 			for _, job := range []struct {

@@ -9,59 +9,55 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/synergy-sched/synergy/runner/local"
 )
 
-// binaries are the synergy and synthtrain executables built once per test
-// binary for end-to-end tests.
+// binaries are the synergy and synthtrain executables, each built at most
+// once per test binary into one temporary directory (TestMain removes it).
+// Most tests run synergy in this process (runCLI) and need only
+// synthtrain; the few that need synergy as its own process say why.
 type binaries struct {
-	dir        string
 	synergy    string
 	synthtrain string
-	err        error
 }
 
-// builtOnce builds both programs into a temporary directory the first time
-// it is called; TestMain removes it.
 var (
-	buildOnce sync.Once
-	built     *binaries
+	binDirOnce sync.Once
+	binDir     string
+	binDirErr  error
+
+	synergyBin, synthtrainBin builtBinary
 )
 
-func builtOnce() *binaries {
-	buildOnce.Do(func() { built = build() })
-	return built
+// builtBinary is one program built on first use.
+type builtBinary struct {
+	once sync.Once
+	path string
+	err  error
 }
 
-func build() *binaries {
-	b := &binaries{}
-	dir, err := os.MkdirTemp("", "synergy-e2e-bin-*")
-	if err != nil {
-		b.err = err
-		return b
-	}
-	b.dir = dir
-	b.synergy = filepath.Join(dir, "synergy")
-	b.synthtrain = filepath.Join(dir, "synthtrain")
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	for _, c := range []struct {
-		out, pkg string
-		cgo      string
-	}{{b.synergy, "./cmd/synergy", ""}, {b.synthtrain, "./cmd/synthtrain", "0"}} {
-		cmd := exec.Command("go", "build", "-o", c.out, c.pkg)
-		cmd.Dir = root
-		cmd.Env = os.Environ()
-		if c.cgo != "" {
-			cmd.Env = append(cmd.Env, "CGO_ENABLED="+c.cgo)
+// get builds the package pkg (relative to the module root) as name, with
+// extra environment entries, the first time it is called.
+func (b *builtBinary) get(name, pkg string, env ...string) (string, error) {
+	b.once.Do(func() {
+		binDirOnce.Do(func() { binDir, binDirErr = os.MkdirTemp("", "synergy-e2e-bin-*") })
+		if binDirErr != nil {
+			b.err = binDirErr
+			return
 		}
+		b.path = filepath.Join(binDir, name)
+		_, file, _, _ := runtime.Caller(0)
+		cmd := exec.Command("go", "build", "-o", b.path, pkg)
+		cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+		cmd.Env = append(os.Environ(), env...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Run(); err != nil {
-			b.err = &buildError{pkg: c.pkg, err: err, out: stderr.String()}
-			return b
+			b.err = &buildError{pkg: pkg, err: err, out: stderr.String()}
 		}
-	}
-	return b
+	})
+	return b.path, b.err
 }
 
 type buildError struct {
@@ -71,34 +67,53 @@ type buildError struct {
 
 func (e *buildError) Error() string { return "go build " + e.pkg + ": " + e.err.Error() + "\n" + e.out }
 
-// buildBinaries returns the built programs or fails the test.
-func buildBinaries(t *testing.T) *binaries {
+// buildSynthtrain returns the built synthtrain (static, for scratch
+// images) or fails the test; end-to-end tests are skipped with -short.
+func buildSynthtrain(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end test: skipped with -short")
 	}
-	b := builtOnce()
-	if b.err != nil {
-		t.Fatal(b.err)
+	path, err := synthtrainBin.get("synthtrain", "./cmd/synthtrain", "CGO_ENABLED=0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return b
+	return path
+}
+
+// buildBinaries returns both built programs or fails the test: for the
+// tests that must run synergy as a process of its own.
+func buildBinaries(t *testing.T) *binaries {
+	t.Helper()
+	st := buildSynthtrain(t)
+	path, err := synergyBin.get("synergy", "./cmd/synergy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &binaries{synergy: path, synthtrain: st}
 }
 
 // genDataset makes a synthtrain dataset of the given preset and size.
-func genDataset(t *testing.T, b *binaries, preset, size string) string {
+func genDataset(t *testing.T, synthtrain, preset, size string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "data-"+preset)
-	out, err := exec.Command(b.synthtrain, "gen", "--dir", dir, "--bytes", size, "--preset", preset, "--seed", "1").CombinedOutput()
+	out, err := exec.Command(synthtrain, "gen", "--dir", dir, "--bytes", size, "--preset", preset, "--seed", "1").CombinedOutput()
 	if err != nil {
 		t.Fatalf("synthtrain gen: %v\n%s", err, out)
 	}
 	return dir
 }
 
+// TestMain serves as the local runner's gate when the runner re-executes
+// this test binary (profiles run in-process, as in main), then runs the
+// tests and removes the built programs.
 func TestMain(m *testing.M) {
+	if local.IsGate(os.Args) {
+		local.GateMain()
+	}
 	code := m.Run()
-	if built != nil && built.dir != "" {
-		os.RemoveAll(built.dir)
+	if binDir != "" {
+		os.RemoveAll(binDir)
 	}
 	os.Exit(code)
 }
@@ -114,4 +129,17 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	app.Writer, app.ErrWriter = &out, &errOut
 	err = app.Run(context.Background(), append([]string{"synergy"}, args...))
 	return out.String(), errOut.String(), err
+}
+
+// runCLIOutput runs the synergy command line in this process and returns
+// what the process would have shown (stdout, then stderr, then main's
+// "synergy: ERROR" line) and its exit status (main exits 1 on any error).
+func runCLIOutput(t *testing.T, args ...string) (output string, exitCode int) {
+	t.Helper()
+	stdout, stderr, err := runCLI(t, args...)
+	output = stdout + stderr
+	if err != nil {
+		return output + "synergy: " + err.Error() + "\n", 1
+	}
+	return output, 0
 }

@@ -25,8 +25,12 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := newApp().Run(ctx, os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "synergy:", err)
+	// The process's streams are set here only: every command prints
+	// through the root command's Writer and ErrWriter.
+	app := newApp()
+	app.Writer, app.ErrWriter = os.Stdout, os.Stderr
+	if err := app.Run(ctx, os.Args); err != nil {
+		fmt.Fprintln(app.ErrWriter, "synergy:", err)
 		os.Exit(1)
 	}
 }

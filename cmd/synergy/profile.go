@@ -352,6 +352,41 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	defer env.close()
+	if err := withEnvironment(cfg, env); err != nil {
+		return err
+	}
+	stdout, stderr := c.Root().Writer, c.Root().ErrWriter
+	for _, w := range env.warnings {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
+	cfg.Progress = newTextProgress(stderr, isTerminal(stderr), *cfg)
+	fmt.Fprintf(stderr, "profiling %s on the %s runner: a %d CPU × %d memory grid (+ unlimited), strategy %s (gpu: %s)\n",
+		strings.Join(cfg.Command, " "), o.runnerName, len(cfg.CPUs), len(cfg.MemLimits), cfg.Strategy, cfg.GPU.Mode)
+
+	p, err := profiler.Run(ctx, *cfg)
+	if err != nil {
+		if errors.Is(err, profiler.ErrInterrupted) {
+			return fmt.Errorf("%w (%s)", err, cfg.Out)
+		}
+		return err
+	}
+	fmt.Fprintf(stderr, "profile saved to %s (%d points, %.0f s)\n", cfg.Out, p.Cost.Points, p.Cost.WallSeconds)
+	if o.json {
+		err = p.Encode(stdout)
+	} else {
+		err = printMatrix(stdout, p)
+	}
+	if err == nil && len(p.MeasuredOK()) == 0 {
+		return fmt.Errorf("no point produced a measurement: every one failed (their failures are recorded in %s; the logs are in %s)", cfg.Out, cfg.LogDir)
+	}
+	return err
+}
+
+// withEnvironment completes cfg with what the host gave: the runner,
+// samplers and page cache, the host and GPU descriptions, and the axes
+// the flags left empty (the CPU sweep up to the host's cores, the memory
+// axis around the dataset).
+func withEnvironment(cfg *profiler.Config, env *environment) error {
 	cfg.Runner = env.runner
 	cfg.Samplers = env.samplers
 	cfg.Cache = env.cache
@@ -364,34 +399,12 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 		return fmt.Errorf("--%s: %w", flagCPUs, err)
 	}
 	if len(cfg.MemLimits) == 0 && cfg.DataDir != "" {
+		var err error
 		if cfg.MemLimits, err = profiler.DefaultMemLimits(cfg.DataDir); err != nil {
 			return fmt.Errorf("--%s: %w", flagData, err)
 		}
 	}
-	for _, w := range env.warnings {
-		fmt.Fprintln(os.Stderr, "warning:", w)
-	}
-	cfg.Progress = newTextProgress(os.Stderr, isTerminal(os.Stderr), *cfg)
-	fmt.Fprintf(os.Stderr, "profiling %s on the %s runner: a %d CPU × %d memory grid (+ unlimited), strategy %s (gpu: %s)\n",
-		strings.Join(cfg.Command, " "), o.runnerName, len(cfg.CPUs), len(cfg.MemLimits), cfg.Strategy, cfg.GPU.Mode)
-
-	p, err := profiler.Run(ctx, *cfg)
-	if err != nil {
-		if errors.Is(err, profiler.ErrInterrupted) {
-			return fmt.Errorf("%w (%s)", err, cfg.Out)
-		}
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "profile saved to %s (%d points, %.0f s)\n", cfg.Out, p.Cost.Points, p.Cost.WallSeconds)
-	if o.json {
-		err = p.Encode(os.Stdout)
-	} else {
-		err = printMatrix(os.Stdout, p)
-	}
-	if err == nil && len(p.MeasuredOK()) == 0 {
-		return fmt.Errorf("no point produced a measurement: every one failed (their failures are recorded in %s; the logs are in %s)", cfg.Out, cfg.LogDir)
-	}
-	return err
+	return nil
 }
 
 func splitList(s string) []string {
@@ -419,7 +432,13 @@ func parseFloatList(s string) ([]float64, error) {
 	return out, nil
 }
 
-func isTerminal(f *os.File) bool {
+// isTerminal reports whether w is a terminal (progress lines are then
+// rewritten in place).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

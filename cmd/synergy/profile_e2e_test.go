@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -63,10 +62,14 @@ func leftoverProcesses(t *testing.T, marker string) []string {
 	return out
 }
 
+// TestProfileE2E_InterruptLeavesValidProfileAndResumeFinishes runs the
+// built synergy as a process of its own: it is about what a real SIGINT
+// (Ctrl-C) to that process leaves behind, which main's signal handling
+// turns into a cancelled context.
 func TestProfileE2E_InterruptLeavesValidProfileAndResumeFinishes(t *testing.T) {
 	needCgroups(t)
 	b := buildBinaries(t)
-	data := genDataset(t, b, "language", "8MiB")
+	data := genDataset(t, b.synthtrain, "language", "8MiB")
 	out := filepath.Join(t.TempDir(), "p.json")
 	job := fmt.Sprintf("e2eint%d", os.Getpid())
 	args := []string{"profile", "--strategy", "axes", "--cpus", "0.5,1,2", "--mem-limits", "32MiB", "--data", data, "-b", "64",
@@ -142,7 +145,6 @@ func TestProfileE2E_InterruptLeavesValidProfileAndResumeFinishes(t *testing.T) {
 }
 
 func TestProfileE2E_BadFlagsNameTheFlag(t *testing.T) {
-	b := buildBinaries(t)
 	data := t.TempDir()
 	for _, tc := range []struct {
 		args []string
@@ -160,13 +162,12 @@ func TestProfileE2E_BadFlagsNameTheFlag(t *testing.T) {
 		{[]string{"--runner", "docker", "--", "/bin/true"}, "--docker-img: needed"},
 		{[]string{"--cpus", "1"}, "no training script"},
 	} {
-		cmd := exec.Command(b.synergy, append([]string{"profile", "--out", filepath.Join(t.TempDir(), "p.json")}, tc.args...)...)
-		out, err := cmd.CombinedOutput()
-		if err == nil {
+		out, code := runCLIOutput(t, append([]string{"profile", "--out", filepath.Join(t.TempDir(), "p.json")}, tc.args...)...)
+		if code == 0 {
 			t.Errorf("%v: exited 0, want an error", tc.args)
 			continue
 		}
-		if !strings.Contains(string(out), tc.want) {
+		if !strings.Contains(out, tc.want) {
 			t.Errorf("%v: output %q does not contain %q", tc.args, out, tc.want)
 		}
 	}
@@ -174,26 +175,23 @@ func TestProfileE2E_BadFlagsNameTheFlag(t *testing.T) {
 
 func TestProfileE2E_CrashAndOOMAreRecorded(t *testing.T) {
 	needCgroups(t)
-	b := buildBinaries(t)
+	synthtrain := buildSynthtrain(t)
 	if _, err := exec.LookPath("python3"); err != nil {
 		testreq.Skip(t, "python3", "python3 not installed")
 	}
-	data := genDataset(t, b, "language", "2MiB")
+	data := genDataset(t, synthtrain, "language", "2MiB")
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 
 	// A script that fails at once: recorded as crashed with its status and
 	// its last words, and the sweep goes on to the next point.
 	job := fmt.Sprintf("e2ecrash%d", os.Getpid())
 	out := filepath.Join(dir, "crash.json")
-	run := exec.CommandContext(ctx, b.synergy, "profile", "--strategy", "axes", "--cpus", "1,2", "--mem-limits", "64MiB", "--data", data,
+	log, code := runCLIOutput(t, "profile", "--strategy", "axes", "--cpus", "1,2", "--mem-limits", "64MiB", "--data", data,
 		"--job-name", job, "--out", out, "--", "/bin/sh", "-c", "echo 'cannot open checkpoint' >&2; exit 3", "sh")
-	log, err := run.CombinedOutput()
 	// Every point failed: synergy says so and exits 1, with the failures
 	// recorded in the profile (a crash of the job, not of the profiler).
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(log), "no point produced a measurement") {
-		t.Fatalf("all points crashed: err = %v, want exit 1 saying no point produced a measurement\n%s", err, log)
+	if code != 1 || !strings.Contains(log, "no point produced a measurement") {
+		t.Fatalf("all points crashed: exit %d, want 1 saying no point produced a measurement\n%s", code, log)
 	}
 	p, err := sensitivity.Load(out)
 	if err != nil {
@@ -206,7 +204,7 @@ func TestProfileE2E_CrashAndOOMAreRecorded(t *testing.T) {
 			t.Errorf("cpus=%v: cell %+v, want crashed with exit code 3 and the job's last line", c, cell)
 		}
 	}
-	if !strings.Contains(string(log), "FAILED (crashed)") {
+	if !strings.Contains(log, "FAILED (crashed)") {
 		t.Errorf("progress does not report the failure:\n%s", log)
 	}
 	if left := leftoverCgroups(t, job); len(left) > 0 {
@@ -219,11 +217,10 @@ func TestProfileE2E_CrashAndOOMAreRecorded(t *testing.T) {
 	os.WriteFile(script, []byte("import sys\nb = b'x' * (300 << 20)\nprint('allocated', len(b))\n"), 0o755)
 	job = fmt.Sprintf("e2eoom%d", os.Getpid())
 	out = filepath.Join(dir, "oom.json")
-	run = exec.CommandContext(ctx, b.synergy, "profile", "--strategy", "axes", "--cpus", "1", "--mem-limits", "64MiB", "--data", data,
+	log, code = runCLIOutput(t, "profile", "--strategy", "axes", "--cpus", "1", "--mem-limits", "64MiB", "--data", data,
 		"--job-name", job, "--out", out, "--", "python3", script)
-	log, err = run.CombinedOutput()
-	if err != nil {
-		t.Fatalf("an OOM-killed job must not crash the profiler: %v\n%s", err, log)
+	if code != 0 {
+		t.Fatalf("an OOM-killed job must not crash the profiler: exit %d\n%s", code, log)
 	}
 	p, err = sensitivity.Load(out)
 	if err != nil {

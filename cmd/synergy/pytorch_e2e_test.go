@@ -14,12 +14,12 @@ import (
 // TestProfileE2E_PythonHelper profiles a Python job that writes its metrics
 // through models/pytorch/synergy_metrics.py (a standard-library stand-in for
 // a PyTorch script, testdata/stdlib_train.py: torch cannot be installed
-// here) with the local runner: the profiler must read the helper's stream at
+// here) with the local runner, synergy running in this process: the profiler must read the helper's stream at
 // every point, the step-only run included, and the job's emulated step must
 // bound the throughput from above.
 func TestProfileE2E_PythonHelper(t *testing.T) {
 	needCgroups(t)
-	b := buildBinaries(t)
+	synthtrain := buildSynthtrain(t)
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		testreq.Skip(t, "python3", err.Error())
@@ -40,7 +40,7 @@ func TestProfileE2E_PythonHelper(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	data := genDataset(t, b, "language", "1MiB")
+	data := genDataset(t, synthtrain, "language", "1MiB")
 	const (
 		batch  = 16
 		stepMS = 20
@@ -49,13 +49,12 @@ func TestProfileE2E_PythonHelper(t *testing.T) {
 	// 16 / 0.020 = 800 samples/s (2% allowed for timer rounding in ts).
 	const maxSamplesPerS = batch / (stepMS / 1000.0) * 1.02
 	out := filepath.Join(t.TempDir(), "profile.json")
-	cmd := exec.Command(b.synergy, "profile", "--strategy", "grid", "--cpus", "1", "--mem-limits", "64MiB",
+	log, code := runCLIOutput(t, "profile", "--strategy", "grid", "--cpus", "1", "--mem-limits", "64MiB",
 		"-b", "16", "--data", data, "--max-iterations", "200", "--point-timeout", "60s",
 		"--job-name", e2eJobName(t), "--out", out,
 		"--", py, filepath.Join(dir, "testdata", "stdlib_train.py"), "--step-ms", "20")
-	log, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("synergy profile: %v\n%s", err, log)
+	if code != 0 {
+		t.Fatalf("synergy profile: exit %d\n%s", code, log)
 	}
 	p, err := sensitivity.Load(out)
 	if err != nil {
