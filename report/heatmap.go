@@ -6,7 +6,6 @@ import (
 	"image/color"
 	"io"
 	"math"
-	"path/filepath"
 	"strings"
 
 	gplot "gonum.org/v1/plot"
@@ -20,7 +19,7 @@ import (
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
-// Size of a heatmap.
+// Size of a profile's figures (heatmap, timeline).
 const (
 	Width  = 16 * vg.Centimeter
 	Height = 11 * vg.Centimeter
@@ -157,37 +156,7 @@ func Heatmap(w io.Writer, format string, p *sensitivity.Profile, title string) e
 	pl.X.Min, pl.X.Max = -0.5, float64(len(p.Axes.MemLimitBytes))-0.5
 	pl.Y.Min, pl.Y.Max = -0.5, float64(len(p.Axes.CPUs))-0.5
 
-	return writePlot(w, pl, format, "heatmap")
-}
-
-// writePlot renders pl at the report size in format to w; errors say what
-// was being drawn.
-func writePlot(w io.Writer, pl *gplot.Plot, format, what string) error {
-	wt, err := pl.WriterTo(Width, Height, format)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if _, err := wt.WriteTo(w); err != nil {
-		return fmt.Errorf("%s: write: %w", what, err)
-	}
-	return nil
-}
-
-// saveAtomic draws to path in the format of its extension, through a
-// temporary file so a reader never sees half a figure.
-func saveAtomic(path, what string, draw func(w io.Writer, format string) error) error {
-	format, err := FormatOf(path)
-	if err != nil {
-		return err
-	}
-	var b strings.Builder
-	if err := draw(&b, format); err != nil {
-		return err
-	}
-	if err := sensitivity.WriteFileAtomic(path, []byte(b.String()), 0o644); err != nil {
-		return fmt.Errorf("%s %s: %w", what, path, err)
-	}
-	return nil
+	return writePlot(w, pl, Width, Height, format, "heatmap")
 }
 
 func valueText(v float64) string {
@@ -197,19 +166,8 @@ func valueText(v float64) string {
 	return fmt.Sprintf("%.1f", v)
 }
 
-// FormatOf returns the heatmap format of path's extension.
-func FormatOf(path string) (string, error) {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".png":
-		return FormatPNG, nil
-	case ".svg":
-		return FormatSVG, nil
-	}
-	return "", fmt.Errorf("%s: the heatmap is written as .png or .svg", path)
-}
-
 // SaveHeatmap writes the heatmap to path in the format of its extension,
 // through a temporary file so a reader never sees half a figure.
 func SaveHeatmap(path string, p *sensitivity.Profile, title string) error {
-	return saveAtomic(path, "heatmap", func(w io.Writer, format string) error { return Heatmap(w, format, p, title) })
+	return saveAtomic(path, "heatmap", ProfileFormatOf, func(w io.Writer, format string) error { return Heatmap(w, format, p, title) })
 }

@@ -225,10 +225,10 @@ func Timeline(w io.Writer, format string, d *TimelineData, title string) error {
 	}
 	pl.Legend.Top = true
 	pl.Y.Min, pl.Y.Max = 0, top*1.35
-	return writePlot(w, pl, format, "timeline")
+	return writePlot(w, pl, Width, Height, format, "timeline")
 }
 
 // SaveTimeline draws a point's timeline to path (.png or .svg).
 func SaveTimeline(path string, d *TimelineData, title string) error {
-	return saveAtomic(path, "timeline", func(w io.Writer, format string) error { return Timeline(w, format, d, title) })
+	return saveAtomic(path, "timeline", ProfileFormatOf, func(w io.Writer, format string) error { return Timeline(w, format, d, title) })
 }

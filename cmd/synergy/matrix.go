@@ -106,7 +106,7 @@ func runMatrixShow(_ context.Context, c *cli.Command) error {
 	}
 	plot := c.String(matFlagPlot)
 	if plot != "" {
-		if _, err := report.FormatOf(plot); err != nil {
+		if _, err := report.ProfileFormatOf(plot); err != nil {
 			return fmt.Errorf("--%s: %w", matFlagPlot, err)
 		}
 	}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/synergy-sched/synergy/report"
 	"github.com/synergy-sched/synergy/scheduler"
-	"github.com/synergy-sched/synergy/scheduler/plot"
 	"github.com/synergy-sched/synergy/scheduler/sim"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
@@ -210,7 +210,7 @@ func parseSimulateFlags(c *cli.Command) (simulateOptions, error) {
 	}
 	o.json = c.Bool(simFlagJSON)
 	if o.plot = c.String(simFlagPlot); o.plot != "" {
-		if _, err := plot.FormatOf(o.plot); err != nil {
+		if _, err := report.FormatOf(o.plot); err != nil {
 			return o, flagErr(simFlagPlot, err)
 		}
 	}
@@ -386,7 +386,7 @@ func runSimulate(ctx context.Context, c *cli.Command) error {
 		}
 	}
 	if o.plot != "" {
-		if err := plot.SaveJCTCDF(o.plot, plot.SeriesFromSweep(res), plot.Options{Title: "JCT CDF, " + o.cluster.Name}); err != nil {
+		if err := report.SaveJCTCDF(o.plot, report.SeriesFromSweep(res), report.SimOptions{Title: "JCT CDF, " + o.cluster.Name}); err != nil {
 			return fmt.Errorf("--%s: %w", simFlagPlot, err)
 		}
 	}

@@ -1,14 +1,11 @@
-package plot
+package report
 
 import (
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -18,10 +15,10 @@ import (
 	"github.com/synergy-sched/synergy/scheduler/sim"
 )
 
-// Size of every figure.
+// Size of every simulation figure.
 const (
-	Width  = 16 * vg.Centimeter
-	Height = 10 * vg.Centimeter
+	SimWidth  = 16 * vg.Centimeter
+	SimHeight = 10 * vg.Centimeter
 )
 
 // JCTSeries is one line of a JCT CDF: a label and job completion times in
@@ -31,8 +28,8 @@ type JCTSeries struct {
 	JCTHours []float64
 }
 
-// Options adjust a figure.
-type Options struct {
+// SimOptions adjust a simulation figure.
+type SimOptions struct {
 	Title string
 	// LinearX draws hours on a linear axis; the default is log scale
 	// (JCTs span minutes to weeks).
@@ -88,35 +85,38 @@ func cdf(xs []float64, logX bool) plotter.XYs {
 	return pts
 }
 
-// JCTCDF draws the series' JCT CDFs to w in format ("png", "svg", ...).
-func JCTCDF(w io.Writer, format string, series []JCTSeries, opt Options) error {
-	if len(series) == 0 {
-		return errors.New("jct cdf: no series")
-	}
+// simPlot is an empty simulation figure: opt's title (else the default),
+// the axes' labels and the y axis from 0 to yMax.
+func simPlot(opt SimOptions, defaultTitle, xLabel, yLabel string, yMax float64) *gplot.Plot {
 	p := gplot.New()
 	p.Title.Text = opt.Title
 	if p.Title.Text == "" {
-		p.Title.Text = "Job completion time CDF"
+		p.Title.Text = defaultTitle
 	}
-	p.X.Label.Text = "JCT (hours)"
-	p.Y.Label.Text = "fraction of jobs"
-	p.Y.Min, p.Y.Max = 0, 1
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = yLabel
+	p.Y.Min, p.Y.Max = 0, yMax
+	return p
+}
+
+// JCTCDF draws the series' JCT CDFs to w in format ("png", "svg", ...).
+func JCTCDF(w io.Writer, format string, series []JCTSeries, opt SimOptions) error {
+	if len(series) == 0 {
+		return errors.New("jct cdf: no series")
+	}
+	p := simPlot(opt, "Job completion time CDF", "JCT (hours)", "fraction of jobs", 1)
 	logX := !opt.LinearX
 	if logX {
 		p.X.Scale = gplot.LogScale{}
 		p.X.Tick.Marker = gplot.LogTicks{Prec: -1}
 	}
 	var args []any
-	drawn := 0
 	for _, s := range series {
-		pts := cdf(s.JCTHours, logX)
-		if len(pts) == 0 {
-			continue
+		if pts := cdf(s.JCTHours, logX); len(pts) > 0 {
+			args = append(args, s.Label, pts)
 		}
-		args = append(args, s.Label, pts)
-		drawn++
 	}
-	if drawn == 0 {
+	if len(args) == 0 {
 		return errors.New("jct cdf: no finished jobs to draw")
 	}
 	if err := plotutil.AddLines(p, args...); err != nil {
@@ -124,23 +124,16 @@ func JCTCDF(w io.Writer, format string, series []JCTSeries, opt Options) error {
 	}
 	p.Legend.Top = false
 	p.Legend.Left = false
-	return write(p, w, format)
+	return writePlot(w, p, SimWidth, SimHeight, format, "jct cdf")
 }
 
 // Utilization draws allocated GPU, CPU and memory (percent of the cluster)
 // over simulated hours.
-func Utilization(w io.Writer, format string, points []sim.UtilPoint, opt Options) error {
+func Utilization(w io.Writer, format string, points []sim.UtilPoint, opt SimOptions) error {
 	if len(points) == 0 {
 		return errors.New("utilization: no points")
 	}
-	p := gplot.New()
-	p.Title.Text = opt.Title
-	if p.Title.Text == "" {
-		p.Title.Text = "Cluster allocation"
-	}
-	p.X.Label.Text = "time (hours)"
-	p.Y.Label.Text = "allocated (%)"
-	p.Y.Min, p.Y.Max = 0, 100
+	p := simPlot(opt, "Cluster allocation", "time (hours)", "allocated (%)", 100)
 	var gpu, cpu, mem plotter.XYs
 	for _, u := range points {
 		for _, x := range []float64{u.StartS / 3600, u.EndS / 3600} {
@@ -152,58 +145,15 @@ func Utilization(w io.Writer, format string, points []sim.UtilPoint, opt Options
 	if err := plotutil.AddLines(p, "GPU", gpu, "CPU", cpu, "memory", mem); err != nil {
 		return fmt.Errorf("utilization: %w", err)
 	}
-	return write(p, w, format)
-}
-
-func write(p *gplot.Plot, w io.Writer, format string) error {
-	wt, err := p.WriterTo(Width, Height, format)
-	if err != nil {
-		return fmt.Errorf("plot format %q: %w", format, err)
-	}
-	if _, err := wt.WriteTo(w); err != nil {
-		return fmt.Errorf("write plot: %w", err)
-	}
-	return nil
-}
-
-// FormatOf is a file name's plot format: its extension, lower case.
-func FormatOf(path string) (string, error) {
-	ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
-	switch ext {
-	case "png", "svg", "pdf", "eps", "jpg", "jpeg", "tif", "tiff":
-		return ext, nil
-	case "":
-		return "", fmt.Errorf("%s: no extension to choose the format by (.png, .svg, .pdf)", path)
-	}
-	return "", fmt.Errorf("%s: unknown plot format %q (.png, .svg, .pdf, .eps, .jpg, .tif)", path, ext)
+	return writePlot(w, p, SimWidth, SimHeight, format, "utilization")
 }
 
 // SaveJCTCDF writes the JCT CDF to path in the format of its extension.
-func SaveJCTCDF(path string, series []JCTSeries, opt Options) error {
-	return save(path, func(w io.Writer, f string) error { return JCTCDF(w, f, series, opt) })
+func SaveJCTCDF(path string, series []JCTSeries, opt SimOptions) error {
+	return saveAtomic(path, "jct cdf", FormatOf, func(w io.Writer, f string) error { return JCTCDF(w, f, series, opt) })
 }
 
 // SaveUtilization writes the utilisation plot to path.
-func SaveUtilization(path string, points []sim.UtilPoint, opt Options) error {
-	return save(path, func(w io.Writer, f string) error { return Utilization(w, f, points, opt) })
-}
-
-func save(path string, draw func(io.Writer, string) error) error {
-	format, err := FormatOf(path)
-	if err != nil {
-		return err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("create plot: %w", err)
-	}
-	if err := draw(f, format); err != nil {
-		f.Close()
-		os.Remove(path)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write plot %s: %w", path, err)
-	}
-	return nil
+func SaveUtilization(path string, points []sim.UtilPoint, opt SimOptions) error {
+	return saveAtomic(path, "utilization", FormatOf, func(w io.Writer, f string) error { return Utilization(w, f, points, opt) })
 }

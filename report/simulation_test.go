@@ -1,4 +1,4 @@
-package plot
+package report
 
 import (
 	"bytes"
@@ -70,7 +70,7 @@ func TestCDF_Steps(t *testing.T) {
 func TestJCTCDF_PNGAndSVG(t *testing.T) {
 	series := SeriesFromSweep(sweep())
 	var pngBuf bytes.Buffer
-	if err := JCTCDF(&pngBuf, "png", series, Options{}); err != nil {
+	if err := JCTCDF(&pngBuf, "png", series, SimOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	img, err := png.Decode(bytes.NewReader(pngBuf.Bytes()))
@@ -81,14 +81,14 @@ func TestJCTCDF_PNGAndSVG(t *testing.T) {
 	if b := img.Bounds(); b.Dx() != 605 || b.Dy() != 378 {
 		t.Errorf("PNG is %v, want 605×378", b)
 	}
-	svg := func(opt Options) []byte {
+	svg := func(opt SimOptions) []byte {
 		var b bytes.Buffer
 		if err := JCTCDF(&b, "svg", series, opt); err != nil {
 			t.Fatal(err)
 		}
 		return b.Bytes()
 	}
-	a, b := svg(Options{Title: "anchor"}), svg(Options{Title: "anchor"})
+	a, b := svg(SimOptions{Title: "anchor"}), svg(SimOptions{Title: "anchor"})
 	if !bytes.HasPrefix(a, []byte("<?xml")) || !bytes.Contains(a, []byte("<svg")) {
 		t.Errorf("not an SVG: %.60q", a)
 	}
@@ -100,20 +100,20 @@ func TestJCTCDF_PNGAndSVG(t *testing.T) {
 			t.Errorf("SVG lacks %q", want)
 		}
 	}
-	if lin := svg(Options{Title: "anchor", LinearX: true}); bytes.Equal(lin, a) {
+	if lin := svg(SimOptions{Title: "anchor", LinearX: true}); bytes.Equal(lin, a) {
 		t.Error("linear and log axes drew the same picture")
 	}
 }
 
 func TestJCTCDF_Errors(t *testing.T) {
 	var b bytes.Buffer
-	if err := JCTCDF(&b, "png", nil, Options{}); err == nil {
+	if err := JCTCDF(&b, "png", nil, SimOptions{}); err == nil {
 		t.Error("no series: no error")
 	}
-	if err := JCTCDF(&b, "png", []JCTSeries{{Label: "x"}}, Options{}); err == nil || !strings.Contains(err.Error(), "no finished jobs") {
+	if err := JCTCDF(&b, "png", []JCTSeries{{Label: "x"}}, SimOptions{}); err == nil || !strings.Contains(err.Error(), "no finished jobs") {
 		t.Errorf("empty series: %v", err)
 	}
-	if err := JCTCDF(&b, "bmp", SeriesFromSweep(sweep()), Options{}); err == nil || !strings.Contains(err.Error(), `"bmp"`) {
+	if err := JCTCDF(&b, "bmp", SeriesFromSweep(sweep()), SimOptions{}); err == nil || !strings.Contains(err.Error(), `"bmp"`) {
 		t.Errorf("bad format: %v", err)
 	}
 }
@@ -127,9 +127,9 @@ func TestSave_ByExtension(t *testing.T) {
 			path := filepath.Join(dir, kind+"."+ext)
 			var err error
 			if kind == "cdf" {
-				err = SaveJCTCDF(path, SeriesFromSweep(sweep()), Options{})
+				err = SaveJCTCDF(path, SeriesFromSweep(sweep()), SimOptions{})
 			} else {
-				err = SaveUtilization(path, pts, Options{})
+				err = SaveUtilization(path, pts, SimOptions{})
 			}
 			if err != nil {
 				t.Fatalf("%s: %v", path, err)
@@ -144,7 +144,7 @@ func TestSave_ByExtension(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"out", "out.bmp"} {
-		err := SaveJCTCDF(filepath.Join(dir, bad), SeriesFromSweep(sweep()), Options{})
+		err := SaveJCTCDF(filepath.Join(dir, bad), SeriesFromSweep(sweep()), SimOptions{})
 		if err == nil || !strings.Contains(err.Error(), bad) {
 			t.Errorf("%s: %v", bad, err)
 		}
