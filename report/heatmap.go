@@ -76,35 +76,7 @@ func Heatmap(w io.Writer, format string, p *sensitivity.Profile, title string) e
 	if format != FormatPNG && format != FormatSVG {
 		return fmt.Errorf("heatmap: format %q: want png or svg", format)
 	}
-	g := grid{p: p}
-	var labels plotter.XYLabels
-	var measured plotter.XYs
-	for r, c := range p.Axes.CPUs {
-		row := make([]float64, len(p.Axes.MemLimitBytes))
-		for ci, m := range p.Axes.MemLimitBytes {
-			cell := p.Cell(c, m)
-			lab := "-"
-			switch {
-			case cell == nil:
-				row[ci] = math.NaN()
-			case cell.Failure != nil:
-				lab = strings.ReplaceAll(cell.Failure.Class, "_", " ")
-			case cell.Measured:
-				row[ci] = cell.SamplesPerS
-				lab = valueText(cell.SamplesPerS)
-			default:
-				row[ci] = cell.SamplesPerS
-				lab = "~" + valueText(cell.SamplesPerS)
-			}
-			if cell != nil && cell.Measured {
-				measured = append(measured, plotter.XY{X: float64(ci), Y: float64(r)})
-			}
-			labels.XYs = append(labels.XYs, plotter.XY{X: float64(ci), Y: float64(r)})
-			labels.Labels = append(labels.Labels, lab)
-		}
-		g.vals = append(g.vals, row)
-	}
-
+	g, labels, measured := heatmapCells(p)
 	pal, err := brewer.GetPalette(brewer.TypeSequential, "YlOrRd", 9)
 	if err != nil {
 		return fmt.Errorf("heatmap: palette: %w", err)
@@ -145,18 +117,55 @@ func Heatmap(w io.Writer, format string, p *sensitivity.Profile, title string) e
 		lp.TextStyle[i].YAlign = -0.5
 	}
 	pl.Add(lp)
+	gridAxes(pl, p.Axes)
+	return writePlot(w, pl, Width, Height, format, "heatmap")
+}
+
+// heatmapCells reads p's grid: the values (NaN where a cell is missing),
+// every cell's label and the positions of the measured cells.
+func heatmapCells(p *sensitivity.Profile) (g grid, labels plotter.XYLabels, measured plotter.XYs) {
+	g.p = p
+	for r, c := range p.Axes.CPUs {
+		row := make([]float64, len(p.Axes.MemLimitBytes))
+		for ci, m := range p.Axes.MemLimitBytes {
+			cell := p.Cell(c, m)
+			lab := "-"
+			switch {
+			case cell == nil:
+				row[ci] = math.NaN()
+			case cell.Failure != nil:
+				lab = strings.ReplaceAll(cell.Failure.Class, "_", " ")
+			case cell.Measured:
+				row[ci] = cell.SamplesPerS
+				lab = valueText(cell.SamplesPerS)
+			default:
+				row[ci] = cell.SamplesPerS
+				lab = "~" + valueText(cell.SamplesPerS)
+			}
+			if cell != nil && cell.Measured {
+				measured = append(measured, plotter.XY{X: float64(ci), Y: float64(r)})
+			}
+			labels.XYs = append(labels.XYs, plotter.XY{X: float64(ci), Y: float64(r)})
+			labels.Labels = append(labels.Labels, lab)
+		}
+		g.vals = append(g.vals, row)
+	}
+	return g, labels, measured
+}
+
+// gridAxes labels the heatmap's axes with the profile's memory limits and
+// CPU counts, one cell per tick.
+func gridAxes(pl *gplot.Plot, a sensitivity.Axes) {
 	var xt, yt gplot.ConstantTicks
-	for i, m := range p.Axes.MemLimitBytes {
+	for i, m := range a.MemLimitBytes {
 		xt = append(xt, gplot.Tick{Value: float64(i), Label: MemLabel(m)})
 	}
-	for i, c := range p.Axes.CPUs {
+	for i, c := range a.CPUs {
 		yt = append(yt, gplot.Tick{Value: float64(i), Label: fmt.Sprintf("%g", c)})
 	}
 	pl.X.Tick.Marker, pl.Y.Tick.Marker = xt, yt
-	pl.X.Min, pl.X.Max = -0.5, float64(len(p.Axes.MemLimitBytes))-0.5
-	pl.Y.Min, pl.Y.Max = -0.5, float64(len(p.Axes.CPUs))-0.5
-
-	return writePlot(w, pl, Width, Height, format, "heatmap")
+	pl.X.Min, pl.X.Max = -0.5, float64(len(a.MemLimitBytes))-0.5
+	pl.Y.Min, pl.Y.Max = -0.5, float64(len(a.CPUs))-0.5
 }
 
 func valueText(v float64) string {
