@@ -33,58 +33,105 @@ type TimelineData struct {
 // ReadTimeline reads a point's samples file and metrics stream (either may
 // be "" or missing; at least one must give a series).
 func ReadTimeline(samplesPath, metricsPath string) (*TimelineData, error) {
-	d := &TimelineData{}
+	rows, err := readSampleRows(samplesPath)
+	if err != nil {
+		return nil, err
+	}
+	its, emulated, err := readIterations(metricsPath)
+	if err != nil {
+		return nil, err
+	}
 	t0 := math.Inf(1)
-	type sampleRow struct {
-		t   float64
-		cpu float64 // cg_cpu_usage_s, NaN if absent
-		gpu []float64
+	for _, r := range rows {
+		t0 = math.Min(t0, r.t)
+	}
+	if len(its) > 0 {
+		t0 = math.Min(t0, its[0].ts)
+	}
+	d := &TimelineData{}
+	d.addSampleSeries(rows, t0)
+	// Without NVML samples the step's share of each iteration stands for
+	// the GPU's busy time, labelled for what it is.
+	stepAsGPU := len(d.GPU) == 0
+	if stepAsGPU {
+		d.GPULabel = stepLabel
+		if emulated {
+			d.GPULabel = emulatedLabel
+		}
+	}
+	d.addIterationSeries(its, t0, stepAsGPU)
+	if len(d.GPU)+len(d.DataWait)+len(d.CPU) == 0 {
+		return nil, fmt.Errorf("timeline: no samples in %q nor iterations in %q", samplesPath, metricsPath)
+	}
+	return d, nil
+}
+
+// sampleRow is one sampling tick of a point: its time (Unix seconds), the
+// cgroup's CPU seconds (NaN if absent) and each GPU's utilisation.
+type sampleRow struct {
+	t   float64
+	cpu float64
+	gpu []float64
+}
+
+// readSampleRows reads a samples file ("" or missing: none).
+func readSampleRows(path string) ([]sampleRow, error) {
+	if path == "" {
+		return nil, nil
 	}
 	var rows []sampleRow
-	if samplesPath != "" {
-		err := eachJSONLine(samplesPath, func(line int, m map[string]float64) error {
-			t, ok := m["time"]
-			if !ok {
-				return fmt.Errorf("%s:%d: no \"time\"", samplesPath, line)
-			}
-			r := sampleRow{t: t, cpu: math.NaN()}
-			if v, ok := m["cg_cpu_usage_s"]; ok {
-				r.cpu = v
-			}
-			keys := make([]string, 0, len(m))
-			for k := range m {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				if strings.HasPrefix(k, "gpu") && strings.HasSuffix(k, "_util_pct") && !strings.Contains(k, "_job_") && !strings.Contains(k, "_mem_") {
-					r.gpu = append(r.gpu, m[k])
-				}
-			}
-			rows = append(rows, r)
-			t0 = math.Min(t0, t)
-			return nil
-		})
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
+	err := eachJSONLine(path, func(line int, m map[string]float64) error {
+		t, ok := m["time"]
+		if !ok {
+			return fmt.Errorf("%s:%d: no \"time\"", path, line)
 		}
+		r := sampleRow{t: t, cpu: math.NaN()}
+		if v, ok := m["cg_cpu_usage_s"]; ok {
+			r.cpu = v
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if strings.HasPrefix(k, "gpu") && strings.HasSuffix(k, "_util_pct") && !strings.Contains(k, "_job_") && !strings.Contains(k, "_mem_") {
+				r.gpu = append(r.gpu, m[k])
+			}
+		}
+		rows = append(rows, r)
+		return nil
+	})
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
 	}
-	type iter struct{ ts, wait, step float64 }
-	var its []iter
-	emulated := false
-	if metricsPath != "" {
-		err := eachJSONLine(metricsPath, func(line int, m map[string]float64) error {
-			its = append(its, iter{m["ts"], m["data_wait_s"], m["step_s"]})
-			emulated = emulated || m["emulated"] == 1
-			return nil
-		})
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
-		if len(its) > 0 {
-			t0 = math.Min(t0, its[0].ts)
-		}
+	return rows, nil
+}
+
+// iteration is one line of a job's metrics stream: when it ended (Unix
+// seconds), and its data wait and step seconds.
+type iteration struct{ ts, wait, step float64 }
+
+// readIterations reads a metrics stream ("" or missing: none) and whether
+// the job said its GPU step is emulated.
+func readIterations(path string) (its []iteration, emulated bool, err error) {
+	if path == "" {
+		return nil, false, nil
 	}
+	err = eachJSONLine(path, func(line int, m map[string]float64) error {
+		its = append(its, iteration{m["ts"], m["data_wait_s"], m["step_s"]})
+		emulated = emulated || m["emulated"] == 1
+		return nil
+	})
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, false, err
+	}
+	return its, emulated, nil
+}
+
+// addSampleSeries adds the cgroup's CPU use (% of one core between ticks)
+// and the GPUs' mean utilisation (NVML) at seconds since t0.
+func (d *TimelineData) addSampleSeries(rows []sampleRow, t0 float64) {
 	for i := 1; i < len(rows); i++ {
 		a, b := rows[i-1], rows[i]
 		if dt := b.t - a.t; dt > 0 && !math.IsNaN(a.cpu) && !math.IsNaN(b.cpu) {
@@ -101,15 +148,11 @@ func ReadTimeline(samplesPath, metricsPath string) (*TimelineData, error) {
 			d.GPULabel = "GPU utilisation % (NVML)"
 		}
 	}
-	// Without NVML samples the step's share of each iteration stands for
-	// the GPU's busy time, labelled for what it is.
-	stepAsGPU := len(d.GPU) == 0
-	if stepAsGPU {
-		d.GPULabel = stepLabel
-		if emulated {
-			d.GPULabel = emulatedLabel
-		}
-	}
+}
+
+// addIterationSeries adds each iteration's data wait (% of its time) and,
+// with stepAsGPU, its step's share as the GPU series.
+func (d *TimelineData) addIterationSeries(its []iteration, t0 float64, stepAsGPU bool) {
 	for i := 1; i < len(its); i++ {
 		dt := its[i].ts - its[i-1].ts
 		if dt <= 0 {
@@ -121,10 +164,6 @@ func ReadTimeline(samplesPath, metricsPath string) (*TimelineData, error) {
 			d.GPU = append(d.GPU, plotter.XY{X: x, Y: math.Min(100, 100*its[i].step/dt)})
 		}
 	}
-	if len(d.GPU)+len(d.DataWait)+len(d.CPU) == 0 {
-		return nil, fmt.Errorf("timeline: no samples in %q nor iterations in %q", samplesPath, metricsPath)
-	}
-	return d, nil
 }
 
 // Suffixes of a point's timeline files (docs/profile-format.md): the
