@@ -49,16 +49,7 @@ func TestExport_Golden(t *testing.T) {
 			if err := Export(&buf, gridProfile(), format, ExportOptions{Server: smallServer}); err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", "export_"+format+".golden")
-			if *update {
-				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
+			want := readGolden(t, "export_"+format+".golden", buf.Bytes())
 			if !bytes.Equal(buf.Bytes(), want) {
 				t.Errorf("%s export changed; if intended run go test -update\n got: %s", format, buf.String())
 			}

@@ -2,7 +2,7 @@ package sensitivity
 
 import (
 	"bytes"
-	"flag"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // sampleProfile is a small but complete profile: a 2×2 grid with one
 // predicted cell and one failure.
@@ -41,16 +39,7 @@ func TestProfile_Golden(t *testing.T) {
 	if err := sampleProfile().Encode(&buf); err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "profile_v1.golden.json")
-	if *update {
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
+	want := readGolden(t, "profile_v1.golden.json", buf.Bytes())
 	if !bytes.Equal(buf.Bytes(), want) {
 		t.Fatalf("profile JSON changed; if intended, bump SchemaVersion when incompatible, update docs/profile-format.md and run go test -update\n got: %s", buf.String())
 	}
@@ -80,16 +69,22 @@ func TestDecode_Rejects(t *testing.T) {
 		{"not json", "{", "not JSON"},
 		{"trailing", good + "{}", "after top-level value"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.in == good {
-				t.Fatal("test case did not change the input")
-			}
-			_, err := Decode(strings.NewReader(tc.in))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want %q", err, tc.want)
-			}
-		})
+		rejects(t, tc.name, good, tc.in, tc.want, func(r io.Reader) error { _, err := Decode(r); return err })
 	}
+}
+
+// rejects runs a subtest that decodes in, a mutation of good, and wants an
+// error containing want.
+func rejects(t *testing.T, name, good, in, want string, decode func(io.Reader) error) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		if in == good {
+			t.Fatal("test case did not change the input")
+		}
+		if err := decode(strings.NewReader(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v, want %q", err, want)
+		}
+	})
 }
 
 func TestSave_AtomicAndLoadable(t *testing.T) {
