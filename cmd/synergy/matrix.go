@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -39,55 +38,37 @@ func matrixCommand() *cli.Command {
 			"plateau, a concave CPU curve and a fetch-bound rate from the page-cache hit curve. A profile whose grid\n" +
 			"has holes is filled on reading.",
 		Commands: []*cli.Command{
-			{
-				Name:      "show",
-				Usage:     "print the matrix (measured ± 95% CI, ~predicted) and optionally draw it as a heatmap",
-				ArgsUsage: "PROFILE",
-				Flags: []cli.Flag{
-					&cli.StringFlag{Name: matFlagPlot, Usage: "also draw a heatmap to this .png or .svg file (measured cells ringed)"},
-					&cli.StringFlag{Name: matFlagTitle, Usage: "heatmap title (default: the job's name)"},
-					&cli.StringFlag{Name: matFlagTimeline, Usage: "with --plot: draw one point's GPU (or emulated step) use, data wait and CPU use over time instead, e.g. \"cpus=1 mem=unlimited\" or \"cpus=0.5 mem=64MiB\""},
-				},
-				Action: runMatrixShow,
-			},
-			{
-				Name:      "diff",
-				Usage:     "cell-by-cell % difference of A against B on their common grid, with A's prediction error on the cells it did not measure",
-				ArgsUsage: "A B",
-				Flags: []cli.Flag{
-					&cli.BoolFlag{Name: matFlagJSON, Usage: "print the comparison as JSON (cells, MAPE, worst, MinIO baseline)"},
-				},
-				Action: runMatrixDiff,
-			},
-			{
-				Name:      "export",
-				Usage:     "write the matrix for a scheduler: synergy-grid, gavel, slurm or k8s",
-				ArgsUsage: "PROFILE",
-				Description: "synergy-grid: Synergy's 9×5 table (CPUs 1..24 × 20.83..250 GB per GPU on a 24-CPU, 500 GB, 8-GPU\n" +
-					"server, scaled to --server-*), normalised to the fair share; cells outside the profiled range are clamped\n" +
-					"to its edge and listed in \"clamped\". gavel: Gavel's throughputs JSON (steps/s at the fair share).\n" +
-					"slurm, k8s: the smallest CPUs and memory reaching 95% of the best throughput.",
-				Flags: []cli.Flag{
-					&cli.StringFlag{Name: matFlagFormat, Usage: "one of " + strings.Join(sensitivity.ExportFormats(), ", ")},
-					&cli.FloatFlag{Name: matFlagServerCPUs, Value: 24, Usage: "synergy-grid, gavel: CPUs per server"},
-					&cli.StringFlag{Name: matFlagServerMem, Value: "500GB", Usage: "synergy-grid, gavel: memory per server"},
-					&cli.IntFlag{Name: matFlagServerGPUs, Value: 8, Usage: "synergy-grid, gavel: GPUs per server"},
-					&cli.StringFlag{Name: matFlagGPUType, Usage: "gavel: the GPU type key (default: the NVML device name, else the GPU mode)"},
-				},
-				Action: runMatrixExport,
-			},
-			{
-				Name:      "validate",
-				Usage:     "refit without the cells measured for validation (or leave --holdout K out) and report MAPE and the worst cell against the MinIO formula",
-				ArgsUsage: "PROFILE",
-				Flags: []cli.Flag{
-					&cli.IntFlag{Name: matFlagHoldout, Usage: "leave-K-out over the measured cells instead of the validate cells"},
-					&cli.BoolFlag{Name: matFlagJSON, Usage: "print the validation as JSON"},
-				},
-				Action: runMatrixValidate,
-			},
+			matrixSubcommand("show", "PROFILE", "print the matrix (measured ± 95% CI, ~predicted) and optionally draw it as a heatmap", runMatrixShow,
+				&cli.StringFlag{Name: matFlagPlot, Usage: "also draw a heatmap to this .png or .svg file (measured cells ringed)"},
+				&cli.StringFlag{Name: matFlagTitle, Usage: "heatmap title (default: the job's name)"},
+				&cli.StringFlag{Name: matFlagTimeline, Usage: "with --plot: draw one point's GPU (or emulated step) use, data wait and CPU use over time instead, e.g. \"cpus=1 mem=unlimited\" or \"cpus=0.5 mem=64MiB\""}),
+			matrixSubcommand("diff", "A B", "cell-by-cell % difference of A against B on their common grid, with A's prediction error on the cells it did not measure", runMatrixDiff,
+				&cli.BoolFlag{Name: matFlagJSON, Usage: "print the comparison as JSON (cells, MAPE, worst, MinIO baseline)"}),
+			exportCommand(),
+			matrixSubcommand("validate", "PROFILE", "refit without the cells measured for validation (or leave --holdout K out) and report MAPE and the worst cell against the MinIO formula", runMatrixValidate,
+				&cli.IntFlag{Name: matFlagHoldout, Usage: "leave-K-out over the measured cells instead of the validate cells"},
+				&cli.BoolFlag{Name: matFlagJSON, Usage: "print the validation as JSON"}),
 		},
 	}
+}
+
+// matrixSubcommand is one `synergy matrix` subcommand.
+func matrixSubcommand(name, args, usage string, action cli.ActionFunc, flags ...cli.Flag) *cli.Command {
+	return &cli.Command{Name: name, Usage: usage, ArgsUsage: args, Flags: flags, Action: action}
+}
+
+func exportCommand() *cli.Command {
+	c := matrixSubcommand("export", "PROFILE", "write the matrix for a scheduler: synergy-grid, gavel, slurm or k8s", runMatrixExport,
+		&cli.StringFlag{Name: matFlagFormat, Usage: "one of " + strings.Join(sensitivity.ExportFormats(), ", ")},
+		&cli.FloatFlag{Name: matFlagServerCPUs, Value: 24, Usage: "synergy-grid, gavel: CPUs per server"},
+		&cli.StringFlag{Name: matFlagServerMem, Value: "500GB", Usage: "synergy-grid, gavel: memory per server"},
+		&cli.IntFlag{Name: matFlagServerGPUs, Value: 8, Usage: "synergy-grid, gavel: GPUs per server"},
+		&cli.StringFlag{Name: matFlagGPUType, Usage: "gavel: the GPU type key (default: the NVML device name, else the GPU mode)"})
+	c.Description = "synergy-grid: Synergy's 9×5 table (CPUs 1..24 × 20.83..250 GB per GPU on a 24-CPU, 500 GB, 8-GPU\n" +
+		"server, scaled to --server-*), normalised to the fair share; cells outside the profiled range are clamped\n" +
+		"to its edge and listed in \"clamped\". gavel: Gavel's throughputs JSON (steps/s at the fair share).\n" +
+		"slurm, k8s: the smallest CPUs and memory reaching 95% of the best throughput."
+	return c
 }
 
 // matrixArgs returns exactly n profile paths or an error naming the usage.
@@ -191,9 +172,7 @@ func runMatrixDiff(_ context.Context, c *cli.Command) error {
 	}
 	w := c.Root().Writer
 	if c.Bool(matFlagJSON) {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(cmp)
+		return printJSON(w, cmp)
 	}
 	return printDiff(w, a, cmp, args[0], args[1])
 }
@@ -203,37 +182,22 @@ func printDiff(w io.Writer, a *sensitivity.Profile, cmp *sensitivity.Comparison,
 	for _, d := range cmp.Cells {
 		byCell[[2]float64{d.CPUs, float64(d.MemLimitBytes)}] = d
 	}
-	header := []string{"cpus \\ mem"}
-	for _, m := range a.Axes.MemLimitBytes {
-		header = append(header, report.MemLabel(m))
-	}
-	t := newTable(w)
-	t.Header(header)
-	for _, cpus := range a.Axes.CPUs {
-		row := []string{fmt.Sprintf("%g", cpus)}
-		for _, m := range a.Axes.MemLimitBytes {
-			d, ok := byCell[[2]float64{cpus, float64(m)}]
-			switch {
-			case !ok:
-				row = append(row, "-")
-			case d.BZero && d.A == 0:
-				row = append(row, "0 = 0")
-			case d.BZero:
-				row = append(row, fmt.Sprintf("%.1f vs 0", d.A))
-			default:
-				mark := ""
-				if !d.AMeasured {
-					mark = "~"
-				}
-				row = append(row, fmt.Sprintf("%s%+.1f%%", mark, d.DiffPct))
-			}
+	caption := fmt.Sprintf("(A − B) / B per cell, A = %s, B = %s; ~ where A predicted the cell", nameA, nameB)
+	err := printGrid(w, a.Axes, caption, func(cpus float64, mem int64) string {
+		d, ok := byCell[[2]float64{cpus, float64(mem)}]
+		switch {
+		case !ok:
+			return "-"
+		case d.BZero && d.A == 0:
+			return "0 = 0"
+		case d.BZero:
+			return fmt.Sprintf("%.1f vs 0", d.A)
+		case !d.AMeasured:
+			return fmt.Sprintf("~%+.1f%%", d.DiffPct)
 		}
-		if err := t.Append(row); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(w, "(A − B) / B per cell, A = %s, B = %s; ~ where A predicted the cell\n", nameA, nameB)
-	if err := t.Render(); err != nil {
+		return fmt.Sprintf("%+.1f%%", d.DiffPct)
+	})
+	if err != nil {
 		return err
 	}
 	if cmp.Scored == 0 {
@@ -331,9 +295,7 @@ func runMatrixValidate(_ context.Context, c *cli.Command) error {
 	}
 	w := c.Root().Writer
 	if c.Bool(matFlagJSON) {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
+		return printJSON(w, v)
 	}
 	how := fmt.Sprintf("refit without the %q cells", sensitivity.PhaseValidate)
 	if k > 0 {

@@ -1,13 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 
-	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/report"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
@@ -15,37 +16,41 @@ import (
 // memory limit. Measured cells show "value ±ci"; predicted ones "~value";
 // failed ones their failure class.
 func printMatrix(w io.Writer, p *sensitivity.Profile) error {
-	header := []string{"cpus \\ mem"}
-	for _, m := range p.Axes.MemLimitBytes {
-		if sensitivity.Unlimited(m) {
-			header = append(header, "unlimited")
-		} else {
-			header = append(header, runner.FormatBytes(m))
-		}
-	}
-	t := newTable(w)
-	t.Header(header)
-	for _, c := range p.Axes.CPUs {
-		row := []string{fmt.Sprintf("%g", c)}
-		for _, m := range p.Axes.MemLimitBytes {
-			row = append(row, cellText(p.Cell(c, m)))
-		}
-		if err := t.Append(row); err != nil {
-			return err
-		}
-	}
 	unit := "samples/s"
 	if p.GPU.Mode == sensitivity.GPUModeEmulated {
 		unit += ", GPU step emulated (not measured on a GPU)"
 	}
-	fmt.Fprintf(w, "%s: throughput (%s); ~ predicted (%s), ± 95%% CI of measured cells\n", p.Job.Name, unit, fitName(p))
-	if err := t.Render(); err != nil {
+	caption := fmt.Sprintf("%s: throughput (%s); ~ predicted (%s), ± 95%% CI of measured cells", p.Job.Name, unit, fitName(p))
+	err := printGrid(w, p.Axes, caption, func(cpus float64, mem int64) string { return cellText(p.Cell(cpus, mem)) })
+	if err != nil {
 		return err
 	}
 	for _, warn := range p.Warnings {
 		fmt.Fprintln(w, "warning:", warn)
 	}
 	return nil
+}
+
+// printGrid prints caption, then a table of a grid: one row per CPU count,
+// one column per memory limit, each cell as text gives it.
+func printGrid(w io.Writer, axes sensitivity.Axes, caption string, text func(cpus float64, mem int64) string) error {
+	header := []string{"cpus \\ mem"}
+	for _, m := range axes.MemLimitBytes {
+		header = append(header, report.MemLabel(m))
+	}
+	t := newTable(w)
+	t.Header(header)
+	for _, c := range axes.CPUs {
+		row := []string{fmt.Sprintf("%g", c)}
+		for _, m := range axes.MemLimitBytes {
+			row = append(row, text(c, m))
+		}
+		if err := t.Append(row); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w, caption)
+	return t.Render()
 }
 
 func fitName(p *sensitivity.Profile) string {
@@ -76,4 +81,11 @@ func newTable(w io.Writer) *tablewriter.Table {
 		tablewriter.WithHeaderAutoFormat(tw.Off),
 		tablewriter.WithRowAlignment(tw.AlignRight),
 		tablewriter.WithHeaderAlignment(tw.AlignRight))
+}
+
+// printJSON writes v as indented JSON with a trailing newline.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
