@@ -40,7 +40,7 @@ func matrixCommand() *cli.Command {
 		Commands: []*cli.Command{
 			matrixSubcommand("show", "PROFILE", "print the matrix (measured ± 95% CI, ~predicted) and optionally draw it as a heatmap", runMatrixShow,
 				&cli.StringFlag{Name: matFlagPlot, Usage: "also draw a heatmap to this .png or .svg file (measured cells ringed)"},
-				&cli.StringFlag{Name: matFlagTitle, Usage: "heatmap title (default: the job's name)"},
+				&cli.StringFlag{Name: matFlagTitle, DefaultText: "the job's name, and the point's for a timeline", Usage: "title of the heatmap or timeline"},
 				&cli.StringFlag{Name: matFlagTimeline, Usage: "with --plot: draw one point's GPU (or emulated step) use, data wait and CPU use over time instead, e.g. \"cpus=1 mem=unlimited\" or \"cpus=0.5 mem=64MiB\""}),
 			matrixSubcommand("diff", "A B", "cell-by-cell % difference of A against B on their common grid, with A's prediction error on the cells it did not measure", runMatrixDiff,
 				&cli.BoolFlag{Name: matFlagJSON, Usage: "print the comparison as JSON (cells, MAPE, worst, MinIO baseline)"}),
@@ -63,7 +63,7 @@ func exportCommand() *cli.Command {
 		&cli.FloatFlag{Name: matFlagServerCPUs, Value: 24, Usage: "synergy-grid, gavel: CPUs per server"},
 		&cli.StringFlag{Name: matFlagServerMem, Value: "500GB", Usage: "synergy-grid, gavel: memory per server"},
 		&cli.IntFlag{Name: matFlagServerGPUs, Value: 8, Usage: "synergy-grid, gavel: GPUs per server"},
-		&cli.StringFlag{Name: matFlagGPUType, Usage: "gavel: the GPU type key (default: the NVML device name, else the GPU mode)"})
+		&cli.StringFlag{Name: matFlagGPUType, DefaultText: "the NVML device name, else the GPU mode", Usage: "gavel: the GPU type key"})
 	c.Description = "synergy-grid: Synergy's 9×5 table (CPUs 1..24 × 20.83..250 GB per GPU on a 24-CPU, 500 GB, 8-GPU\n" +
 		"server, scaled to --server-*), normalised to the fair share; cells outside the profiled range are clamped\n" +
 		"to its edge and listed in \"clamped\". gavel: Gavel's throughputs JSON (steps/s at the fair share).\n" +
