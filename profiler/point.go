@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/synergy-sched/synergy/internal/units"
 	"github.com/synergy-sched/synergy/runner"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
@@ -35,12 +36,7 @@ type point struct {
 }
 
 // memText is a memory limit as labels show it.
-func (pt point) memText() string {
-	if pt.memLimit > 0 {
-		return runner.FormatBytes(pt.memLimit)
-	}
-	return "unlimited"
-}
+func (pt point) memText() string { return units.FormatMemLimit(pt.memLimit) }
 
 // label names the point in progress lines and messages.
 func (pt point) label() string {
@@ -161,7 +157,7 @@ func (s *sweep) runPoint(ctx context.Context, pt point) (sensitivity.Cell, error
 		stats.ResidentBytesBefore = res
 		if pt.cold && s.datasetBytes > 0 && float64(res) > 0.05*float64(s.datasetBytes) {
 			s.warnf("%s: %s of the dataset stayed cached after eviction (another process holds it?); the memory figure may be optimistic",
-				pt.label(), runner.FormatBytes(res))
+				pt.label(), units.FormatBytes(res))
 		}
 	}
 
@@ -306,7 +302,7 @@ loop:
 	switch {
 	case res.OOMKilled:
 		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailOOMKilled, ExitCode: res.ExitCode,
-			Message: fmt.Sprintf("OOM-killed at %s after %d iterations (peak %s)", pt.label(), len(m.all), runner.FormatBytes(res.Final.MemPeakBytes))}
+			Message: fmt.Sprintf("OOM-killed at %s after %d iterations (peak %s)", pt.label(), len(m.all), units.FormatBytes(res.Final.MemPeakBytes))}
 		return cell, nil
 	case stopReason == "" && res.ExitCode != 0:
 		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailCrashed, ExitCode: res.ExitCode,

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"time"
+
+	"github.com/synergy-sched/synergy/internal/units"
 )
 
 // Limits are the resources one profiling point may use. The zero value of
@@ -32,13 +34,9 @@ func (l Limits) String() string {
 	if l.CPUs > 0 {
 		s = fmt.Sprintf("cpus=%g", l.CPUs)
 	}
-	if l.MemLimitBytes > 0 {
-		s += " mem=" + FormatBytes(l.MemLimitBytes)
-	} else {
-		s += " mem=unlimited"
-	}
+	s += " mem=" + units.FormatMemLimit(l.MemLimitBytes)
 	if l.ReadBPS > 0 {
-		s += fmt.Sprintf(" read=%s/s", FormatBytes(l.ReadBPS))
+		s += fmt.Sprintf(" read=%s/s", units.FormatBytes(l.ReadBPS))
 	}
 	return s
 }

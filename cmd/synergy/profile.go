@@ -15,8 +15,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/synergy-sched/synergy/internal/units"
 	"github.com/synergy-sched/synergy/profiler"
-	"github.com/synergy-sched/synergy/runner"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
@@ -157,7 +157,7 @@ func parseProfileFlags(c *cli.Command) (profileOptions, error) {
 	switch {
 	case c.IsSet(flagMemLimits):
 		for _, s := range splitList(c.String(flagMemLimits)) {
-			b, err := runner.ParseBytes(s)
+			b, err := units.ParseBytes(s)
 			if err != nil {
 				return o, fmt.Errorf("--%s: %w", flagMemLimits, err)
 			}
@@ -170,7 +170,7 @@ func parseProfileFlags(c *cli.Command) (profileOptions, error) {
 			return o, fmt.Errorf("--%s: no sizes given", flagMemLimits)
 		}
 	case c.IsSet(flagMemoryMax):
-		b, err := runner.ParseBytes(c.String(flagMemoryMax))
+		b, err := units.ParseBytes(c.String(flagMemoryMax))
 		if err != nil {
 			return o, fmt.Errorf("--%s: %w", flagMemoryMax, err)
 		}
@@ -222,7 +222,7 @@ func parseProfileFlags(c *cli.Command) (profileOptions, error) {
 		cfg.DataDir = abs
 	}
 	if s := c.String(flagReadBPS); s != "" {
-		if cfg.ReadBPS, err = runner.ParseBytes(strings.TrimSuffix(strings.TrimSuffix(s, "/s"), "ps")); err != nil {
+		if cfg.ReadBPS, err = units.ParseBytes(strings.TrimSuffix(strings.TrimSuffix(s, "/s"), "ps")); err != nil {
 			return o, fmt.Errorf("--%s: %w", flagReadBPS, err)
 		}
 		if cfg.ReadBPS < 1<<20 {
@@ -271,7 +271,7 @@ func parseProfileFlags(c *cli.Command) (profileOptions, error) {
 		return o, fmt.Errorf("--%s: only with --%s=docker", flagDockerImg, flagRunner)
 	}
 	if s := c.String(flagShmSize); s != "" {
-		if o.shmBytes, err = runner.ParseBytes(s); err != nil {
+		if o.shmBytes, err = units.ParseBytes(s); err != nil {
 			return o, fmt.Errorf("--%s: %w", flagShmSize, err)
 		}
 	}

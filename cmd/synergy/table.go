@@ -7,7 +7,7 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 
-	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/internal/units"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
@@ -20,7 +20,7 @@ func printMatrix(w io.Writer, p *sensitivity.Profile) error {
 		if sensitivity.Unlimited(m) {
 			header = append(header, "unlimited")
 		} else {
-			header = append(header, runner.FormatBytes(m))
+			header = append(header, units.FormatBytes(m))
 		}
 	}
 	t := newTable(w)

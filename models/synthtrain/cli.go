@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/synergy-sched/synergy/internal/units"
 )
 
 // Flag names, as the job contract and the brief spell them.
@@ -144,7 +146,7 @@ func ParseGenArgs(args []string) (GenConfig, error) {
 	case cfg.Workers < 1:
 		return cfg, usageErrorf("--%s: %d must be >= 1", FlagWorkers, cfg.Workers)
 	}
-	if cfg.Bytes, err = ParseSize(bytes); err != nil {
+	if cfg.Bytes, err = units.ParseBytes(bytes); err != nil {
 		return cfg, usageErrorf("--%s: %v", FlagBytes, err)
 	}
 	if cfg.Bytes <= 0 {
@@ -253,7 +255,7 @@ func runGen(ctx context.Context, args []string, stdout io.Writer) error {
 		verb = "already there:"
 	}
 	fmt.Fprintf(stdout, "%s %d %s files, %s (%d bytes, asked %s) in %d classes under %s, seed %d, in %.1fs\n",
-		verb, m.Files, m.Preset, formatSize(m.Bytes), m.Bytes, formatSize(m.RequestedBytes), min(m.Classes, m.Files), cfg.Dir, m.Seed, res.Elapsed.Seconds())
+		verb, m.Files, m.Preset, units.FormatBytes(m.Bytes), m.Bytes, units.FormatBytes(m.RequestedBytes), min(m.Classes, m.Files), cfg.Dir, m.Seed, res.Elapsed.Seconds())
 	return nil
 }
 
@@ -299,7 +301,7 @@ func summaryLine(s Summary) string {
 	fmt.Fprintf(&b, "synthtrain: %d iterations, %d samples, %d epoch(s) in %.2fs: %.1f samples/s",
 		s.Iterations, s.Samples, s.Epochs, s.Wall.Seconds(), s.SamplesPerS())
 	if s.Files > 0 {
-		fmt.Fprintf(&b, "; dataset %d files, %s", s.Files, formatSize(s.DatasetBytes))
+		fmt.Fprintf(&b, "; dataset %d files, %s", s.Files, units.FormatBytes(s.DatasetBytes))
 	}
 	if s.Iterations > 0 {
 		n := time.Duration(s.Iterations)

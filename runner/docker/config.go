@@ -10,6 +10,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 
+	"github.com/synergy-sched/synergy/internal/units"
 	"github.com/synergy-sched/synergy/runner"
 )
 
@@ -212,7 +213,7 @@ func hostConfig(job runner.Job, o Options, online []int, readDevice string) (*co
 		return nil, fmt.Errorf("limits: mem=%d is negative", l.MemLimitBytes)
 	case l.MemLimitBytes > 0 && l.MemLimitBytes < 6<<20:
 		// Docker refuses limits below 6MiB; say so in our words.
-		return nil, fmt.Errorf("limits: mem=%s is below Docker's 6MiB minimum", runner.FormatBytes(l.MemLimitBytes))
+		return nil, fmt.Errorf("limits: mem=%s is below Docker's 6MiB minimum", units.FormatBytes(l.MemLimitBytes))
 	case l.MemLimitBytes > 0:
 		hc.Memory = l.MemLimitBytes
 		hc.MemorySwap = l.MemLimitBytes
@@ -224,7 +225,7 @@ func hostConfig(job runner.Job, o Options, online []int, readDevice string) (*co
 	}
 	if l.ReadBPS > 0 {
 		if readDevice == "" {
-			return nil, fmt.Errorf("limits: read=%s/s but no block device found for %q", runner.FormatBytes(l.ReadBPS), l.ReadBPSPath)
+			return nil, fmt.Errorf("limits: read=%s/s but no block device found for %q", units.FormatBytes(l.ReadBPS), l.ReadBPSPath)
 		}
 		hc.BlkioDeviceReadBps = []*blkiodev.ThrottleDevice{{Path: readDevice, Rate: uint64(l.ReadBPS)}}
 	}
