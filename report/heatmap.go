@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/synergy-sched/synergy/internal/atomicfile"
 	"github.com/synergy-sched/synergy/internal/units"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
@@ -179,7 +180,7 @@ func saveAtomic(path, what string, draw func(w io.Writer, format string) error) 
 	if err := draw(&b, format); err != nil {
 		return err
 	}
-	if err := sensitivity.WriteFileAtomic(path, []byte(b.String()), 0o644); err != nil {
+	if err := atomicfile.Write(path, []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("%s %s: %w", what, path, err)
 	}
 	return nil

@@ -30,6 +30,6 @@
 // the Go release (the JPEG encoder's output still might).
 //
 // The package imports the standard library and synergy's stdlib-only leaf
-// packages (internal/units for sizes) only; cmd/synthtrain is its
+// packages (internal/units, internal/atomicfile) only; cmd/synthtrain is its
 // thin main.
 package synthtrain

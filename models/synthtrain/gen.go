@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/synergy-sched/synergy/internal/atomicfile"
 )
 
 // ManifestName is the file gen writes last at the dataset's top level. Its
@@ -160,7 +162,7 @@ func Generate(ctx context.Context, cfg GenConfig) (GenResult, error) {
 	if err != nil {
 		return GenResult{}, fmt.Errorf("generate: manifest: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(cfg.Dir, ManifestName), append(js, '\n'), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(cfg.Dir, ManifestName), append(js, '\n'), 0o644); err != nil {
 		return GenResult{}, fmt.Errorf("generate: %w", err)
 	}
 	return GenResult{Manifest: m, Elapsed: time.Since(start)}, nil
