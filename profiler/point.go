@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/synergy-sched/synergy/internal/units"
+	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/runner"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
@@ -59,9 +60,9 @@ var errInterrupted = errors.New("interrupted")
 
 // measurement is what a point's metrics stream says.
 type measurement struct {
-	all       []Iteration
-	window    []Iteration // the steady-state iterations measured
-	firstPass []Iteration // cold points: the first pass over the data
+	all       []jobcontract.Iteration
+	window    []jobcontract.Iteration // the steady-state iterations measured
+	firstPass []jobcontract.Iteration // cold points: the first pass over the data
 	est       Estimate
 }
 
@@ -79,7 +80,7 @@ func (s *sweep) itersPerEpoch() int {
 // the data (epoch >= 1, or past one epoch's worth of iterations when the job
 // reports no epoch), once the page cache has settled under the limit; until
 // then they measure nothing.
-func (s *sweep) window(pt point, all []Iteration) (win, first []Iteration) {
+func (s *sweep) window(pt point, all []jobcontract.Iteration) (win, first []jobcontract.Iteration) {
 	if !pt.cold {
 		if len(all) <= s.cfg.Warmup {
 			return nil, nil
@@ -122,16 +123,14 @@ func (s *sweep) maxIterationsFor(pt point) int {
 }
 
 func (s *sweep) argv(pt point) []string {
-	argv := append([]string(nil), s.cfg.Command...)
-	if pt.synthetic {
-		argv = append(argv, "--synthetic-data")
+	contract := jobcontract.Point{
+		Batch:         s.cfg.Batch,
+		Workers:       Workers(pt.cpus, s.cfg.GPUs),
+		MaxIterations: s.maxIterationsFor(pt),
+		DataDir:       s.cfg.DataDir,
+		Synthetic:     pt.synthetic,
 	}
-	return append(argv,
-		"--batch", strconv.Itoa(s.cfg.Batch),
-		"--workers", strconv.Itoa(Workers(pt.cpus, s.cfg.GPUs)),
-		"--max-iterations", strconv.Itoa(s.maxIterationsFor(pt)),
-		"--data", s.cfg.DataDir,
-	)
+	return append(append([]string(nil), s.cfg.Command...), contract.Args()...)
 }
 
 // runPoint measures one point and returns its cell. It returns
@@ -184,8 +183,8 @@ func (s *sweep) runPoint(ctx context.Context, pt point) (sensitivity.Cell, error
 		Name: cfg.JobName,
 		Argv: s.argv(pt),
 		Env: append(append([]string(nil), cfg.Env...),
-			"SYNERGY_METRICS_FILE="+metricsPath,
-			"SYNERGY_POINT="+pt.label()),
+			jobcontract.EnvMetricsFile+"="+metricsPath,
+			jobcontract.EnvPoint+"="+pt.label()),
 		Stdout: out, Stderr: out,
 		Limits: runner.Limits{
 			CPUs:          pt.cpus,
@@ -220,7 +219,7 @@ func (s *sweep) runPoint(ctx context.Context, pt point) (sensitivity.Cell, error
 		waitCh <- waited{r, err}
 	}()
 
-	tailer := NewTailer(metricsPath)
+	tailer := jobcontract.NewTailer(metricsPath)
 	var m measurement
 	poll := func() {
 		its, err := tailer.Poll()

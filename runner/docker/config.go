@@ -11,6 +11,7 @@ import (
 	"github.com/moby/moby/api/types/mount"
 
 	"github.com/synergy-sched/synergy/internal/units"
+	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/runner"
 )
 
@@ -21,10 +22,6 @@ const (
 	LabelJob     = "synergy.job"     // Job.Name
 	LabelPoint   = "synergy.point"   // Limits.String(), e.g. "cpus=2 mem=1GiB"
 )
-
-// MetricsEnv is the variable of the job contract that names the metrics
-// stream; its value is rewritten from the host path to the container path.
-const MetricsEnv = "SYNERGY_METRICS_FILE"
 
 // pathMap rewrites host paths to container paths: a value equal to a host
 // directory, or below it, is moved under the matching container directory.
@@ -102,8 +99,8 @@ func translateEnv(env []string, m pathMap, metricsDir string) ([]string, error) 
 			return nil, fmt.Errorf("env[%d] %q: not KEY=VALUE", i, kv)
 		}
 		t, moved := m.path(v)
-		if k == MetricsEnv && v != "" && !moved {
-			return nil, fmt.Errorf("env %s=%s: not inside Job.MetricsDir %q, the only host directory the container can write", MetricsEnv, v, metricsDir)
+		if k == jobcontract.EnvMetricsFile && v != "" && !moved {
+			return nil, fmt.Errorf("env %s=%s: not inside Job.MetricsDir %q, the only host directory the container can write", jobcontract.EnvMetricsFile, v, metricsDir)
 		}
 		out = append(out, k+"="+t)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/moby/moby/client/pkg/versions"
 
 	"github.com/synergy-sched/synergy/internal/testreq"
+	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/runner"
 )
 
@@ -125,7 +126,7 @@ func probeJob(t *testing.T, name string, limits runner.Limits, args ...string) (
 	return runner.Job{
 		Name:       name,
 		Argv:       append([]string{"/probe", "--data", data}, args...),
-		Env:        []string{MetricsEnv + "=" + filepath.Join(metrics, "metrics.jsonl"), "SYNERGY_POINT=" + limits.String()},
+		Env:        []string{jobcontract.EnvMetricsFile + "=" + filepath.Join(metrics, "metrics.jsonl"), jobcontract.EnvPoint + "=" + limits.String()},
 		Stdout:     &stdout,
 		Stderr:     &stderr,
 		Limits:     limits,
@@ -439,7 +440,7 @@ func TestEngine_Synthtrain(t *testing.T) {
 	h, err := rt.Start(ctx, runner.Job{
 		Name:       "synthtrain",
 		Argv:       []string{"synthtrain", "-b", "4", "--gpu-step", "1ms", "--max-iterations", "6", "--data", data},
-		Env:        []string{MetricsEnv + "=" + filepath.Join(metrics, "metrics.jsonl"), "SYNERGY_POINT=" + limits.String()},
+		Env:        []string{jobcontract.EnvMetricsFile + "=" + filepath.Join(metrics, "metrics.jsonl"), jobcontract.EnvPoint + "=" + limits.String()},
 		Stdout:     &stdout,
 		Stderr:     &stderr,
 		Limits:     limits,

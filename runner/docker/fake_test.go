@@ -16,6 +16,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/runner"
 )
 
@@ -442,7 +443,7 @@ func TestStart_BadJobNeverReachesTheEngine(t *testing.T) {
 		{"data dir is a file", func(j *runner.Job) { j.DataDir = file }, "not a directory"},
 		{"metrics file outside metrics dir", func(j *runner.Job) {
 			j.MetricsDir = dir
-			j.Env = []string{MetricsEnv + "=/elsewhere/m.jsonl"}
+			j.Env = []string{jobcontract.EnvMetricsFile + "=/elsewhere/m.jsonl"}
 		}, "not inside Job.MetricsDir"},
 		{"empty argv", func(j *runner.Job) { j.Argv = nil }, "empty Argv"},
 	} {
