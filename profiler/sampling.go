@@ -14,6 +14,7 @@ import (
 	"github.com/synergy-sched/synergy/profiler/cgstat"
 	"github.com/synergy-sched/synergy/profiler/sample"
 	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/runner/cgroupfs"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
@@ -33,11 +34,11 @@ type pointSampling struct {
 func (s *sweep) startSampling(h runner.Handle, pt point) (*pointSampling, error) {
 	samplers := append([]sample.Sampler(nil), s.cfg.Samplers...)
 	if paths := h.CgroupPaths(); len(paths) > 0 {
-		r, err := cgstat.Open(paths)
+		r, err := cgroupfs.Open(paths)
 		if err != nil {
 			s.warnf("%s: cgroup sampler: %v", pt.label(), err)
 		} else {
-			samplers = append(samplers, cgstat.NewSampler(r))
+			samplers = append(samplers, cgstat.NewSampler(r, nil))
 		}
 	}
 	if len(samplers) == 0 {

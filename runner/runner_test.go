@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"reflect"
 	"testing"
 )
 
@@ -37,5 +38,34 @@ func TestCPUSetAndQuota(t *testing.T) {
 	l := Limits{CPUs: 1.5, MemLimitBytes: 256 << 20, ReadBPS: 40e6}
 	if got := l.String(); got != "cpus=1.5 mem=256MiB read=38.15MiB/s" {
 		t.Errorf("Limits.String() = %q", got)
+	}
+}
+
+func TestParseCPUSet(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []int
+		wantErr bool
+	}{
+		{"0-3,6", []int{0, 1, 2, 3, 6}, false},
+		{"0", []int{0}, false},
+		{"0\n", []int{0}, false},
+		{"", nil, false},
+		{"2,0-1,1", []int{0, 1, 2}, false}, // sorted, deduplicated
+		{"3-1", nil, true},
+		{"a", nil, true},
+		{"-1", nil, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseCPUSet(tt.in)
+		if (err != nil) != tt.wantErr || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("ParseCPUSet(%q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+	// What FormatCPUSet writes parses back.
+	for _, set := range [][]int{{0}, {0, 1, 2, 3, 6, 7}, {1, 3, 5}} {
+		if back, err := ParseCPUSet(FormatCPUSet(set)); err != nil || !reflect.DeepEqual(back, set) {
+			t.Errorf("round trip %v → %q → %v, %v", set, FormatCPUSet(set), back, err)
+		}
 	}
 }

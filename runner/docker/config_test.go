@@ -320,23 +320,3 @@ func TestOptions_Validation(t *testing.T) {
 		t.Errorf("defaults: %+v", o)
 	}
 }
-
-func TestParseCPUList(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []int
-		bad  bool
-	}{
-		{"0-3,6", []int{0, 1, 2, 3, 6}, false},
-		{"0", []int{0}, false},
-		{"", nil, false},
-		{"3-1", nil, true},
-		{"a", nil, true},
-	}
-	for _, tt := range tests {
-		got, err := parseCPUList(tt.in)
-		if (err != nil) != tt.bad || !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("parseCPUList(%q) = %v, %v", tt.in, got, err)
-		}
-	}
-}

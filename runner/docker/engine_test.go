@@ -26,6 +26,7 @@ import (
 	"github.com/synergy-sched/synergy/internal/testreq"
 	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/runner/cgroupfs"
 )
 
 // engineState is the per-test-binary engine fixture.
@@ -246,7 +247,7 @@ func contains(lines []string, s string) bool {
 func TestEngine_ReadBPSOnDatasetDisk(t *testing.T) {
 	r := realRunner(t, Options{})
 	job, stdout, _ := probeJob(t, "readbps", runner.Limits{ReadBPS: 10_000_000})
-	dev, err := blockDeviceFor(job.DataDir, "/sys")
+	dev, err := cgroupfs.DiskNameOf(job.DataDir, "/sys")
 	if err != nil {
 		testreq.Skip(t, "blkio", err.Error())
 	}
@@ -337,7 +338,7 @@ func TestEngine_StopKillsAndRemoves(t *testing.T) {
 	paths := h.CgroupPaths()
 	mem := paths["memory"]
 	if mem == "" {
-		mem = paths[UnifiedKey]
+		mem = paths[cgroupfs.KeyUnified]
 	}
 	if mem == "" || !strings.Contains(mem, h.(*handle).ID()) {
 		t.Errorf("CgroupPaths() = %v, want the container's cgroup", paths)

@@ -386,7 +386,11 @@ func TestStats_APIFallbackWithoutPID(t *testing.T) {
 
 func TestStats_FromCgroupFilesOfThePID(t *testing.T) {
 	proc, cg := t.TempDir(), t.TempDir()
-	writeFiles(t, proc, map[string]string{"4242/cgroup": "4:memory:/docker/" + fakeID + "\n2:cpuacct:/docker/" + fakeID + "\n0::/\n"})
+	writeFiles(t, proc, map[string]string{
+		"4242/cgroup": "4:memory:/docker/" + fakeID + "\n2:cpuacct:/docker/" + fakeID + "\n0::/\n",
+		"self/mountinfo": "30 20 0:30 / " + cg + "/memory rw - cgroup cgroup rw,memory\n" +
+			"31 20 0:31 / " + cg + "/cpuacct rw - cgroup cgroup rw,cpuacct\n",
+	})
 	mem, acct := filepath.Join(cg, "memory/docker", fakeID), filepath.Join(cg, "cpuacct/docker", fakeID)
 	writeFiles(t, mem, map[string]string{
 		"memory.usage_in_bytes": "300\n", "memory.max_usage_in_bytes": "500\n",
@@ -395,7 +399,7 @@ func TestStats_FromCgroupFilesOfThePID(t *testing.T) {
 	writeFiles(t, acct, map[string]string{"cpuacct.usage": "1500000000\n"})
 
 	f := &fakeDocker{pid: 4242, exited: make(chan struct{})}
-	r := fakeRunner(t, f, func(o *Options) { o.ProcRoot, o.CgroupRoot = proc, cg })
+	r := fakeRunner(t, f, func(o *Options) { o.ProcRoot = proc })
 	h, err := r.Start(context.Background(), fakeJob())
 	if err != nil {
 		t.Fatal(err)

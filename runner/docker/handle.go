@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -92,10 +89,8 @@ func (h *handle) begin(ctx context.Context) error {
 	if st := ins.Container.State; st != nil && st.Pid > 0 {
 		// Unreadable (a remote daemon, another PID namespace): fall back
 		// to the stats API.
-		if b, err := os.ReadFile(filepath.Join(h.r.opts.ProcRoot, strconv.Itoa(st.Pid), "cgroup")); err == nil {
-			if dirs, err := cgroupDirs(string(b), h.r.opts.CgroupRoot); err == nil {
-				h.dirs = dirs
-			}
+		if dirs, err := cgroupPaths(h.r.opts.ProcRoot, st.Pid); err == nil {
+			h.dirs = dirs
 		}
 	}
 	if h.dirs != nil {
@@ -186,7 +181,8 @@ func (h *handle) Stats() (runner.Stats, error) {
 }
 
 // CgroupPaths are the container's cgroup directories: controller names on
-// v1, UnifiedKey on v2; empty when they cannot be read from this host.
+// v1, cgroupfs.KeyUnified on v2; empty when they cannot be read from this
+// host.
 func (h *handle) CgroupPaths() map[string]string {
 	out := make(map[string]string, len(h.dirs))
 	for k, v := range h.dirs {

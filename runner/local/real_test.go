@@ -18,6 +18,7 @@ import (
 
 	"github.com/synergy-sched/synergy/internal/testreq"
 	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/runner/cgroupfs"
 	"github.com/synergy-sched/synergy/runner/local"
 	"github.com/synergy-sched/synergy/runner/pagecache"
 )
@@ -215,7 +216,7 @@ func TestLocal_LimitsWrittenAndStop(t *testing.T) {
 	}
 	paths := h.CgroupPaths()
 	defer func() { _ = h.Stop(); _, _ = h.Wait() }()
-	if r.Mode() == local.ModeV2 {
+	if r.Mode() == cgroupfs.ModeV2 {
 		d := paths["unified"]
 		if got := readFile(t, d, "cpu.max"); got != "50000 100000" { // 0.5 × 100000
 			t.Errorf("cpu.max = %q", got)
@@ -584,7 +585,7 @@ func TestLocal_StartFailuresLeaveNothing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := r
 			if strings.HasPrefix(tt.name, "gate path") {
-				if r.Mode() == local.ModeV2 {
+				if r.Mode() == cgroupfs.ModeV2 {
 					t.Skip("no gate on cgroup v2")
 				}
 				r = newRunner(t, local.Options{Prefix: "synergy-startfail", GatePath: "/bin/true"})
@@ -609,7 +610,7 @@ func TestLocal_V2StartOnUnifiedMount(t *testing.T) {
 	if err := unix.Statfs(root, &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
 		testreq.Skip(t, "cgroup", root+" is not a cgroup2 mount")
 	}
-	r := newRunner(t, local.Options{Mode: local.ModeV2, CgroupRoot: root})
+	r := newRunner(t, local.Options{Mode: cgroupfs.ModeV2, CgroupRoot: root})
 	res, out, paths := run(t, r, runner.Job{Name: "v2", Argv: []string{"cat", "/proc/self/cgroup"}})
 	if res.ExitCode != 0 {
 		t.Fatalf("result %+v", res)
