@@ -237,8 +237,11 @@ func (s *sweep) runPoint(ctx context.Context, pt point) (sensitivity.Cell, error
 	defer deadline.Stop()
 	lastUpdate := time.Time{}
 	// Counters of a live job: once it exits its anonymous memory is gone,
-	// so the figures recorded are the last ones read while it ran.
+	// so the figures recorded are the last ones read while it ran. The
+	// cgroup sampler's reads feed them; a handle without cgroup paths is
+	// polled instead.
 	var live liveStats
+	_, sampled := sampling.liveStats()
 	lastStats := time.Time{}
 
 	stopReason := ""
@@ -257,7 +260,7 @@ loop:
 			_ = h.Stop()
 		case <-ticker.C:
 			poll()
-			if time.Since(lastStats) >= statsEvery {
+			if !sampled && time.Since(lastStats) >= statsEvery {
 				lastStats = time.Now()
 				if st, err := h.Stats(); err == nil {
 					live.add(st)
@@ -280,6 +283,9 @@ loop:
 		}
 	}
 	poll()
+	if l, ok := sampling.liveStats(); ok {
+		live = l
+	}
 	sampling.stop(s, stats)
 	s.keepMetrics(pt, metricsPath)
 	if tailer.Bad > 0 {
@@ -362,7 +368,8 @@ loop:
 	return cell, nil
 }
 
-// statsEvery is how often the profiler reads a running job's counters.
+// statsEvery is how often the profiler polls a running job's counters when
+// no cgroup sampler reads them.
 const statsEvery = 500 * time.Millisecond
 
 // liveStats keeps what was read from a job's cgroup while it ran.
