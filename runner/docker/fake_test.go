@@ -247,13 +247,13 @@ func TestWait_Results(t *testing.T) {
 		{
 			name:  "OOM kill from inspect",
 			state: container.State{ExitCode: 137, OOMKilled: true, StartedAt: "2025-01-01T12:00:00Z", FinishedAt: "2025-01-01T12:00:01Z"},
-			want:  runner.Result{ExitCode: -1, Signal: "killed", OOMKilled: true, WallSeconds: 1, Final: runner.Stats{OOMEvents: 1}},
+			want:  runner.Result{ExitCode: -1, Signal: "killed", OOMKilled: true, WallSeconds: 1, Final: runner.Stats{OOMEvents: 1, Has: runner.StatOOMEvents}},
 		},
 		{
 			// a worker was OOM-killed, the main process carried on.
 			name:  "OOM in a child, clean exit",
 			state: container.State{ExitCode: 0, OOMKilled: true, StartedAt: "2025-01-01T12:00:00Z", FinishedAt: "2025-01-01T12:00:01Z"},
-			want:  runner.Result{ExitCode: 0, OOMKilled: true, WallSeconds: 1, Final: runner.Stats{OOMEvents: 1}},
+			want:  runner.Result{ExitCode: 0, OOMKilled: true, WallSeconds: 1, Final: runner.Stats{OOMEvents: 1, Has: runner.StatOOMEvents}},
 		},
 		{
 			// 137 not caused by us or the OOM killer: reported as is.

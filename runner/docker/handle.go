@@ -333,6 +333,7 @@ func (h *handle) collect(exitCode int, wall float64) (runner.Result, error) {
 		// The cgroup, and its oom_kill counter, went with the container
 		// before a sample could see it; the engine saw at least one.
 		res.Final.OOMEvents = 1
+		res.Final.Has |= runner.StatOOMEvents
 	}
 	// Docker reports death by SIGKILL as 128+9. Where we know the signal
 	// came (our kill, the OOM killer) report it as the local runner does.
