@@ -435,7 +435,7 @@ func (s *sweep) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 		return
 	case m.est.Iterations < 2 || m.est.SamplesPerS <= 0:
 		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailNoProgress,
-			Message: fmt.Sprintf("%d iterations reported, %d measurable after warm-up: raise --max-iterations", len(m.all), m.est.Iterations)}
+			Message: fmt.Sprintf("%d iterations reported, %d measurable after warm-up: raise the iteration cap", len(m.all), m.est.Iterations)}
 		return
 	}
 	cell.SamplesPerS = m.est.SamplesPerS

@@ -11,12 +11,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
 // ErrInterrupted is returned by Run when its context was cancelled; the
-// profile saved so far is valid and --resume continues it.
-var ErrInterrupted = errors.New("profiling interrupted; the partial profile is saved, run again with --resume to finish it")
+// profile saved so far is valid and a Run with Resume continues it.
+var ErrInterrupted = errors.New("profiling interrupted; the partial profile is saved")
+
+// ErrProfileExists is returned by Run when Config.Out exists and
+// Config.Resume is not set: a profile is never overwritten.
+var ErrProfileExists = errors.New("a profile exists there; resume it or remove it first")
 
 // sweep is the state of one Run.
 type sweep struct {
@@ -195,7 +200,7 @@ func (s *sweep) open() error {
 	}
 	if _, err := os.Stat(cfg.Out); err == nil {
 		if !cfg.Resume {
-			return fmt.Errorf("out: %s exists; pass --resume to continue it or remove it first", cfg.Out)
+			return fmt.Errorf("%s: %w", cfg.Out, ErrProfileExists)
 		}
 		p, err := sensitivity.Load(cfg.Out)
 		if err != nil {
@@ -266,7 +271,7 @@ func (s *sweep) scanDataset() error {
 }
 
 // DatasetSize returns the bytes and number of regular files under dir.
-// Errors name the --data setting.
+// Errors name the data setting (Config.DataDir).
 func DatasetSize(dir string) (bytes int64, files int, err error) {
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -292,7 +297,8 @@ func DatasetSize(dir string) (bytes int64, files int, err error) {
 	return bytes, files, err
 }
 
-// runStepOnly measures the job with --synthetic-data at the most CPUs:
+// runStepOnly measures the job's step alone (the contract's synthetic-data
+// flag) at the most CPUs:
 // DS-Analyzer's first differential run, the rate its step alone ingests.
 func (s *sweep) runStepOnly(ctx context.Context) error {
 	cpus := s.prof.Axes.CPUs
@@ -314,7 +320,7 @@ func (s *sweep) runStepOnly(ctx context.Context) error {
 	s.prof.StepOnly = &sensitivity.StepOnly{CPUs: pt.cpus, SamplesPerS: cell.SamplesPerS,
 		SamplesPerSCI95: cell.SamplesPerSCI95, Stats: cell.Stats, Failure: cell.Failure}
 	if cell.Failure != nil {
-		s.warnf("the step-only run (--synthetic-data) failed (%s): no stall breakdown; does the job accept --synthetic-data?", cell.Failure.Class)
+		s.warnf("the step-only run (--%s) failed (%s): no stall breakdown; does the job accept --%[1]s?", jobcontract.FlagSyntheticData, cell.Failure.Class)
 	}
 	s.prof.Cost.Points++
 	return s.save()

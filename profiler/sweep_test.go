@@ -279,11 +279,11 @@ func TestRun_InterruptSavesAndResumeFinishes(t *testing.T) {
 	if len(partial.MeasuredOK()) != 2 {
 		t.Fatalf("partial profile has %d measured cells, want the 2 finished before Ctrl-C", len(partial.MeasuredOK()))
 	}
-	// Without --resume an existing profile is never overwritten.
+	// Without Resume an existing profile is never overwritten.
 	fr2 := &fakeRunner{rate: trueRate}
 	cfg.Runner = fr2
-	if _, err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "--resume") {
-		t.Fatalf("rerun without resume: err = %v, want a hint about --resume", err)
+	if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrProfileExists) || !strings.Contains(err.Error(), "resume") {
+		t.Fatalf("rerun without resume: err = %v, want ErrProfileExists with a hint to resume", err)
 	}
 	cfg.Resume = true
 	p, err := Run(context.Background(), cfg)

@@ -321,7 +321,10 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 	p, err := profiler.Run(ctx, *cfg)
 	if err != nil {
 		if errors.Is(err, profiler.ErrInterrupted) {
-			return fmt.Errorf("%w (%s)", err, cfg.Out)
+			return fmt.Errorf("%w (%s): run again with --%s to finish it", err, cfg.Out, flagResume)
+		}
+		if errors.Is(err, profiler.ErrProfileExists) {
+			return fmt.Errorf("--%s: %w (--%s continues it)", flagOut, err, flagResume)
 		}
 		return err
 	}

@@ -465,7 +465,7 @@ func TestStart_BadJobNeverReachesTheEngine(t *testing.T) {
 		})
 	}
 	f := &fakeDocker{}
-	if _, err := fakeRunner(t, f, func(o *Options) { o.Image = "" }).Start(context.Background(), fakeJob()); err == nil || !strings.Contains(err.Error(), "--docker-img") {
+	if _, err := fakeRunner(t, f, func(o *Options) { o.Image = "" }).Start(context.Background(), fakeJob()); err == nil || !strings.Contains(err.Error(), "no image given") {
 		t.Errorf("no image: err = %v", err)
 	}
 }

@@ -157,11 +157,14 @@ func (r *Runner) Close() error {
 	return r.closer.Close()
 }
 
+// errNoImage is the error of a runner with no Options.Image.
+var errNoImage = errors.New("docker runner: no image given (Options.Image is empty)")
+
 // CheckImage reports whether Options.Image is present locally, with the
 // error the CLI should print when it is not.
 func (r *Runner) CheckImage(ctx context.Context) error {
 	if r.opts.Image == "" {
-		return errors.New("docker runner: no image given (--docker-img)")
+		return errNoImage
 	}
 	if _, err := r.images.ImageInspect(ctx, r.opts.Image); err != nil {
 		return r.explain(fmt.Sprintf("inspect image %s", r.opts.Image), err)
@@ -185,7 +188,7 @@ func (r *Runner) explain(doing string, err error) error {
 // before its process is created).
 func (r *Runner) Start(ctx context.Context, job runner.Job) (runner.Handle, error) {
 	if r.opts.Image == "" {
-		return nil, errors.New("docker runner: no image given (--docker-img)")
+		return nil, errNoImage
 	}
 	var err error
 	for _, d := range []struct {
