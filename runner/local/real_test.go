@@ -567,15 +567,18 @@ func leftovers(t *testing.T, prefix string) []string {
 
 func TestLocal_StartFailuresLeaveNothing(t *testing.T) {
 	r := newRunner(t, local.Options{Prefix: "synergy-startfail"})
+	// A directory that surely does not exist: inside a fresh temporary one.
+	missing := filepath.Join(t.TempDir(), "missing")
+	program, dir := filepath.Join(missing, "train.py"), filepath.Join(missing, "dir")
 	tests := []struct {
 		name    string
 		job     runner.Job
 		wantErr string
 	}{
-		{"missing program", runner.Job{Name: "x", Argv: []string{"/nonexistent/train.py"}}, "/nonexistent/train.py"},
+		{"missing program", runner.Job{Name: "x", Argv: []string{program}}, program},
 		{"not on PATH", runner.Job{Name: "x", Argv: []string{"no-such-synergy-program"}}, "no-such-synergy-program"},
 		{"empty argv", runner.Job{Name: "x"}, "empty command"},
-		{"missing working directory", runner.Job{Name: "x", Argv: []string{"true"}, Dir: "/nonexistent/dir"}, "working directory /nonexistent/dir"},
+		{"missing working directory", runner.Job{Name: "x", Argv: []string{"true"}, Dir: dir}, "working directory " + dir},
 		{"gate path that is no gate", runner.Job{Name: "x", Argv: []string{"true"}}, "did not answer"},
 		{"too many cpus", runner.Job{Name: "x", Argv: []string{"true"}, Limits: runner.Limits{CPUs: 4096}}, "cpus=4096"},
 		{"read limit on tmpfs-like path", runner.Job{Name: "x", Argv: []string{"true"},
