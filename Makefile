@@ -44,7 +44,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./... 
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParseIteration -fuzztime 20s ./profiler
+	$(GO) test -run '^$$' -fuzz FuzzParseIteration -fuzztime 20s ./jobcontract
 
 clean:
 	rm -rf bin $(DEMO)

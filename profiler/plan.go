@@ -300,7 +300,7 @@ func kneeValue(axis []float64, v func(int) (float64, bool)) float64 {
 	return axis[len(axis)-1]
 }
 
-// validationPoints picks k unmeasured cells for --validate: each the cell
+// validationPoints picks k unmeasured cells (Config.ValidateCells): each the cell
 // farthest (in grid steps) from every measured cell and every cell picked
 // before it; among equals, the one farthest from the cells picked for
 // validation so far, then fewer CPUs, then less memory.

@@ -8,11 +8,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/synergy-sched/synergy/internal/units"
+	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/runner"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
@@ -35,12 +38,7 @@ type point struct {
 }
 
 // memText is a memory limit as labels show it.
-func (pt point) memText() string {
-	if pt.memLimit > 0 {
-		return runner.FormatBytes(pt.memLimit)
-	}
-	return "unlimited"
-}
+func (pt point) memText() string { return units.FormatMemLimit(pt.memLimit) }
 
 // label names the point in progress lines and messages.
 func (pt point) label() string {
@@ -63,9 +61,9 @@ var errInterrupted = errors.New("interrupted")
 
 // measurement is what a point's metrics stream says.
 type measurement struct {
-	all       []Iteration
-	window    []Iteration // the steady-state iterations measured
-	firstPass []Iteration // cold points: the first pass over the data
+	all       []jobcontract.Iteration
+	window    []jobcontract.Iteration // the steady-state iterations measured
+	firstPass []jobcontract.Iteration // cold points: the first pass over the data
 	est       Estimate
 }
 
@@ -83,7 +81,7 @@ func (s *sweep) itersPerEpoch() int {
 // the data (epoch >= 1, or past one epoch's worth of iterations when the job
 // reports no epoch), once the page cache has settled under the limit; until
 // then they measure nothing.
-func (s *sweep) window(pt point, all []Iteration) (win, first []Iteration) {
+func (s *sweep) window(pt point, all []jobcontract.Iteration) (win, first []jobcontract.Iteration) {
 	if !pt.cold {
 		if len(all) <= s.cfg.Warmup {
 			return nil, nil
@@ -126,70 +124,141 @@ func (s *sweep) maxIterationsFor(pt point) int {
 }
 
 func (s *sweep) argv(pt point) []string {
-	argv := append([]string(nil), s.cfg.Command...)
-	if pt.synthetic {
-		argv = append(argv, "--synthetic-data")
+	contract := jobcontract.Point{
+		Batch:         s.cfg.Batch,
+		Workers:       Workers(pt.cpus, s.cfg.GPUs),
+		MaxIterations: s.maxIterationsFor(pt),
+		DataDir:       s.cfg.DataDir,
+		Synthetic:     pt.synthetic,
 	}
-	return append(argv,
-		"--batch", strconv.Itoa(s.cfg.Batch),
-		"--workers", strconv.Itoa(Workers(pt.cpus, s.cfg.GPUs)),
-		"--max-iterations", strconv.Itoa(s.maxIterationsFor(pt)),
-		"--data", s.cfg.DataDir,
-	)
+	return append(append([]string(nil), s.cfg.Command...), contract.Args()...)
 }
 
 // runPoint measures one point and returns its cell. It returns
-// errInterrupted (and no cell) when ctx is cancelled.
+// errInterrupted (and no cell) when ctx is cancelled. Its phases: prepare
+// (the dataset's page cache, the metrics directory, the log), launch (the
+// job under its limits, and its sampling), watch (tail the metrics stream
+// until the estimate is tight, a cap is reached or the job ends) and
+// classify (how the job ended, then what the stream measured).
 func (s *sweep) runPoint(ctx context.Context, pt point) (sensitivity.Cell, error) {
-	cfg := &s.cfg
 	cell := sensitivity.Cell{CPUs: pt.cpus, MemLimitBytes: pt.memLimit, Measured: true, Phase: pt.phase}
-	stats := &sensitivity.PointStats{Workers: Workers(pt.cpus, cfg.GPUs), ColdStart: pt.cold}
-	cell.Stats = stats
-
-	if cfg.Cache != nil && cfg.DataDir != "" && !pt.synthetic {
-		if pt.cold {
-			if _, err := cfg.Cache.Evict(cfg.DataDir); err != nil {
-				return cell, fmt.Errorf("evict dataset before %s: %w", pt.label(), err)
-			}
-		} else if err := cfg.Cache.Warm(cfg.DataDir); err != nil {
-			return cell, fmt.Errorf("warm dataset before %s: %w", pt.label(), err)
-		}
-		res, _, err := cfg.Cache.Resident(cfg.DataDir)
-		if err != nil {
-			return cell, fmt.Errorf("check dataset residency before %s: %w", pt.label(), err)
-		}
-		stats.ResidentBytesBefore = res
-		if pt.cold && s.datasetBytes > 0 && float64(res) > 0.05*float64(s.datasetBytes) {
-			s.warnf("%s: %s of the dataset stayed cached after eviction (another process holds it?); the memory figure may be optimistic",
-				pt.label(), runner.FormatBytes(res))
-		}
+	cell.Stats = &sensitivity.PointStats{Workers: Workers(pt.cpus, s.cfg.GPUs), ColdStart: pt.cold}
+	if err := s.prepareCache(pt, cell.Stats); err != nil {
+		return cell, err
 	}
-
-	metricsDir, err := os.MkdirTemp(s.workDir, "point-*")
+	run, err := s.prepare(pt)
 	if err != nil {
 		return cell, err
 	}
-	defer os.RemoveAll(metricsDir)
-	metricsPath := filepath.Join(metricsDir, "metrics.jsonl")
-
-	var logW io.Writer = io.Discard
-	tail := &tailBuffer{max: 4096}
-	if cfg.LogDir != "" {
-		f, err := os.Create(filepath.Join(cfg.LogDir, pt.fileLabel()+".log"))
-		if err != nil {
-			return cell, err
+	defer run.close()
+	if err := s.launch(ctx, pt, run); err != nil {
+		if ctx.Err() != nil {
+			return cell, errInterrupted
 		}
-		defer f.Close()
-		logW = f
+		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailStartFailed, Message: err.Error()}
+		return cell, nil
 	}
-	out := io.MultiWriter(logW, tail)
+	end := s.watch(ctx, pt, run)
+	s.settle(pt, run, cell.Stats)
+	end.wall = s.cfg.Now().Sub(run.start).Seconds()
+	if end.interrupted || (end.err != nil && ctx.Err() != nil) {
+		return cell, errInterrupted
+	}
+	if s.classifyEnd(pt, run, end, &cell) {
+		s.measure(pt, run, end, &cell)
+	}
+	return cell, nil
+}
 
+// pointRun is one launch of the job at a point, from prepare to classify.
+type pointRun struct {
+	metricsDir, metricsPath string
+	log                     *os.File // nil: output kept only in tail
+	tail                    *tailBuffer
+	h                       runner.Handle
+	sampling                *pointSampling
+	tailer                  *jobcontract.Tailer
+	m                       measurement
+	start                   time.Time
+	// live are the job's counters while it ran: once it exits its
+	// anonymous memory is gone, so the figures recorded are the last ones
+	// read while it ran.
+	live liveStats
+}
+
+// pointEnd is how the watch ended.
+type pointEnd struct {
+	res         runner.Result
+	err         error  // the runner's own failure
+	stopReason  string // "" when the job ended by itself
+	interrupted bool
+	wall        float64 // seconds from launch until its results were collected
+}
+
+// prepareCache evicts (cold points) or warms the dataset's page cache and
+// records how much of it is resident before the start.
+func (s *sweep) prepareCache(pt point, stats *sensitivity.PointStats) error {
+	cfg := &s.cfg
+	if cfg.Cache == nil || cfg.DataDir == "" || pt.synthetic {
+		return nil
+	}
+	if pt.cold {
+		if _, err := cfg.Cache.Evict(cfg.DataDir); err != nil {
+			return fmt.Errorf("evict dataset before %s: %w", pt.label(), err)
+		}
+	} else if err := cfg.Cache.Warm(cfg.DataDir); err != nil {
+		return fmt.Errorf("warm dataset before %s: %w", pt.label(), err)
+	}
+	res, _, err := cfg.Cache.Resident(cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("check dataset residency before %s: %w", pt.label(), err)
+	}
+	stats.ResidentBytesBefore = res
+	if pt.cold && s.datasetBytes > 0 && float64(res) > 0.05*float64(s.datasetBytes) {
+		s.warnf("%s: %s of the dataset stayed cached after eviction (another process holds it?); the memory figure may be optimistic",
+			pt.label(), units.FormatBytes(res))
+	}
+	return nil
+}
+
+// prepare makes the point's metrics directory and opens its log.
+func (s *sweep) prepare(pt point) (*pointRun, error) {
+	dir, err := os.MkdirTemp(s.workDir, "point-*")
+	if err != nil {
+		return nil, err
+	}
+	run := &pointRun{metricsDir: dir, metricsPath: filepath.Join(dir, "metrics.jsonl"), tail: &tailBuffer{max: 4096}}
+	if s.cfg.LogDir != "" {
+		if run.log, err = os.Create(filepath.Join(s.cfg.LogDir, pt.fileLabel()+".log")); err != nil {
+			run.close()
+			return nil, err
+		}
+	}
+	return run, nil
+}
+
+// close removes the metrics directory and closes the log.
+func (run *pointRun) close() {
+	if run.log != nil {
+		run.log.Close()
+	}
+	os.RemoveAll(run.metricsDir)
+}
+
+// launch starts the job with the point's limits and the contract's flags
+// and environment, then its sampling.
+func (s *sweep) launch(ctx context.Context, pt point, run *pointRun) error {
+	cfg := &s.cfg
+	out := io.Writer(run.tail)
+	if run.log != nil {
+		out = io.MultiWriter(run.log, run.tail)
+	}
 	job := runner.Job{
 		Name: cfg.JobName,
 		Argv: s.argv(pt),
 		Env: append(append([]string(nil), cfg.Env...),
-			"SYNERGY_METRICS_FILE="+metricsPath,
-			"SYNERGY_POINT="+pt.label()),
+			jobcontract.EnvMetricsFile+"="+run.metricsPath,
+			jobcontract.EnvPoint+"="+pt.label()),
 		Stdout: out, Stderr: out,
 		Limits: runner.Limits{
 			CPUs:          pt.cpus,
@@ -198,154 +267,176 @@ func (s *sweep) runPoint(ctx context.Context, pt point) (sensitivity.Cell, error
 			ReadBPSPath:   cfg.DataDir,
 		},
 		DataDir:    cfg.DataDir,
-		MetricsDir: metricsDir,
+		MetricsDir: run.metricsDir,
 	}
-	start := cfg.Now()
+	run.start = cfg.Now()
 	h, err := cfg.Runner.Start(ctx, job)
 	if err != nil {
-		if ctx.Err() != nil {
-			return cell, errInterrupted
-		}
-		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailStartFailed, Message: err.Error()}
-		return cell, nil
+		return err
 	}
-
-	sampling, err := s.startSampling(h, pt)
-	if err != nil {
+	run.h = h
+	if run.sampling, err = s.startSampling(h, pt); err != nil {
 		s.warnf("%s: sampling: %v", pt.label(), err)
 	}
-	type waited struct {
-		res runner.Result
-		err error
-	}
-	waitCh := make(chan waited, 1)
-	go func() {
-		r, err := h.Wait()
-		waitCh <- waited{r, err}
-	}()
+	run.tailer = jobcontract.NewTailer(run.metricsPath)
+	return nil
+}
 
-	tailer := NewTailer(metricsPath)
-	var m measurement
-	poll := func() {
-		its, err := tailer.Poll()
-		if err != nil {
-			s.warnf("%s: reading metrics: %v", pt.label(), err)
-			return
-		}
-		m.all = append(m.all, its...)
-		m.window, m.firstPass = s.window(pt, m.all)
-		m.est = estimate(m.window)
+// poll reads the iterations the job appended since the last poll and
+// updates the estimate.
+func (s *sweep) poll(pt point, run *pointRun) {
+	its, err := run.tailer.Poll()
+	if err != nil {
+		s.warnf("%s: reading metrics: %v", pt.label(), err)
+		return
 	}
+	m := &run.m
+	m.all = append(m.all, its...)
+	m.window, m.firstPass = s.window(pt, m.all)
+	m.est = estimate(m.window)
+}
+
+// watch follows the running job until it ends: it stops the job once the
+// estimate is tight or a cap (iterations, time) is reached, or when ctx is
+// cancelled, and reports progress.
+func (s *sweep) watch(ctx context.Context, pt point, run *pointRun) pointEnd {
+	cfg := &s.cfg
+	waitCh := make(chan pointEnd, 1)
+	go func() {
+		res, err := run.h.Wait()
+		waitCh <- pointEnd{res: res, err: err}
+	}()
 	ticker := time.NewTicker(cfg.Poll)
 	defer ticker.Stop()
 	deadline := time.NewTimer(cfg.PointTimeout)
 	defer deadline.Stop()
-	lastUpdate := time.Time{}
-	// Counters of a live job: once it exits its anonymous memory is gone,
-	// so the figures recorded are the last ones read while it ran.
-	var live liveStats
-	lastStats := time.Time{}
-
-	stopReason := ""
-	interrupted := false
-	var w waited
-loop:
+	// The cgroup sampler's reads feed run.live; a handle without cgroup
+	// paths is polled instead.
+	_, sampled := run.sampling.liveStats()
+	var lastUpdate, lastStats time.Time
+	stopReason, interrupted := "", false
 	for {
 		select {
-		case w = <-waitCh:
-			break loop
+		case end := <-waitCh:
+			end.stopReason, end.interrupted = stopReason, interrupted
+			return end
 		case <-ctx.Done():
 			interrupted = true
-			_ = h.Stop()
+			_ = run.h.Stop()
 		case <-deadline.C:
 			stopReason = StopTimeCap
-			_ = h.Stop()
+			_ = run.h.Stop()
 		case <-ticker.C:
-			poll()
-			if time.Since(lastStats) >= statsEvery {
+			s.poll(pt, run)
+			if !sampled && time.Since(lastStats) >= statsEvery {
 				lastStats = time.Now()
-				if st, err := h.Stats(); err == nil {
-					live.add(st)
+				if st, err := run.h.Stats(); err == nil {
+					run.live.add(st)
 				}
 			}
-			if s.cfg.Progress != nil && time.Since(lastUpdate) >= 500*time.Millisecond {
+			if cfg.Progress != nil && time.Since(lastUpdate) >= 500*time.Millisecond {
 				lastUpdate = time.Now()
-				s.cfg.Progress.PointUpdate(pt.label(), m.est.Iterations, m.est, cfg.Now().Sub(start))
+				cfg.Progress.PointUpdate(pt.label(), run.m.est.Iterations, run.m.est, cfg.Now().Sub(run.start))
 			}
-			if stopReason != "" {
-				continue
-			}
-			if m.est.Iterations >= cfg.MinIterations && m.est.RelHalfWidth() <= cfg.TargetRelCI {
-				stopReason = StopConverged
-				_ = h.Stop()
-			} else if m.est.Iterations >= cfg.MaxIterations {
-				stopReason = StopIterCap
-				_ = h.Stop()
+			if stopReason == "" {
+				stopReason = s.stopFor(run.m.est)
+				if stopReason != "" {
+					_ = run.h.Stop()
+				}
 			}
 		}
 	}
-	poll()
-	sampling.stop(s, stats)
-	s.keepMetrics(pt, metricsPath)
-	if tailer.Bad > 0 {
-		s.warnf("%s: %d malformed metrics lines (first: %s)", pt.label(), tailer.Bad, strings.Join(tailer.Errors, "; "))
-	}
-	wall := cfg.Now().Sub(start).Seconds()
-	if interrupted || (w.err != nil && ctx.Err() != nil) {
-		return cell, errInterrupted
-	}
-	if w.err != nil {
-		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailCrashed, ExitCode: -1, Message: "runner: " + w.err.Error()}
-		return cell, nil
-	}
-	res := w.res
-	fillRunnerStats(stats, res, live)
-	stats.WallSeconds = wall
-	stats.ExitCode = res.ExitCode
+}
 
+// stopFor says why a point should stop now: converged, or at its iteration
+// cap; "" to go on.
+func (s *sweep) stopFor(est Estimate) string {
+	switch {
+	case est.Iterations >= s.cfg.MinIterations && est.RelHalfWidth() <= s.cfg.TargetRelCI:
+		return StopConverged
+	case est.Iterations >= s.cfg.MaxIterations:
+		return StopIterCap
+	}
+	return ""
+}
+
+// settle collects what the ended job left: the stream's last lines, the
+// sampler's live counters and aggregates, the kept metrics file.
+func (s *sweep) settle(pt point, run *pointRun, stats *sensitivity.PointStats) {
+	s.poll(pt, run)
+	if l, ok := run.sampling.liveStats(); ok {
+		run.live = l
+	}
+	run.sampling.stop(s, stats)
+	s.keepMetrics(pt, run.metricsPath)
+	if t := run.tailer; t.Bad > 0 {
+		s.warnf("%s: %d malformed metrics lines (first: %s)", pt.label(), t.Bad, strings.Join(t.Errors, "; "))
+	}
+}
+
+// classifyEnd records how the job ended and its cgroup figures, and sets
+// the cell's failure when the runner failed, the job was OOM-killed or
+// exited non-zero by itself. It reports whether the stream is to be
+// measured.
+func (s *sweep) classifyEnd(pt point, run *pointRun, end pointEnd, cell *sensitivity.Cell) bool {
+	if end.err != nil {
+		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailCrashed, ExitCode: -1, Message: "runner: " + end.err.Error()}
+		return false
+	}
+	res, stats := end.res, cell.Stats
+	fillRunnerStats(stats, res, run.live)
+	stats.WallSeconds = end.wall
+	stats.ExitCode = res.ExitCode
 	switch {
 	case res.OOMKilled:
 		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailOOMKilled, ExitCode: res.ExitCode,
-			Message: fmt.Sprintf("OOM-killed at %s after %d iterations (peak %s)", pt.label(), len(m.all), runner.FormatBytes(res.Final.MemPeakBytes))}
-		return cell, nil
-	case stopReason == "" && res.ExitCode != 0:
+			Message: fmt.Sprintf("OOM-killed at %s after %d iterations (peak %s)", pt.label(), len(run.m.all), units.FormatBytes(res.Final.MemPeakBytes))}
+		return false
+	case end.stopReason == "" && res.ExitCode != 0:
 		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailCrashed, ExitCode: res.ExitCode,
-			Message: fmt.Sprintf("job exited %s after %d iterations; last output: %s", exitText(res), len(m.all), tail.lastLine())}
-		return cell, nil
+			Message: fmt.Sprintf("job exited %s after %d iterations; last output: %s", exitText(res), len(run.m.all), run.tail.lastLine())}
+		return false
 	}
+	return true
+}
 
+// measure turns the stream of a job that ended well into the cell's
+// throughput and iteration figures, or a failure when it says too little:
+// no line before the time cap, or fewer than two measurable iterations. A
+// job that wrote no stream is measured from its wall time.
+func (s *sweep) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity.Cell) {
+	cfg, m, stats := &s.cfg, &run.m, cell.Stats
+	stopReason := end.stopReason
 	if stopReason == "" {
 		stopReason = StopJobExited
 	}
 	stats.StopReason = stopReason
 	stats.Iterations = len(m.all)
 	stats.WarmupIterations = len(m.all) - m.est.Iterations // the window's first iteration only anchors time
-
-	if len(m.all) == 0 {
-		if stopReason == StopTimeCap {
-			cell.Failure = &sensitivity.Failure{Class: sensitivity.FailTimeout,
-				Message: fmt.Sprintf("no iteration reported within %s", cfg.PointTimeout)}
-			return cell, nil
-		}
-		// The job wrote no stream: measure from wall time.
+	switch {
+	case len(m.all) == 0 && stopReason == StopTimeCap:
+		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailTimeout,
+			Message: fmt.Sprintf("no iteration reported within %s", cfg.PointTimeout)}
+		return
+	case len(m.all) == 0:
 		n := s.maxIterationsFor(pt)
 		stats.MetricsSource = sensitivity.MetricsWall
 		stats.Iterations = n
-		if wall > 0 {
-			cell.SamplesPerS = float64(n*cfg.Batch) / wall
+		if end.wall > 0 {
+			cell.SamplesPerS = float64(n*cfg.Batch) / end.wall
 		}
-		return cell, nil
+		return
 	}
 	stats.MetricsSource = sensitivity.MetricsStream
-	if m.est.Iterations < 2 || m.est.SamplesPerS <= 0 {
-		if stopReason == StopTimeCap {
-			cell.Failure = &sensitivity.Failure{Class: sensitivity.FailTimeout,
-				Message: fmt.Sprintf("only %d iterations reported within %s (%d measurable)", len(m.all), cfg.PointTimeout, m.est.Iterations)}
-		} else {
-			cell.Failure = &sensitivity.Failure{Class: sensitivity.FailNoProgress,
-				Message: fmt.Sprintf("%d iterations reported, %d measurable after warm-up: raise --max-iterations", len(m.all), m.est.Iterations)}
-		}
-		return cell, nil
+	switch {
+	case (m.est.Iterations < 2 || m.est.SamplesPerS <= 0) && stopReason == StopTimeCap:
+		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailTimeout,
+			Message: fmt.Sprintf("only %d iterations reported within %s (%d measurable)", len(m.all), cfg.PointTimeout, m.est.Iterations)}
+		return
+	case m.est.Iterations < 2 || m.est.SamplesPerS <= 0:
+		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailNoProgress,
+			Message: fmt.Sprintf("%d iterations reported, %d measurable after warm-up: raise the iteration cap", len(m.all), m.est.Iterations)}
+		return
 	}
 	cell.SamplesPerS = m.est.SamplesPerS
 	cell.SamplesPerSCI95 = m.est.HalfWidth
@@ -358,16 +449,13 @@ loop:
 	if fp := estimate(m.firstPass); fp.SamplesPerS > 0 {
 		stats.FirstPassSamplesPS = fp.SamplesPerS
 	}
-	for _, it := range m.all {
-		if it.Emulated {
-			s.sawEmulated = true
-			break
-		}
+	if slices.ContainsFunc(m.all, func(it jobcontract.Iteration) bool { return it.Emulated }) {
+		s.sawEmulated = true
 	}
-	return cell, nil
 }
 
-// statsEvery is how often the profiler reads a running job's counters.
+// statsEvery is how often the profiler polls a running job's counters when
+// no cgroup sampler reads them.
 const statsEvery = 500 * time.Millisecond
 
 // liveStats keeps what was read from a job's cgroup while it ran.

@@ -14,52 +14,66 @@ import (
 	"github.com/synergy-sched/synergy/profiler/cgstat"
 	"github.com/synergy-sched/synergy/profiler/sample"
 	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/runner/cgroupfs"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
 // pointSampling runs the sampling loop while one point runs: the sweep's
-// own samplers (host, GPU) plus a reader of the point's cgroup files.
+// own samplers (host, GPU) plus a reader of the point's cgroup files, the
+// point's one reader of them: its clean reads also feed live, the job's
+// counters while it runs.
 type pointSampling struct {
 	loop   *sample.Loop
 	agg    *sample.Aggregator
 	file   *os.File
+	cgroup *cgroupfs.Reader // nil when the handle has no cgroup paths
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	path   string
+
+	mu   sync.Mutex
+	live liveStats
 }
 
 // startSampling starts sampling a running point; nil when there is nothing
 // to sample with.
 func (s *sweep) startSampling(h runner.Handle, pt point) (*pointSampling, error) {
+	ps := &pointSampling{agg: sample.NewAggregator()}
 	samplers := append([]sample.Sampler(nil), s.cfg.Samplers...)
 	if paths := h.CgroupPaths(); len(paths) > 0 {
-		r, err := cgstat.Open(paths)
+		r, err := cgroupfs.Open(paths)
 		if err != nil {
 			s.warnf("%s: cgroup sampler: %v", pt.label(), err)
 		} else {
-			samplers = append(samplers, cgstat.NewSampler(r))
+			ps.cgroup = r
+			samplers = append(samplers, cgstat.NewSampler(r, ps.observe))
 		}
 	}
 	if len(samplers) == 0 {
 		return nil, nil
 	}
-	ps := &pointSampling{agg: sample.NewAggregator()}
+	if err := ps.start(s.cfg, pt, samplers); err != nil {
+		ps.close()
+		return nil, err
+	}
+	return ps, nil
+}
+
+// start opens the point's timeline file, if any, and runs the loop.
+func (ps *pointSampling) start(cfg Config, pt point, samplers []sample.Sampler) error {
 	sink := sample.Sink(ps.agg)
-	if s.cfg.TimelineDir != "" {
-		ps.path = filepath.Join(s.cfg.TimelineDir, pt.fileLabel()+".samples.jsonl")
+	if cfg.TimelineDir != "" {
+		ps.path = filepath.Join(cfg.TimelineDir, pt.fileLabel()+".samples.jsonl")
 		f, err := os.Create(ps.path)
 		if err != nil {
-			return nil, fmt.Errorf("timeline: %w", err)
+			return fmt.Errorf("timeline: %w", err)
 		}
 		ps.file = f
 		sink = sample.Tee(ps.agg, sample.NewJSONLWriter(f))
 	}
-	loop, err := sample.NewLoop(s.cfg.SampleInterval, sink, samplers...)
+	loop, err := sample.NewLoop(cfg.SampleInterval, sink, samplers...)
 	if err != nil {
-		if ps.file != nil {
-			ps.file.Close()
-		}
-		return nil, err
+		return err
 	}
 	ps.loop = loop
 	ctx, cancel := context.WithCancel(context.Background())
@@ -69,7 +83,36 @@ func (s *sweep) startSampling(h runner.Handle, pt point) (*pointSampling, error)
 		defer ps.wg.Done()
 		loop.Run(ctx)
 	}()
-	return ps, nil
+	return nil
+}
+
+// observe keeps a clean read of the point's cgroup (the loop's goroutine).
+func (ps *pointSampling) observe(st runner.Stats) {
+	ps.mu.Lock()
+	ps.live.add(st)
+	ps.mu.Unlock()
+}
+
+// liveStats returns what the cgroup sampler read while the job ran, and
+// whether it reads the job's cgroup at all (if not, the caller polls
+// Handle.Stats itself).
+func (ps *pointSampling) liveStats() (liveStats, bool) {
+	if ps == nil || ps.cgroup == nil {
+		return liveStats{}, false
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.live, true
+}
+
+// close releases the timeline file and the cgroup files.
+func (ps *pointSampling) close() {
+	if ps.file != nil {
+		ps.file.Close()
+	}
+	if ps.cgroup != nil {
+		ps.cgroup.Close()
+	}
 }
 
 // stop ends sampling, records the aggregates in stats and the samplers'
@@ -80,8 +123,8 @@ func (ps *pointSampling) stop(s *sweep, st *sensitivity.PointStats) {
 	}
 	ps.cancel()
 	ps.wg.Wait()
+	ps.close()
 	if ps.file != nil {
-		ps.file.Close()
 		st.Timeline = ps.path
 	}
 	if sum, ok := ps.agg.Summary("host_cpu_pct"); ok {

@@ -1,11 +1,56 @@
 package profiler
 
 import (
+	"context"
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/synergy-sched/synergy/runner"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
+
+// TestRun_OneReaderPerPoint: where the handle names its cgroup, the cgroup
+// sampler is the point's only reader of it: its reads give the point's
+// memory figures, and Handle.Stats is never polled beside it.
+func TestRun_OneReaderPerPoint(t *testing.T) {
+	cg := t.TempDir()
+	for name, body := range map[string]string{
+		"memory.current": "536870912\n",
+		"memory.stat":    "anon 104857600\nfile 419430400\n",
+	} {
+		if err := os.WriteFile(filepath.Join(cg, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fr := &fakeRunner{rate: trueRate, cgroup: cg}
+	cfg := baseConfig(t, fr)
+	cfg.CPUs, cfg.MemLimits = []float64{1}, nil
+	cfg.SampleInterval = time.Millisecond
+	p, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := p.Cell(1, 0).Stats
+	if st.MemAnonBytes != 104857600 || st.MemCacheBytes != 419430400 {
+		t.Errorf("anon %d, cache %d; want 104857600 and 419430400 from the sampler's reads", st.MemAnonBytes, st.MemCacheBytes)
+	}
+	if fr.statsCalls != 0 {
+		t.Errorf("Handle.Stats polled %d times beside the cgroup sampler", fr.statsCalls)
+	}
+	// Without cgroup paths the profiler polls the handle instead.
+	fr2 := &fakeRunner{rate: func(l runner.Limits) float64 { return 20 }}
+	cfg2 := baseConfig(t, fr2)
+	cfg2.CPUs, cfg2.MemLimits = []float64{1}, nil
+	if _, err := Run(context.Background(), cfg2); err != nil {
+		t.Fatal(err)
+	}
+	if fr2.statsCalls == 0 {
+		t.Error("a handle without cgroup paths was never polled")
+	}
+}
 
 func TestFillStalls_DifferentialAndCappedByDataWait(t *testing.T) {
 	stream := func(dw float64) *sensitivity.PointStats {

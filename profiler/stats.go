@@ -3,6 +3,8 @@ package profiler
 import (
 	"math"
 	"sort"
+
+	"github.com/synergy-sched/synergy/jobcontract"
 )
 
 // Estimate is a throughput estimate over a run of iterations.
@@ -34,7 +36,7 @@ const (
 // Student-t interval is put on their mean (Law & Kelton, Simulation
 // Modeling and Analysis, §9.5.3). iters must be in order; the duration of
 // iteration k is ts[k] − ts[k−1], so the first iteration only anchors time.
-func estimate(iters []Iteration) Estimate {
+func estimate(iters []jobcontract.Iteration) Estimate {
 	n := len(iters) - 1 // durations available
 	if n < 1 {
 		return Estimate{Iterations: len(iters)}
@@ -90,7 +92,7 @@ func estimate(iters []Iteration) Estimate {
 // iterationHalfWidth is a 95% half-width from single iterations' rates
 // (Student t over n−1 degrees of freedom); with fewer than 3 iterations it
 // is the whole estimate (nothing is known about the spread).
-func iterationHalfWidth(iters []Iteration, est float64) float64 {
+func iterationHalfWidth(iters []jobcontract.Iteration, est float64) float64 {
 	var rates []float64
 	for k := 1; k < len(iters); k++ {
 		if d := iters[k].TS - iters[k-1].TS; d > 0 {
@@ -135,7 +137,7 @@ func tQuantile975(df int) float64 {
 }
 
 // iterSeconds returns the per-iteration durations of iters (len−1 values).
-func iterSeconds(iters []Iteration) []float64 {
+func iterSeconds(iters []jobcontract.Iteration) []float64 {
 	if len(iters) < 2 {
 		return nil
 	}
@@ -161,7 +163,7 @@ func percentile(xs []float64, p float64) float64 {
 }
 
 // dataWaitFraction is the share of wall time spent waiting for data.
-func dataWaitFraction(iters []Iteration) float64 {
+func dataWaitFraction(iters []jobcontract.Iteration) float64 {
 	if len(iters) < 2 {
 		return 0
 	}
@@ -176,7 +178,7 @@ func dataWaitFraction(iters []Iteration) float64 {
 	return math.Min(1, w/span)
 }
 
-func meanStep(iters []Iteration) float64 {
+func meanStep(iters []jobcontract.Iteration) float64 {
 	if len(iters) == 0 {
 		return 0
 	}

@@ -9,13 +9,19 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
 // ErrInterrupted is returned by Run when its context was cancelled; the
-// profile saved so far is valid and --resume continues it.
-var ErrInterrupted = errors.New("profiling interrupted; the partial profile is saved, run again with --resume to finish it")
+// profile saved so far is valid and a Run with Resume continues it.
+var ErrInterrupted = errors.New("profiling interrupted; the partial profile is saved")
+
+// ErrProfileExists is returned by Run when Config.Out exists and
+// Config.Resume is not set: a profile is never overwritten.
+var ErrProfileExists = errors.New("a profile exists there; resume it or remove it first")
 
 // sweep is the state of one Run.
 type sweep struct {
@@ -26,6 +32,10 @@ type sweep struct {
 	datasetFiles int
 	sawEmulated  bool
 	warnings     []string
+
+	started  time.Time // when this Run began
+	baseWall float64   // wall seconds of the runs this one resumes
+	index    int       // points started, a resumed profile's included
 }
 
 func (s *sweep) warnf(format string, a ...any) {
@@ -56,100 +66,130 @@ func Run(ctx context.Context, cfg Config) (*sensitivity.Profile, error) {
 	if err := s.open(); err != nil {
 		return nil, err
 	}
-	work, err := os.MkdirTemp("", "synergy-profile-*")
+	work, err := s.makeDirs()
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-	s.workDir = work
-	if err := os.Chmod(work, 0o777); err != nil { // container jobs may run as another user
-		return nil, err
-	}
-	for _, d := range []string{cfg.LogDir, cfg.TimelineDir} {
-		if d != "" {
-			if err := os.MkdirAll(d, 0o755); err != nil {
-				return nil, fmt.Errorf("output dir: %w", err)
-			}
-		}
-	}
-
-	startWall := cfg.Now()
-	baseWall := s.prof.Cost.WallSeconds
-	save := func() error {
-		s.prof.Cost.WallSeconds = baseWall + cfg.Now().Sub(startWall).Seconds()
-		s.finish()
-		if err := s.prof.Save(cfg.Out); err != nil {
-			return fmt.Errorf("save profile %s: %w", cfg.Out, err)
-		}
-		return nil
-	}
-
 	plan, err := plannerFor(cfg.Strategy)
 	if err != nil {
 		return nil, err
 	}
-	idx := len(s.measuredCells()) // a resumed sweep goes on counting
-	runOne := func(pt point, total string) error {
-		idx++
-		if cfg.Progress != nil {
-			cfg.Progress.PointStart(idx, total, pt.label())
-		}
-		t0 := cfg.Now()
-		cell, err := s.runPoint(ctx, pt)
-		if errors.Is(err, errInterrupted) {
-			if serr := save(); serr != nil {
-				return serr
-			}
-			return ErrInterrupted
-		}
-		if err != nil {
-			return fmt.Errorf("profile point %s: %w", pt.label(), err)
-		}
-		s.prof.SetCell(cell)
-		s.prof.Cost.Points++
-		if cfg.Progress != nil {
-			cfg.Progress.PointDone(pt.label(), cell, cfg.Now().Sub(t0))
-		}
-		return save()
-	}
-
-	if idx > 0 && cfg.Progress != nil {
-		cfg.Progress.Note(fmt.Sprintf("resuming %s: %d measured point(s) kept", cfg.Out, idx))
+	s.started, s.baseWall = cfg.Now(), s.prof.Cost.WallSeconds
+	s.index = len(s.measuredCells()) // a resumed sweep goes on counting
+	if s.index > 0 && cfg.Progress != nil {
+		cfg.Progress.Note(fmt.Sprintf("resuming %s: %d measured point(s) kept", cfg.Out, s.index))
 	}
 	if cfg.StallBreakdown && s.prof.StepOnly == nil {
-		if err := s.runStepOnly(ctx, save); err != nil {
+		if err := s.runStepOnly(ctx); err != nil {
 			return s.prof, err
 		}
 	}
-	for {
-		pt, ok := plan(s)
-		if !ok {
-			break
-		}
-		if s.measured(pt.cpus, pt.memLimit) {
-			return s.prof, fmt.Errorf("strategy %s proposed %s, which is measured already (a bug)", cfg.Strategy, pt.label())
-		}
-		if err := runOne(pt, s.totalHint()); err != nil {
-			return s.prof, err
-		}
+	if err := s.runPlan(ctx, plan); err != nil {
+		return s.prof, err
 	}
-	if n := cfg.ValidateCells; n > 0 {
-		have := 0
-		for _, c := range s.prof.Cells {
-			if c.Measured && c.Phase == sensitivity.PhaseValidate {
-				have++
-			}
-		}
-		for _, pt := range s.validationPoints(n - have) {
-			if err := runOne(pt, "validation"); err != nil {
-				return s.prof, err
-			}
-		}
+	if err := s.runValidation(ctx); err != nil {
+		return s.prof, err
 	}
-	if err := save(); err != nil {
+	if err := s.save(); err != nil {
 		return s.prof, err
 	}
 	return s.prof, nil
+}
+
+// makeDirs makes the sweep's work directory (returned, for the caller to
+// remove) and the log and timeline directories.
+func (s *sweep) makeDirs() (string, error) {
+	work, err := os.MkdirTemp("", "synergy-profile-*")
+	if err != nil {
+		return "", err
+	}
+	s.workDir = work
+	if err := os.Chmod(work, 0o777); err != nil { // container jobs may run as another user
+		os.RemoveAll(work)
+		return "", err
+	}
+	for _, d := range []string{s.cfg.LogDir, s.cfg.TimelineDir} {
+		if d != "" {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				os.RemoveAll(work)
+				return "", fmt.Errorf("output dir: %w", err)
+			}
+		}
+	}
+	return work, nil
+}
+
+// save brings the profile up to date and writes it atomically.
+func (s *sweep) save() error {
+	s.prof.Cost.WallSeconds = s.baseWall + s.cfg.Now().Sub(s.started).Seconds()
+	s.finish()
+	if err := s.prof.Save(s.cfg.Out); err != nil {
+		return fmt.Errorf("save profile %s: %w", s.cfg.Out, err)
+	}
+	return nil
+}
+
+// runPlan measures the points the strategy proposes until it has none.
+func (s *sweep) runPlan(ctx context.Context, plan planner) error {
+	for {
+		pt, ok := plan(s)
+		if !ok {
+			return nil
+		}
+		if s.measured(pt.cpus, pt.memLimit) {
+			return fmt.Errorf("strategy %s proposed %s, which is measured already (a bug)", s.cfg.Strategy, pt.label())
+		}
+		if err := s.runOne(ctx, pt, s.totalHint()); err != nil {
+			return err
+		}
+	}
+}
+
+// runValidation measures the validation cells still missing.
+func (s *sweep) runValidation(ctx context.Context) error {
+	n := s.cfg.ValidateCells
+	if n <= 0 {
+		return nil
+	}
+	for _, c := range s.prof.Cells {
+		if c.Measured && c.Phase == sensitivity.PhaseValidate {
+			n--
+		}
+	}
+	for _, pt := range s.validationPoints(n) {
+		if err := s.runOne(ctx, pt, "validation"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runOne measures one point, records its cell and saves the profile; an
+// interrupted point saves what came before it and returns ErrInterrupted.
+func (s *sweep) runOne(ctx context.Context, pt point, total string) error {
+	cfg := &s.cfg
+	s.index++
+	if cfg.Progress != nil {
+		cfg.Progress.PointStart(s.index, total, pt.label())
+	}
+	t0 := cfg.Now()
+	cell, err := s.runPoint(ctx, pt)
+	if errors.Is(err, errInterrupted) {
+		if serr := s.save(); serr != nil {
+			return serr
+		}
+		return ErrInterrupted
+	}
+	if err != nil {
+		return fmt.Errorf("profile point %s: %w", pt.label(), err)
+	}
+	s.prof.SetCell(cell)
+	s.prof.Cost.Points++
+	if cfg.Progress != nil {
+		cfg.Progress.PointDone(pt.label(), cell, cfg.Now().Sub(t0))
+	}
+	return s.save()
 }
 
 // open starts a new profile or loads the one to resume.
@@ -160,7 +200,7 @@ func (s *sweep) open() error {
 	}
 	if _, err := os.Stat(cfg.Out); err == nil {
 		if !cfg.Resume {
-			return fmt.Errorf("out: %s exists; pass --resume to continue it or remove it first", cfg.Out)
+			return fmt.Errorf("%s: %w", cfg.Out, ErrProfileExists)
 		}
 		p, err := sensitivity.Load(cfg.Out)
 		if err != nil {
@@ -231,7 +271,7 @@ func (s *sweep) scanDataset() error {
 }
 
 // DatasetSize returns the bytes and number of regular files under dir.
-// Errors name the --data setting.
+// Errors name the data setting (Config.DataDir).
 func DatasetSize(dir string) (bytes int64, files int, err error) {
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -257,9 +297,10 @@ func DatasetSize(dir string) (bytes int64, files int, err error) {
 	return bytes, files, err
 }
 
-// runStepOnly measures the job with --synthetic-data at the most CPUs:
+// runStepOnly measures the job's step alone (the contract's synthetic-data
+// flag) at the most CPUs:
 // DS-Analyzer's first differential run, the rate its step alone ingests.
-func (s *sweep) runStepOnly(ctx context.Context, save func() error) error {
+func (s *sweep) runStepOnly(ctx context.Context) error {
 	cpus := s.prof.Axes.CPUs
 	pt := point{cpus: cpus[len(cpus)-1], phase: "step_only", synthetic: true}
 	if s.cfg.Progress != nil {
@@ -279,10 +320,10 @@ func (s *sweep) runStepOnly(ctx context.Context, save func() error) error {
 	s.prof.StepOnly = &sensitivity.StepOnly{CPUs: pt.cpus, SamplesPerS: cell.SamplesPerS,
 		SamplesPerSCI95: cell.SamplesPerSCI95, Stats: cell.Stats, Failure: cell.Failure}
 	if cell.Failure != nil {
-		s.warnf("the step-only run (--synthetic-data) failed (%s): no stall breakdown; does the job accept --synthetic-data?", cell.Failure.Class)
+		s.warnf("the step-only run (--%s) failed (%s): no stall breakdown; does the job accept --%[1]s?", jobcontract.FlagSyntheticData, cell.Failure.Class)
 	}
 	s.prof.Cost.Points++
-	return save()
+	return s.save()
 }
 
 // measuredCells returns the cells measured so far.

@@ -29,10 +29,14 @@ type fakeRunner struct {
 	// onStart is called with the number of jobs started so far.
 	onStart func(n int)
 	noise   float64
+	// cgroup, when set, is the directory every handle names as its cgroup
+	// (CgroupPaths "unified").
+	cgroup string
 
-	mu      sync.Mutex
-	started int
-	argvs   [][]string
+	mu         sync.Mutex
+	started    int
+	argvs      [][]string
+	statsCalls int
 }
 
 var _ runner.Runner = (*fakeRunner)(nil)
@@ -64,7 +68,7 @@ func (f *fakeRunner) Start(ctx context.Context, job runner.Job) (runner.Handle, 
 			fmt.Sscan(job.Argv[i+1], &batch)
 		}
 	}
-	h := &fakeHandle{stop: make(chan struct{}), done: make(chan struct{})}
+	h := &fakeHandle{stop: make(chan struct{}), done: make(chan struct{}), runner: f}
 	go func() {
 		defer close(h.done)
 		mode := ""
@@ -109,12 +113,24 @@ type fakeHandle struct {
 	done     chan struct{}
 	stopOnce sync.Once
 	res      runner.Result
+	runner   *fakeRunner
 }
 
-func (h *fakeHandle) Stats() (runner.Stats, error)   { return runner.Stats{}, nil }
-func (h *fakeHandle) CgroupPaths() map[string]string { return nil }
-func (h *fakeHandle) Stop() error                    { h.stopOnce.Do(func() { close(h.stop) }); return nil }
-func (h *fakeHandle) Wait() (runner.Result, error)   { <-h.done; return h.res, nil }
+func (h *fakeHandle) Stats() (runner.Stats, error) {
+	h.runner.mu.Lock()
+	h.runner.statsCalls++
+	h.runner.mu.Unlock()
+	return runner.Stats{}, nil
+}
+
+func (h *fakeHandle) CgroupPaths() map[string]string {
+	if h.runner.cgroup == "" {
+		return nil
+	}
+	return map[string]string{"unified": h.runner.cgroup}
+}
+func (h *fakeHandle) Stop() error                  { h.stopOnce.Do(func() { close(h.stop) }); return nil }
+func (h *fakeHandle) Wait() (runner.Result, error) { <-h.done; return h.res, nil }
 
 // trueRate is the job the fake runs: CPU-bound at 100 samples/s per core up
 // to 2 cores, fetch-bound at 120 samples/s under 100 MiB.
@@ -263,11 +279,11 @@ func TestRun_InterruptSavesAndResumeFinishes(t *testing.T) {
 	if len(partial.MeasuredOK()) != 2 {
 		t.Fatalf("partial profile has %d measured cells, want the 2 finished before Ctrl-C", len(partial.MeasuredOK()))
 	}
-	// Without --resume an existing profile is never overwritten.
+	// Without Resume an existing profile is never overwritten.
 	fr2 := &fakeRunner{rate: trueRate}
 	cfg.Runner = fr2
-	if _, err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "--resume") {
-		t.Fatalf("rerun without resume: err = %v, want a hint about --resume", err)
+	if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrProfileExists) || !strings.Contains(err.Error(), "resume") {
+		t.Fatalf("rerun without resume: err = %v, want ErrProfileExists with a hint to resume", err)
 	}
 	cfg.Resume = true
 	p, err := Run(context.Background(), cfg)

@@ -1,15 +1,15 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
 
+	"github.com/synergy-sched/synergy/internal/atomicfile"
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
-
-	"github.com/synergy-sched/synergy/sensitivity"
 )
 
 // writePlot renders pl at width × height in format to w; errors say what
@@ -33,11 +33,11 @@ func saveAtomic(path, what string, formatOf func(string) (string, error), draw f
 	if err != nil {
 		return err
 	}
-	var b strings.Builder
+	var b bytes.Buffer
 	if err := draw(&b, format); err != nil {
 		return err
 	}
-	if err := sensitivity.WriteFileAtomic(path, []byte(b.String()), 0o644); err != nil {
+	if err := atomicfile.Write(path, b.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("%s %s: %w", what, path, err)
 	}
 	return nil

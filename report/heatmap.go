@@ -15,7 +15,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/internal/units"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
@@ -57,12 +57,7 @@ func (g grid) Max() (m float64) {
 }
 
 // MemLabel is a memory limit as the axes print it: "unlimited" for 0.
-func MemLabel(b int64) string {
-	if sensitivity.Unlimited(b) {
-		return "unlimited"
-	}
-	return runner.FormatBytes(b)
-}
+func MemLabel(b int64) string { return units.FormatMemLimit(b) }
 
 // Heatmap draws p's grid (samples/s; colour from 0 to the best cell) to w
 // in format (png or svg). Every cell is labelled with its value: measured

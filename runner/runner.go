@@ -5,7 +5,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/synergy-sched/synergy/internal/units"
 )
 
 // Limits are the resources one profiling point may use. The zero value of
@@ -32,13 +37,9 @@ func (l Limits) String() string {
 	if l.CPUs > 0 {
 		s = fmt.Sprintf("cpus=%g", l.CPUs)
 	}
-	if l.MemLimitBytes > 0 {
-		s += " mem=" + FormatBytes(l.MemLimitBytes)
-	} else {
-		s += " mem=unlimited"
-	}
+	s += " mem=" + units.FormatMemLimit(l.MemLimitBytes)
 	if l.ReadBPS > 0 {
-		s += fmt.Sprintf(" read=%s/s", FormatBytes(l.ReadBPS))
+		s += fmt.Sprintf(" read=%s/s", units.FormatBytes(l.ReadBPS))
 	}
 	return s
 }
@@ -103,7 +104,9 @@ type Result struct {
 	Final       Stats // counters read just before the cgroup was removed
 }
 
-// Stats are a job's cgroup counters at one moment.
+// Stats are a job's cgroup counters at one moment. Only the counters
+// flagged in Has were read; the others are zero and mean "no data", not 0
+// (a file the kernel does not offer, a device not accounted).
 type Stats struct {
 	Time                time.Time
 	CPUUsageSeconds     float64
@@ -116,7 +119,27 @@ type Stats struct {
 	MemAnonBytes        int64 // anonymous memory (rss)
 	IOReadBytes         int64
 	OOMEvents           uint64
+	Has                 StatField
 }
+
+// StatField is a set of Stats counters, one bit each.
+type StatField uint16
+
+// The Stats counters.
+const (
+	StatCPUUsage StatField = 1 << iota
+	StatCPUPeriods
+	StatCPUThrottledPeriods
+	StatCPUThrottledSeconds
+	StatMemUsage
+	StatMemPeak
+	StatMemCache
+	StatMemAnon
+	StatOOMEvents
+	StatIORead
+	// StatAll is every counter.
+	StatAll = StatIORead<<1 - 1
+)
 
 // CPUSetFor returns the logical CPUs for a budget of cpus cores out of
 // online: the first ceil(cpus) of them (all of them for cpus <= 0).
@@ -150,6 +173,35 @@ func FormatCPUSet(cpus []int) string {
 		i = j + 1
 	}
 	return s
+}
+
+// ParseCPUSet parses the kernel's CPU list syntax ("0-3,6", as in
+// cpuset.cpus and /sys/devices/system/cpu/online) into sorted, distinct
+// CPU numbers; blank is none.
+func ParseCPUSet(s string) ([]int, error) {
+	s = strings.TrimSpace(s)
+	var out []int
+	if s == "" {
+		return out, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return nil, fmt.Errorf("cpu list %q: %q is not a CPU number", s, lo)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return nil, fmt.Errorf("cpu list %q: %q is not a CPU range", s, part)
+			}
+		}
+		for c := a; c <= b; c++ {
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 // QuotaFor returns the CFS quota in microseconds for cpus cores over the

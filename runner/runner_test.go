@@ -1,60 +1,9 @@
 package runner
 
 import (
-	"strings"
+	"reflect"
 	"testing"
 )
-
-func TestParseBytes(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int64
-		err  string
-	}{
-		{"4096", 4096, ""},
-		{"512MiB", 512 << 20, ""},
-		{"1GiB", 1 << 30, ""},
-		{"1.5GiB", 3 << 29, ""}, // 1.5 × 2^30
-		{"64k", 64 << 10, ""},
-		{"500GB", 500e9, ""},
-		{"40MB", 40e6, ""},
-		{" 2 GiB ", 2 << 30, ""},
-		{"", 0, "is not a size"},
-		{"8XB", 0, `unit "XB"`},
-		{"-1GiB", 0, "is not a size"},
-		{"1e400", 0, "is not a size"},
-		{"99999999TiB", 0, "too large"},
-	} {
-		got, err := ParseBytes(tc.in)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("ParseBytes(%q) = %d, %v; want an error with %q", tc.in, got, err, tc.err)
-			}
-			continue
-		}
-		if err != nil || got != tc.want {
-			t.Errorf("ParseBytes(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
-		}
-	}
-}
-
-func TestFormatBytes(t *testing.T) {
-	for in, want := range map[int64]string{
-		0: "0B", 1023: "1023B", 1 << 10: "1KiB", 64 << 20: "64MiB",
-		3 << 29: "1.5GiB", 1<<30 + 1<<20: "1GiB", // 1.000977 rounds to 1
-		25276514304: "23.54GiB",
-	} {
-		if got := FormatBytes(in); got != want {
-			t.Errorf("FormatBytes(%d) = %q, want %q", in, got, want)
-		}
-	}
-	// Sizes a flag would carry format and parse back exactly.
-	for _, in := range []int64{1 << 10, 64 << 20, 3 << 29, 24 << 30} {
-		if back, err := ParseBytes(FormatBytes(in)); err != nil || back != in {
-			t.Errorf("round trip %d → %q → %d, %v", in, FormatBytes(in), back, err)
-		}
-	}
-}
 
 func TestCPUSetAndQuota(t *testing.T) {
 	online := []int{0, 1, 2, 3, 6, 7}
@@ -89,5 +38,34 @@ func TestCPUSetAndQuota(t *testing.T) {
 	l := Limits{CPUs: 1.5, MemLimitBytes: 256 << 20, ReadBPS: 40e6}
 	if got := l.String(); got != "cpus=1.5 mem=256MiB read=38.15MiB/s" {
 		t.Errorf("Limits.String() = %q", got)
+	}
+}
+
+func TestParseCPUSet(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []int
+		wantErr bool
+	}{
+		{"0-3,6", []int{0, 1, 2, 3, 6}, false},
+		{"0", []int{0}, false},
+		{"0\n", []int{0}, false},
+		{"", nil, false},
+		{"2,0-1,1", []int{0, 1, 2}, false}, // sorted, deduplicated
+		{"3-1", nil, true},
+		{"a", nil, true},
+		{"-1", nil, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseCPUSet(tt.in)
+		if (err != nil) != tt.wantErr || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("ParseCPUSet(%q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+	// What FormatCPUSet writes parses back.
+	for _, set := range [][]int{{0}, {0, 1, 2, 3, 6, 7}, {1, 3, 5}} {
+		if back, err := ParseCPUSet(FormatCPUSet(set)); err != nil || !reflect.DeepEqual(back, set) {
+			t.Errorf("round trip %v → %q → %v, %v", set, FormatCPUSet(set), back, err)
+		}
 	}
 }

@@ -2,8 +2,9 @@ package scheduler
 
 import (
 	"fmt"
-	"math"
 	"strconv"
+
+	"github.com/synergy-sched/synergy/internal/units"
 )
 
 // ServerAlloc is what a job holds on one server.
@@ -65,7 +66,7 @@ func num(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 
 // gbs renders bytes as decimal gigabytes with at most two decimals
 // ("62.5GB", "0.07GB").
-func gbs(b float64) string { return strconv.FormatFloat(math.Round(b/1e7)/100, 'f', -1, 64) + "GB" }
+func gbs(b float64) string { return units.FormatGB(b) }
 
 // Decision is the outcome for one job in one round.
 type Decision struct {

@@ -8,9 +8,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/synergy-sched/synergy/internal/atomicfile"
 )
 
 // SchemaVersion is the version of the profile JSON this package writes and
@@ -410,37 +411,5 @@ func (p *Profile) Save(path string) error {
 	if err := p.Encode(&buf); err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, buf.Bytes(), 0o644)
-}
-
-// WriteFileAtomic writes data to path through a temporary file and rename.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	cleanup := func() { tmp.Close(); os.Remove(name) }
-	if _, err := tmp.Write(data); err != nil {
-		cleanup()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		cleanup()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(name)
-		return err
-	}
-	if err := os.Chmod(name, perm); err != nil {
-		os.Remove(name)
-		return err
-	}
-	if err := os.Rename(name, path); err != nil {
-		os.Remove(name)
-		return err
-	}
-	return nil
+	return atomicfile.Write(path, buf.Bytes(), 0o644)
 }

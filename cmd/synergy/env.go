@@ -9,6 +9,7 @@ import (
 	"github.com/synergy-sched/synergy/profiler/nvml"
 	"github.com/synergy-sched/synergy/profiler/sample"
 	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/runner/cgroupfs"
 	"github.com/synergy-sched/synergy/runner/docker"
 	"github.com/synergy-sched/synergy/runner/local"
 	"github.com/synergy-sched/synergy/runner/pagecache"
@@ -44,7 +45,7 @@ func probeEnvironment(ctx context.Context, o profileOptions) (*environment, erro
 	if err != nil {
 		return nil, err
 	}
-	h.CgroupMode = local.DetectMode("/proc", "/sys/fs/cgroup")
+	h.CgroupMode = cgroupfs.DetectMode("/proc", "/sys/fs/cgroup")
 	env.host = h
 
 	det, client := nvml.Detect()

@@ -11,8 +11,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/synergy-sched/synergy/internal/units"
 	"github.com/synergy-sched/synergy/report"
-	"github.com/synergy-sched/synergy/runner"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
@@ -234,7 +234,7 @@ func runMatrixExport(_ context.Context, c *cli.Command) error {
 	if s.GPUs < 1 {
 		return fmt.Errorf("--%s: %d is not a positive number of GPUs", matFlagServerGPUs, s.GPUs)
 	}
-	mem, err := runner.ParseBytes(c.String(matFlagServerMem))
+	mem, err := units.ParseBytes(c.String(matFlagServerMem))
 	if err != nil {
 		return fmt.Errorf("--%s: %w", matFlagServerMem, err)
 	}
@@ -254,7 +254,7 @@ func runMatrixExport(_ context.Context, c *cli.Command) error {
 		// Say on stderr what was clamped; stdout stays the JSON alone.
 		if g, err := sensitivity.ExportSynergyGrid(p, s); err == nil && g.ClampedCells > 0 {
 			fmt.Fprintf(c.Root().ErrWriter, "synergy-grid: %d of 45 cells lie outside the profiled range (%g–%g CPUs, %s–%s per GPU) and were clamped to its edge, not extrapolated (\"clamped\" in the JSON)\n",
-				g.ClampedCells, g.ProfiledCPUs[0], g.ProfiledCPUs[1], runner.FormatBytes(int64(g.ProfiledMemBytes[0])), runner.FormatBytes(int64(g.ProfiledMemBytes[1])))
+				g.ClampedCells, g.ProfiledCPUs[0], g.ProfiledCPUs[1], units.FormatBytes(int64(g.ProfiledMemBytes[0])), units.FormatBytes(int64(g.ProfiledMemBytes[1])))
 		}
 	}
 	if err := sensitivity.Export(c.Root().Writer, p, format, sensitivity.ExportOptions{Server: s, GPUType: c.String(matFlagGPUType)}); err != nil {
@@ -325,7 +325,7 @@ func showTimeline(w io.Writer, profilePath string, p *sensitivity.Profile, point
 	}
 	memText := "unlimited"
 	if mem > 0 {
-		memText = runner.FormatBytes(mem)
+		memText = units.FormatBytes(mem)
 	}
 	if cell.Stats == nil || cell.Stats.Timeline == "" {
 		return fmt.Errorf("--%s: %s records no timeline for %q (was the profile made with --timeline?)", matFlagTimeline, profilePath, point)
@@ -365,7 +365,7 @@ func parsePointLabel(s string) (cpus float64, mem int64, err error) {
 	if memText == "" || memText == "unlimited" {
 		return cpus, 0, nil
 	}
-	if mem, err = runner.ParseBytes(memText); err != nil {
+	if mem, err = units.ParseBytes(memText); err != nil {
 		return 0, 0, fmt.Errorf("%q: mem: %w", s, err)
 	}
 	return cpus, mem, nil

@@ -15,8 +15,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/synergy-sched/synergy/internal/units"
 	"github.com/synergy-sched/synergy/profiler"
-	"github.com/synergy-sched/synergy/runner"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
@@ -179,7 +179,7 @@ func parseAxisFlags(c *cli.Command, o *profileOptions) error {
 			return fmt.Errorf("--%s: %w", flagMemLimits, err)
 		}
 	case c.IsSet(flagMemoryMax):
-		b, err := runner.ParseBytes(c.String(flagMemoryMax))
+		b, err := units.ParseBytes(c.String(flagMemoryMax))
 		if err != nil {
 			return fmt.Errorf("--%s: %w", flagMemoryMax, err)
 		}
@@ -194,7 +194,7 @@ func parseAxisFlags(c *cli.Command, o *profileOptions) error {
 func parseMemLimits(s string) ([]int64, error) {
 	var out []int64
 	for _, f := range splitList(s) {
-		b, err := runner.ParseBytes(f)
+		b, err := units.ParseBytes(f)
 		if err != nil {
 			return nil, err
 		}
@@ -267,7 +267,7 @@ func parseDataFlags(c *cli.Command, o *profileOptions) error {
 		return nil
 	}
 	var err error
-	if cfg.ReadBPS, err = runner.ParseBytes(strings.TrimSuffix(strings.TrimSuffix(s, "/s"), "ps")); err != nil {
+	if cfg.ReadBPS, err = units.ParseBytes(strings.TrimSuffix(strings.TrimSuffix(s, "/s"), "ps")); err != nil {
 		return fmt.Errorf("--%s: %w", flagReadBPS, err)
 	}
 	if cfg.ReadBPS < 1<<20 {
@@ -334,7 +334,7 @@ func parseDockerFlags(c *cli.Command, o *profileOptions) error {
 	}
 	if s := c.String(flagShmSize); s != "" {
 		var err error
-		if o.shmBytes, err = runner.ParseBytes(s); err != nil {
+		if o.shmBytes, err = units.ParseBytes(s); err != nil {
 			return fmt.Errorf("--%s: %w", flagShmSize, err)
 		}
 	}
@@ -366,7 +366,10 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 	p, err := profiler.Run(ctx, *cfg)
 	if err != nil {
 		if errors.Is(err, profiler.ErrInterrupted) {
-			return fmt.Errorf("%w (%s)", err, cfg.Out)
+			return fmt.Errorf("%w (%s): run again with --%s to finish it", err, cfg.Out, flagResume)
+		}
+		if errors.Is(err, profiler.ErrProfileExists) {
+			return fmt.Errorf("--%s: %w (--%s continues it)", flagOut, err, flagResume)
 		}
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/models/synthtrain"
 )
 
@@ -82,7 +83,7 @@ func TestSynthtrain_GenThenTrain(t *testing.T) {
 		t.Fatalf("gen: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	metrics := filepath.Join(t.TempDir(), "metrics.jsonl")
-	code, _, errs = run(t, []string{synthtrain.EnvMetricsFile + "=" + metrics},
+	code, _, errs = run(t, []string{jobcontract.EnvMetricsFile + "=" + metrics},
 		"--preset", "audio", "--data", data, "--gpu-step", "1ms", "-b", "2", "-j", "2", "--max-iterations", "5")
 	if code != 0 {
 		t.Fatalf("train: exit %d, stderr %q", code, errs)
@@ -103,11 +104,11 @@ func TestSynthtrain_GenThenTrain(t *testing.T) {
 	}
 	epoch0 := 0
 	for i, l := range lines {
-		it, err := synthtrain.ParseIteration([]byte(l))
+		it, err := jobcontract.ParseIteration([]byte(l))
 		if err != nil || it.Iter != i || it.Samples < 1 || it.Samples > 2 {
 			t.Errorf("line %d %q: %+v, %v", i, l, it, err)
 		}
-		if it.Epoch == 0 {
+		if it.Epoch != nil && *it.Epoch == 0 {
 			epoch0 += it.Samples
 		}
 	}
@@ -120,7 +121,7 @@ func TestSynthtrain_GenThenTrain(t *testing.T) {
 // it too, with a non-zero status, and leave only whole lines behind.
 func TestSynthtrain_SIGTERMStopsAnEndlessRun(t *testing.T) {
 	metrics := filepath.Join(t.TempDir(), "metrics.jsonl")
-	cmd := command(t, []string{synthtrain.EnvMetricsFile + "=" + metrics}, "--synthetic-data", "--gpu-step", "5ms")
+	cmd := command(t, []string{jobcontract.EnvMetricsFile + "=" + metrics}, "--synthetic-data", "--gpu-step", "5ms")
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
@@ -154,7 +155,7 @@ func TestSynthtrain_SIGTERMStopsAnEndlessRun(t *testing.T) {
 	sc := bufio.NewScanner(f)
 	n := 0
 	for sc.Scan() {
-		if _, err := synthtrain.ParseIteration(sc.Bytes()); err != nil {
+		if _, err := jobcontract.ParseIteration(sc.Bytes()); err != nil {
 			t.Errorf("line %d: %v", n, err)
 		}
 		n++

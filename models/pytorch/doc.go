@@ -9,6 +9,6 @@
 // end-to-end test profiles (torch is not installed on the test machines).
 // The package has no Go code of its own: its Go test runs the Python unit
 // tests, compiles the training script, and checks that the lines the
-// helper writes parse with profiler.ParseIteration, so `go test ./...`
+// helper writes parse with jobcontract.ParseIteration, so `go test ./...`
 // covers the Python too.
 package pytorch

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/synergy-sched/synergy/internal/testreq"
-	"github.com/synergy-sched/synergy/profiler"
+	"github.com/synergy-sched/synergy/jobcontract"
 )
 
 // python3 returns the interpreter's path, skipping the test (failing under
@@ -86,7 +86,7 @@ with SynergyMetrics(emulated=True) as m:
 `
 
 // TestPython_LinesParse checks that what the helper writes is the contract's
-// stream: every line parses with profiler.ParseIteration, and the
+// stream: every line parses with jobcontract.ParseIteration, and the
 // profiler's Tailer reads them all with no malformed line.
 func TestPython_LinesParse(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "metrics.jsonl")
@@ -110,7 +110,7 @@ func TestPython_LinesParse(t *testing.T) {
 	}
 	prevTS := 0.0
 	for i, l := range lines {
-		it, err := profiler.ParseIteration([]byte(l))
+		it, err := jobcontract.ParseIteration([]byte(l))
 		if err != nil {
 			t.Fatalf("line %d %s: %v", i+1, l, err)
 		}
@@ -141,7 +141,7 @@ func TestPython_LinesParse(t *testing.T) {
 		prevTS = it.TS
 	}
 
-	tl := profiler.NewTailer(path)
+	tl := jobcontract.NewTailer(path)
 	its, err := tl.Poll()
 	if err != nil {
 		t.Fatal(err)

@@ -10,18 +10,16 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/synergy-sched/synergy/internal/units"
+	"github.com/synergy-sched/synergy/jobcontract"
 )
 
-// Flag names, as the job contract and the brief spell them.
+// Flag names of synthtrain's own (the contract's are jobcontract.Flag*).
 const (
-	FlagBatch         = "batch"
 	FlagBatchShort    = "b"
-	FlagWorkers       = "workers"
 	FlagWorkersShort  = "j"
-	FlagMaxIter       = "max-iterations"
 	FlagMaxIterAlias  = "max_iterations"
-	FlagData          = "data"
-	FlagSynthetic     = "synthetic-data"
 	FlagPreset        = "preset"
 	FlagGPUStep       = "gpu-step"
 	FlagPrefetch      = "prefetch"
@@ -29,8 +27,6 @@ const (
 	FlagDir           = "dir"
 	FlagBytes         = "bytes"
 	FlagClasses       = "classes"
-	EnvMetricsFile    = "SYNERGY_METRICS_FILE"
-	EnvPoint          = "SYNERGY_POINT"
 	exitOK, exitFail  = 0, 1
 	exitUsage         = 2
 	defaultPreset     = "image"
@@ -58,14 +54,14 @@ func ParseTrainArgs(args []string) (TrainConfig, error) {
 		preset string
 		seed   uint64
 	)
-	fs.IntVar(&cfg.Batch, FlagBatch, 0, "")
+	fs.IntVar(&cfg.Batch, jobcontract.FlagBatch, 0, "")
 	fs.IntVar(&cfg.Batch, FlagBatchShort, 0, "")
-	fs.IntVar(&cfg.Workers, FlagWorkers, 0, "")
+	fs.IntVar(&cfg.Workers, jobcontract.FlagWorkers, 0, "")
 	fs.IntVar(&cfg.Workers, FlagWorkersShort, 0, "")
-	fs.IntVar(&cfg.MaxIterations, FlagMaxIter, 0, "")
+	fs.IntVar(&cfg.MaxIterations, jobcontract.FlagMaxIterations, 0, "")
 	fs.IntVar(&cfg.MaxIterations, FlagMaxIterAlias, 0, "")
-	fs.StringVar(&cfg.Data, FlagData, "", "")
-	fs.BoolVar(&cfg.Synthetic, FlagSynthetic, false, "")
+	fs.StringVar(&cfg.Data, jobcontract.FlagData, "", "")
+	fs.BoolVar(&cfg.Synthetic, jobcontract.FlagSyntheticData, false, "")
 	fs.StringVar(&preset, FlagPreset, defaultPreset, "")
 	fs.DurationVar(&cfg.GPUStep, FlagGPUStep, 0, "")
 	fs.IntVar(&cfg.Prefetch, FlagPrefetch, 0, "")
@@ -81,13 +77,13 @@ func ParseTrainArgs(args []string) (TrainConfig, error) {
 		return cfg, usageErrorf("--%s: %v", FlagPreset, err)
 	}
 	cfg.Preset, cfg.Seed = p, seed
-	if !set[FlagBatch] && !set[FlagBatchShort] {
+	if !set[jobcontract.FlagBatch] && !set[FlagBatchShort] {
 		cfg.Batch = p.Batch
 	}
 	if !set[FlagGPUStep] {
 		cfg.GPUStep = p.GPUStep
 	}
-	if !set[FlagWorkers] && !set[FlagWorkersShort] {
+	if !set[jobcontract.FlagWorkers] && !set[FlagWorkersShort] {
 		cfg.Workers = runtime.NumCPU()
 	}
 	if !set[FlagPrefetch] {
@@ -95,17 +91,17 @@ func ParseTrainArgs(args []string) (TrainConfig, error) {
 	}
 	switch {
 	case cfg.Batch < 1:
-		return cfg, usageErrorf("--%s: %d must be >= 1", FlagBatch, cfg.Batch)
+		return cfg, usageErrorf("--%s: %d must be >= 1", jobcontract.FlagBatch, cfg.Batch)
 	case cfg.Workers < 1:
-		return cfg, usageErrorf("--%s: %d must be >= 1", FlagWorkers, cfg.Workers)
+		return cfg, usageErrorf("--%s: %d must be >= 1", jobcontract.FlagWorkers, cfg.Workers)
 	case cfg.MaxIterations < 0:
-		return cfg, usageErrorf("--%s: %d must be >= 0 (0: until stopped)", FlagMaxIter, cfg.MaxIterations)
+		return cfg, usageErrorf("--%s: %d must be >= 0 (0: until stopped)", jobcontract.FlagMaxIterations, cfg.MaxIterations)
 	case cfg.Prefetch < 1:
 		return cfg, usageErrorf("--%s: %d must be >= 1", FlagPrefetch, cfg.Prefetch)
 	case cfg.GPUStep < 0:
 		return cfg, usageErrorf("--%s: %s must be >= 0", FlagGPUStep, cfg.GPUStep)
 	case cfg.Data == "" && !cfg.Synthetic:
-		return cfg, usageErrorf("--%s: required (a DIR/<class>/<file> tree), or give --%s", FlagData, FlagSynthetic)
+		return cfg, usageErrorf("--%s: required (a DIR/<class>/<file> tree), or give --%s", jobcontract.FlagData, jobcontract.FlagSyntheticData)
 	}
 	return cfg, nil
 }
@@ -124,7 +120,7 @@ func ParseGenArgs(args []string) (GenConfig, error) {
 	fs.StringVar(&preset, FlagPreset, defaultPreset, "")
 	fs.Uint64Var(&cfg.Seed, FlagSeed, 1, "")
 	fs.IntVar(&cfg.Classes, FlagClasses, defaultGenClasses, "")
-	fs.IntVar(&cfg.Workers, FlagWorkers, runtime.NumCPU(), "")
+	fs.IntVar(&cfg.Workers, jobcontract.FlagWorkers, runtime.NumCPU(), "")
 	fs.IntVar(&cfg.Workers, FlagWorkersShort, runtime.NumCPU(), "")
 	if err := parseFlags(fs, args); err != nil {
 		return cfg, err
@@ -142,9 +138,9 @@ func ParseGenArgs(args []string) (GenConfig, error) {
 	case cfg.Classes < 1:
 		return cfg, usageErrorf("--%s: %d must be >= 1", FlagClasses, cfg.Classes)
 	case cfg.Workers < 1:
-		return cfg, usageErrorf("--%s: %d must be >= 1", FlagWorkers, cfg.Workers)
+		return cfg, usageErrorf("--%s: %d must be >= 1", jobcontract.FlagWorkers, cfg.Workers)
 	}
-	if cfg.Bytes, err = ParseSize(bytes); err != nil {
+	if cfg.Bytes, err = units.ParseBytes(bytes); err != nil {
 		return cfg, usageErrorf("--%s: %v", FlagBytes, err)
 	}
 	if cfg.Bytes <= 0 {
@@ -198,9 +194,9 @@ gen flags:
 presets (defaults calibrated on a 2-core machine):
 ` + PresetTable() + `
 environment:
-  ` + EnvMetricsFile + `   append one JSON line per iteration (iter, samples, data_wait_s,
+  ` + jobcontract.EnvMetricsFile + `   append one JSON line per iteration (iter, samples, data_wait_s,
                          step_s, ts, epoch, step_intended_s, emulated)
-  ` + EnvPoint + `          label of the profiling point, echoed in the log
+  ` + jobcontract.EnvPoint + `          label of the profiling point, echoed in the log
 
 exit status: 0 done, 1 failed, 2 bad command line.
 `
@@ -253,7 +249,7 @@ func runGen(ctx context.Context, args []string, stdout io.Writer) error {
 		verb = "already there:"
 	}
 	fmt.Fprintf(stdout, "%s %d %s files, %s (%d bytes, asked %s) in %d classes under %s, seed %d, in %.1fs\n",
-		verb, m.Files, m.Preset, formatSize(m.Bytes), m.Bytes, formatSize(m.RequestedBytes), min(m.Classes, m.Files), cfg.Dir, m.Seed, res.Elapsed.Seconds())
+		verb, m.Files, m.Preset, units.FormatBytes(m.Bytes), m.Bytes, units.FormatBytes(m.RequestedBytes), min(m.Classes, m.Files), cfg.Dir, m.Seed, res.Elapsed.Seconds())
 	return nil
 }
 
@@ -271,15 +267,15 @@ func runTrain(ctx context.Context, args []string, getenv func(string) string, st
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), cfg.Workers+1)))
 	}
 	var metrics io.Writer
-	if path := getenv(EnvMetricsFile); path != "" {
+	if path := getenv(jobcontract.EnvMetricsFile); path != "" {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 		if err != nil {
-			return fmt.Errorf("open metrics file (%s): %w", EnvMetricsFile, err)
+			return fmt.Errorf("open metrics file (%s): %w", jobcontract.EnvMetricsFile, err)
 		}
 		defer f.Close()
 		metrics = f
 	}
-	point := getenv(EnvPoint)
+	point := getenv(jobcontract.EnvPoint)
 	if point == "" {
 		point = "-"
 	}
@@ -299,7 +295,7 @@ func summaryLine(s Summary) string {
 	fmt.Fprintf(&b, "synthtrain: %d iterations, %d samples, %d epoch(s) in %.2fs: %.1f samples/s",
 		s.Iterations, s.Samples, s.Epochs, s.Wall.Seconds(), s.SamplesPerS())
 	if s.Files > 0 {
-		fmt.Fprintf(&b, "; dataset %d files, %s", s.Files, formatSize(s.DatasetBytes))
+		fmt.Fprintf(&b, "; dataset %d files, %s", s.Files, units.FormatBytes(s.DatasetBytes))
 	}
 	if s.Iterations > 0 {
 		n := time.Duration(s.Iterations)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/synergy-sched/synergy/jobcontract"
 )
 
 func TestParseTrainArgs(t *testing.T) {
@@ -158,7 +160,7 @@ func TestUsage_ListsEveryPreset(t *testing.T) {
 			t.Errorf("usage lacks preset %q with gpu-step %s", p.Name, p.GPUStep)
 		}
 	}
-	for _, f := range []string{FlagBatch, FlagWorkers, FlagMaxIter, FlagMaxIterAlias, FlagData, FlagSynthetic, FlagPreset, FlagGPUStep, FlagPrefetch, FlagSeed} {
+	for _, f := range []string{jobcontract.FlagBatch, jobcontract.FlagWorkers, jobcontract.FlagMaxIterations, FlagMaxIterAlias, jobcontract.FlagData, jobcontract.FlagSyntheticData, FlagPreset, FlagGPUStep, FlagPrefetch, FlagSeed} {
 		if !strings.Contains(u, "--"+f) {
 			t.Errorf("usage does not mention --%s", f)
 		}

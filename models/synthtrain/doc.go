@@ -29,6 +29,7 @@
 // comes from the package's own splitmix64 so that it does not change with
 // the Go release (the JPEG encoder's output still might).
 //
-// The package imports the standard library only; cmd/synthtrain is its
+// The package imports the standard library and synergy's stdlib-only leaf
+// packages (internal/units, internal/atomicfile) only; cmd/synthtrain is its
 // thin main.
 package synthtrain

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/synergy-sched/synergy/internal/atomicfile"
 )
 
 // ManifestName is the file gen writes last at the dataset's top level. Its
@@ -59,7 +61,8 @@ func SampleName(p Preset, classes, idx int) string {
 }
 
 // Generate writes a seeded dataset: the same config gives byte-identical
-// files whatever the number of workers.
+// files whatever the number of workers. A directory that already holds the
+// same dataset is reused.
 func Generate(ctx context.Context, cfg GenConfig) (GenResult, error) {
 	start := time.Now()
 	want := Manifest{Generator: "synthtrain", Preset: cfg.Preset.Name, Seed: cfg.Seed, Classes: cfg.Classes, RequestedBytes: cfg.Bytes}
@@ -71,50 +74,81 @@ func Generate(ctx context.Context, cfg GenConfig) (GenResult, error) {
 	case cfg.Classes < 1:
 		return GenResult{}, fmt.Errorf("generate: classes %d must be >= 1", cfg.Classes)
 	}
-	workers := max(cfg.Workers, 1)
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return GenResult{}, fmt.Errorf("generate: create %s: %w", cfg.Dir, err)
-	}
-	entries, err := os.ReadDir(cfg.Dir)
+	m, reused, err := reuseDir(cfg.Dir, want)
 	if err != nil {
-		return GenResult{}, fmt.Errorf("generate: list %s: %w", cfg.Dir, err)
+		return GenResult{}, err
 	}
-	if len(entries) > 0 {
-		if m, err := readManifest(cfg.Dir); err == nil && sameRequest(m, want) {
-			return GenResult{Manifest: m, Reused: true, Elapsed: time.Since(start)}, nil
-		}
-		return GenResult{}, fmt.Errorf("generate: %s is not empty and holds no dataset made with these arguments; remove it or pick another directory", cfg.Dir)
+	if reused {
+		return GenResult{Manifest: m, Reused: true, Elapsed: time.Since(start)}, nil
 	}
-
 	ctx, cancel := context.WithCancel(ctx)
-	type result struct {
-		data []byte
-		err  error
+	queue, wait := encode(ctx, cfg)
+	defer func() { cancel(); wait() }()
+	if m, err = writeSamples(ctx, cfg, queue, want); err != nil {
+		return GenResult{}, err
 	}
-	// Futures in index order; the channel's capacity bounds the samples
-	// held in memory ahead of the writer.
-	queue := make(chan chan result, 2*workers)
-	jobs := make(chan struct {
+	cancel()
+	js, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return GenResult{}, fmt.Errorf("generate: manifest: %w", err)
+	}
+	if err := atomicfile.Write(filepath.Join(cfg.Dir, ManifestName), append(js, '\n'), 0o644); err != nil {
+		return GenResult{}, fmt.Errorf("generate: %w", err)
+	}
+	return GenResult{Manifest: m, Elapsed: time.Since(start)}, nil
+}
+
+// reuseDir makes dir if needed and checks that it is empty, or holds the
+// dataset want describes (reused: true, with its manifest).
+func reuseDir(dir string, want Manifest) (m Manifest, reused bool, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return m, false, fmt.Errorf("generate: create %s: %w", dir, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return m, false, fmt.Errorf("generate: list %s: %w", dir, err)
+	}
+	if len(entries) == 0 {
+		return m, false, nil
+	}
+	if m, err := readManifest(dir); err == nil && sameRequest(m, want) {
+		return m, true, nil
+	}
+	return m, false, fmt.Errorf("generate: %s is not empty and holds no dataset made with these arguments; remove it or pick another directory", dir)
+}
+
+// encoded is one generated sample file, or why it could not be made.
+type encoded struct {
+	data []byte
+	err  error
+}
+
+// encode generates samples 0, 1, 2, ... on cfg.Workers goroutines until ctx
+// is done. The queue yields one future per sample in index order; its
+// capacity bounds the samples held in memory ahead of the writer. wait
+// returns once every goroutine has ended (after ctx is done).
+func encode(ctx context.Context, cfg GenConfig) (queue <-chan chan encoded, wait func()) {
+	workers := max(cfg.Workers, 1)
+	q := make(chan chan encoded, 2*workers)
+	type job struct {
 		idx int
-		out chan result
-	})
+		out chan encoded
+	}
+	jobs := make(chan job)
 	var wg sync.WaitGroup
 	wg.Add(1 + workers)
 	go func() {
 		defer wg.Done()
 		defer close(jobs)
 		for idx := 0; ; idx++ {
-			out := make(chan result, 1)
+			out := make(chan encoded, 1)
 			select {
-			case queue <- out:
+			case q <- out:
 			case <-ctx.Done():
 				return
 			}
 			select {
-			case jobs <- struct {
-				idx int
-				out chan result
-			}{idx, out}:
+			case jobs <- job{idx, out}:
 			case <-ctx.Done():
 				return
 			}
@@ -125,45 +159,40 @@ func Generate(ctx context.Context, cfg GenConfig) (GenResult, error) {
 			defer wg.Done()
 			for j := range jobs {
 				data, err := cfg.Preset.codec.generate(cfg.Seed, j.idx)
-				j.out <- result{data, err}
+				j.out <- encoded{data, err}
 			}
 		}()
 	}
-	defer func() { cancel(); wg.Wait() }()
+	return q, wg.Wait
+}
 
-	m := want
+// writeSamples writes the queue's samples in order until the dataset
+// reaches cfg.Bytes, and returns m with the files and bytes written.
+func writeSamples(ctx context.Context, cfg GenConfig, queue <-chan chan encoded, m Manifest) (Manifest, error) {
 	for m.Bytes < cfg.Bytes {
-		var r result
+		var r encoded
 		select {
 		case out := <-queue:
 			r = <-out
 		case <-ctx.Done():
-			return GenResult{}, fmt.Errorf("generate: %w", ctx.Err())
+			return m, fmt.Errorf("generate: %w", ctx.Err())
 		}
 		if r.err != nil {
-			return GenResult{}, fmt.Errorf("generate: sample %d: %w", m.Files, r.err)
+			return m, fmt.Errorf("generate: sample %d: %w", m.Files, r.err)
 		}
 		path := filepath.Join(cfg.Dir, SampleName(cfg.Preset, cfg.Classes, m.Files))
 		if m.Files < cfg.Classes {
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				return GenResult{}, fmt.Errorf("generate: %w", err)
+				return m, fmt.Errorf("generate: %w", err)
 			}
 		}
 		if err := os.WriteFile(path, r.data, 0o644); err != nil {
-			return GenResult{}, fmt.Errorf("generate: %w", err)
+			return m, fmt.Errorf("generate: %w", err)
 		}
 		m.Files++
 		m.Bytes += int64(len(r.data))
 	}
-	cancel()
-	js, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return GenResult{}, fmt.Errorf("generate: manifest: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(cfg.Dir, ManifestName), append(js, '\n'), 0o644); err != nil {
-		return GenResult{}, fmt.Errorf("generate: %w", err)
-	}
-	return GenResult{Manifest: m, Elapsed: time.Since(start)}, nil
+	return m, nil
 }
 
 func readManifest(dir string) (Manifest, error) {

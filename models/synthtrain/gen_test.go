@@ -178,29 +178,3 @@ func TestGenerate_ExistingDirectory(t *testing.T) {
 		t.Errorf("dir with a stray file: err %v, want 'not empty'", err)
 	}
 }
-
-func TestParseSize(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    int64
-		wantErr bool
-	}{
-		{"4096", 4096, false},
-		{"64k", 64 << 10, false},
-		{"512MiB", 512 << 20, false},
-		{"1.5GiB", 3 << 29, false}, // 1.5 × 2^30 = 3 × 2^29
-		{"500MB", 500e6, false},
-		{" 2 GiB ", 2 << 30, false},
-		{"", 0, true},
-		{"MiB", 0, true},
-		{"-1MiB", 0, true},
-		{"8XB", 0, true},
-		{"1e400", 0, true},
-	}
-	for _, tt := range tests {
-		got, err := ParseSize(tt.in)
-		if (err != nil) != tt.wantErr || got != tt.want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.wantErr)
-		}
-	}
-}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/synergy-sched/synergy/jobcontract"
 )
 
 // TrainConfig is one training run, as the flags describe it.
@@ -24,18 +26,6 @@ type TrainConfig struct {
 	// (--synthetic-data): the GPU step's ingestion rate.
 	Synthetic bool
 	Seed      uint64
-}
-
-// Iteration is one line of the metrics stream (docs/job-contract.md).
-type Iteration struct {
-	Iter          int     `json:"iter"`
-	Samples       int     `json:"samples"`
-	DataWaitS     float64 `json:"data_wait_s"`
-	StepS         float64 `json:"step_s"`
-	TS            float64 `json:"ts"`
-	Epoch         int     `json:"epoch"`
-	StepIntendedS float64 `json:"step_intended_s"`
-	Emulated      bool    `json:"emulated"`
 }
 
 // Summary totals a run, for the human summary at exit.
@@ -110,14 +100,15 @@ func Train(ctx context.Context, cfg TrainConfig, metrics io.Writer) (Summary, er
 		t2 := time.Now()
 		src.Release(b)
 
-		it := Iteration{
-			Iter: i, Samples: b.Samples, Epoch: b.Epoch,
+		epoch, intended := b.Epoch, cfg.GPUStep.Seconds()
+		it := jobcontract.Iteration{
+			Iter: i, Samples: b.Samples, Epoch: &epoch,
 			DataWaitS: t1.Sub(t0).Seconds(), StepS: t2.Sub(t1).Seconds(),
-			StepIntendedS: cfg.GPUStep.Seconds(), Emulated: true,
+			StepIntendedS: &intended, Emulated: true,
 			TS: float64(t2.UnixMicro()) / 1e6,
 		}
 		if metrics != nil {
-			line = it.appendJSON(line[:0])
+			line = jobcontract.AppendIteration(line[:0], it)
 			if _, err := metrics.Write(line); err != nil {
 				return sum, fmt.Errorf("train: iteration %d: write metrics: %w", i, err)
 			}

@@ -5,12 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/synergy-sched/synergy/jobcontract"
 )
 
 // runMain runs the command line in-process with a private environment.
@@ -23,7 +24,7 @@ func runMain(t *testing.T, env map[string]string, args ...string) (code int, std
 
 // readMetrics parses every line of a metrics file, failing on any that is
 // not a complete, well-formed contract line.
-func readMetrics(t *testing.T, path string) []Iteration {
+func readMetrics(t *testing.T, path string) []jobcontract.Iteration {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -32,15 +33,18 @@ func readMetrics(t *testing.T, path string) []Iteration {
 	if len(b) > 0 && b[len(b)-1] != '\n' {
 		t.Errorf("metrics file does not end in a newline: partial last line")
 	}
-	var its []Iteration
+	var its []jobcontract.Iteration
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		if !json.Valid(sc.Bytes()) {
 			t.Fatalf("line %d is not JSON: %s", len(its)+1, sc.Bytes())
 		}
-		it, err := ParseIteration(sc.Bytes())
+		it, err := jobcontract.ParseIteration(sc.Bytes())
 		if err != nil {
 			t.Fatalf("line %d: %v", len(its)+1, err)
+		}
+		if it.Epoch == nil || it.StepIntendedS == nil {
+			t.Fatalf("line %d: no epoch or step_intended_s: %s", len(its)+1, sc.Bytes())
 		}
 		its = append(its, it)
 	}
@@ -59,7 +63,7 @@ func TestMain_TrainWritesTheMetricsStream(t *testing.T) {
 	files := len(ds.Files)
 	const batch, iters = 4, 9
 	metrics := filepath.Join(t.TempDir(), "m.jsonl")
-	env := map[string]string{EnvMetricsFile: metrics, EnvPoint: "cpus=1 mem=1GiB"}
+	env := map[string]string{jobcontract.EnvMetricsFile: metrics, jobcontract.EnvPoint: "cpus=1 mem=1GiB"}
 	args := []string{"train", "--data", "/elsewhere", "--max-iterations", "100", "-j", "2", "--gpu-step", "2ms",
 		"--batch", "7", "--data", data, "-b", "4", "--max_iterations", "9"}
 	code, _, stderr := runMain(t, env, args...)
@@ -81,18 +85,18 @@ func TestMain_TrainWritesTheMetricsStream(t *testing.T) {
 		if i > 0 && it.TS <= its[i-1].TS {
 			t.Errorf("line %d: ts %.6f not after %.6f", i, it.TS, its[i-1].TS)
 		}
-		if i > 0 && it.Epoch < its[i-1].Epoch {
-			t.Errorf("line %d: epoch went back from %d to %d", i, its[i-1].Epoch, it.Epoch)
+		if i > 0 && *it.Epoch < *its[i-1].Epoch {
+			t.Errorf("line %d: epoch went back from %d to %d", i, *its[i-1].Epoch, *it.Epoch)
 		}
-		if !it.Emulated || it.StepIntendedS != 0.002 {
-			t.Errorf("line %d: emulated %v step_intended_s %v, want true 0.002", i, it.Emulated, it.StepIntendedS)
+		if !it.Emulated || *it.StepIntendedS != 0.002 {
+			t.Errorf("line %d: emulated %v step_intended_s %v, want true 0.002", i, it.Emulated, *it.StepIntendedS)
 		}
 		// A timer never fires early: the measured wait is at least the asked one.
-		if it.StepS < it.StepIntendedS || it.DataWaitS < 0 {
-			t.Errorf("line %d: step_s %v < step_intended_s %v, or data_wait_s %v < 0", i, it.StepS, it.StepIntendedS, it.DataWaitS)
+		if it.StepS < *it.StepIntendedS || it.DataWaitS < 0 {
+			t.Errorf("line %d: step_s %v < step_intended_s %v, or data_wait_s %v < 0", i, it.StepS, *it.StepIntendedS, it.DataWaitS)
 		}
-		perEpoch[it.Epoch] += it.Samples
-		if it.Samples != batch && (i+1 < len(its) && its[i+1].Epoch == it.Epoch) {
+		perEpoch[*it.Epoch] += it.Samples
+		if it.Samples != batch && (i+1 < len(its) && *its[i+1].Epoch == *it.Epoch) {
 			t.Errorf("line %d: %d samples mid-epoch, want %d", i, it.Samples, batch)
 		}
 	}
@@ -102,8 +106,8 @@ func TestMain_TrainWritesTheMetricsStream(t *testing.T) {
 	if iters <= full {
 		t.Fatalf("dataset of %d files too large for this test", files)
 	}
-	if its[full].Epoch != 1 || its[full-1].Epoch != 0 {
-		t.Errorf("epoch should advance at iteration %d (after %d files): got epochs %d, %d", full, files, its[full-1].Epoch, its[full].Epoch)
+	if *its[full].Epoch != 1 || *its[full-1].Epoch != 0 {
+		t.Errorf("epoch should advance at iteration %d (after %d files): got epochs %d, %d", full, files, *its[full-1].Epoch, *its[full].Epoch)
 	}
 	if perEpoch[0] != files {
 		t.Errorf("epoch 0 had %d samples, want every file once: %d", perEpoch[0], files)
@@ -122,7 +126,7 @@ func TestMain_SyntheticDataReadsNoFiles(t *testing.T) {
 	metrics := filepath.Join(t.TempDir(), "m.jsonl")
 	missing := filepath.Join(t.TempDir(), "does-not-exist")
 	for _, preset := range []string{"image", "audio", "language"} {
-		code, _, stderr := runMain(t, map[string]string{EnvMetricsFile: metrics},
+		code, _, stderr := runMain(t, map[string]string{jobcontract.EnvMetricsFile: metrics},
 			"--synthetic-data", "--data", missing, "--preset", preset, "--gpu-step", "1ms", "--max-iterations", "3")
 		if code != 0 {
 			t.Fatalf("%s: exit %d:\n%s", preset, code, stderr)
@@ -134,7 +138,7 @@ func TestMain_SyntheticDataReadsNoFiles(t *testing.T) {
 	}
 	wantBatch := []int{32, 16, 64}
 	for i, it := range its {
-		if it.Samples != wantBatch[i/3] || it.Iter != i%3 || it.Epoch != 0 {
+		if it.Samples != wantBatch[i/3] || it.Iter != i%3 || *it.Epoch != 0 {
 			t.Errorf("line %d: %+v, want samples %d iter %d epoch 0", i, it, wantBatch[i/3], i%3)
 		}
 	}
@@ -158,7 +162,7 @@ func TestMain_ExitStatus(t *testing.T) {
 		{"bad gen size", []string{"gen", "--dir", dir, "--bytes", "lots"}, nil, 2, "", "--bytes"},
 		{"empty dataset", []string{"--data", dir, "--max-iterations", "1"}, nil, 1, "", "no .jpg files"},
 		{"unwritable metrics", []string{"--synthetic-data", "--max-iterations", "1"},
-			map[string]string{EnvMetricsFile: filepath.Join(dir, "no", "such", "m.jsonl")}, 1, "", EnvMetricsFile},
+			map[string]string{jobcontract.EnvMetricsFile: filepath.Join(dir, "no", "such", "m.jsonl")}, 1, "", jobcontract.EnvMetricsFile},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -190,58 +194,4 @@ func TestMain_GenPrintsWhatItMade(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "already there:") {
 		t.Errorf("second gen: exit %d, stdout %q, want 0 and 'already there:'", code, out)
 	}
-}
-
-func TestIteration_RoundTrip(t *testing.T) {
-	in := Iteration{Iter: 12, Samples: 32, DataWaitS: 0.0123, StepS: 0.05, TS: 1732300000.123456, Epoch: 1, StepIntendedS: 0.05, Emulated: true}
-	line := in.appendJSON(nil)
-	want := `{"iter":12,"samples":32,"data_wait_s":0.012300,"step_s":0.050000,"ts":1732300000.123456,"epoch":1,"step_intended_s":0.050000,"emulated":true}` + "\n"
-	if string(line) != want {
-		t.Errorf("line\n got %s\nwant %s", line, want)
-	}
-	out, err := ParseIteration(line)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out != in {
-		t.Errorf("round trip: %+v, want %+v", out, in)
-	}
-	if _, err := ParseIteration([]byte(`{"iter":1,"samples":2,"data_wait_s":0,"step_s":0}`)); err == nil || !strings.Contains(err.Error(), `"ts"`) {
-		t.Errorf("missing ts: %v", err)
-	}
-	nan := Iteration{StepS: math.NaN()}.appendJSON(nil)
-	if !json.Valid(bytes.TrimSpace(nan)) {
-		t.Errorf("NaN rendered as invalid JSON: %s", nan)
-	}
-}
-
-// FuzzIteration_RoundTrip: every line the loop can write parses back to the
-// same iteration, to the 1 µs the stream carries.
-func FuzzIteration_RoundTrip(f *testing.F) {
-	f.Add(0, 32, 0.0123, 0.05, 1732300000.123456, 0, 0.05, true)
-	f.Add(1<<40, 0, 0.0, 1e-9, 0.0, 7, 0.0, false)
-	f.Add(-1, -5, 1e300, math.Inf(1), math.NaN(), -2, -0.5, true)
-	f.Fuzz(func(t *testing.T, iter, samples int, wait, step, ts float64, epoch int, intended float64, emulated bool) {
-		in := Iteration{Iter: iter, Samples: samples, DataWaitS: wait, StepS: step, TS: ts, Epoch: epoch, StepIntendedS: intended, Emulated: emulated}
-		line := in.appendJSON(nil)
-		if bytes.Count(line, []byte("\n")) != 1 || line[len(line)-1] != '\n' {
-			t.Fatalf("not exactly one line: %q", line)
-		}
-		out, err := ParseIteration(line)
-		if err != nil {
-			t.Fatalf("%q: %v", line, err)
-		}
-		if out.Iter != iter || out.Samples != samples || out.Epoch != epoch || out.Emulated != emulated {
-			t.Errorf("ints/bool: %+v from %+v", out, in)
-		}
-		for _, p := range [][2]float64{{wait, out.DataWaitS}, {step, out.StepS}, {ts, out.TS}, {intended, out.StepIntendedS}} {
-			want := p[0]
-			if math.IsNaN(want) || math.IsInf(want, 0) {
-				want = 0
-			}
-			if d := math.Abs(p[1] - want); d > 5.0001e-7 && d > 1e-12*math.Abs(want) {
-				t.Errorf("float %v came back as %v", p[0], p[1])
-			}
-		}
-	})
 }

@@ -1,336 +1,72 @@
 package cgstat
 
 import (
-	"errors"
-	"math"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/synergy-sched/synergy/profiler/sample"
+	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/runner/cgroupfs"
 )
 
 var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func TestParseUint(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    uint64
-		wantErr bool
-	}{
-		{"149653332602\n", 149653332602, false},
-		{"  7 \n", 7, false},
-		{"", 0, true},
-		{"max\n", 0, true},
-		{"-1\n", 0, true},
-	}
-	for _, tt := range tests {
-		got, err := parseUint([]byte(tt.in))
-		if (err != nil) != tt.wantErr || got != tt.want {
-			t.Errorf("parseUint(%q) = %d, %v; want %d, err=%v", tt.in, got, err, tt.want, tt.wantErr)
-		}
-	}
-}
-
-func TestScanKeyed(t *testing.T) {
-	tests := []struct {
-		name    string
-		in      string
-		want    map[string]uint64
-		wantErr string
-	}{
-		{"plain", "nr_periods 10\nnr_throttled 2\n", map[string]uint64{"nr_periods": 10, "nr_throttled": 2}, ""},
-		{"blank lines and no final newline", "\na 1\n\nb 2", map[string]uint64{"a": 1, "b": 2}, ""},
-		{"not a number", "a 1\nb x\n", nil, `line 2: "b x"`},
-		{"no value", "a 1\nb\n", nil, `line 2: "b" is not "key value"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := map[string]uint64{}
-			err := scanKeyed([]byte(tt.in), func(k []byte, v uint64) { got[string(k)] = v })
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got %v, %v; want %v", got, err, tt.want)
-			}
-		})
-	}
-}
-
-func TestSumRead(t *testing.T) {
-	tests := []struct {
-		name    string
-		fn      func([]byte) (uint64, int, error)
-		in      string
-		want    uint64
-		wantErr bool
-	}{
-		// 1048576 + 8192 = 1056768; Write, Sync, Total lines ignored.
-		{"blkio two devices", sumBlkioRead, "254:0 Read 1048576\n254:0 Write 4096\n254:0 Total 1052672\n253:0 Read 8192\nTotal 1060864\n", 1056768, false},
-		{"blkio not accounted", sumBlkioRead, "Total 0\n", 0, false},
-		{"blkio bad", sumBlkioRead, "254:0 Read lots\n", 0, true},
-		// 419430400 + 1024 = 419431424
-		{"io.stat two devices", ioStatSum, "254:0 rbytes=419430400 wbytes=0 rios=400\n253:0 rbytes=1024 wbytes=2048\n", 419431424, false},
-		{"io.stat empty", ioStatSum, "", 0, false},
-		{"io.stat bad", ioStatSum, "254:0 rbytes=-5\n", 0, true},
-	}
-	for _, tt := range tests {
-		got, _, err := tt.fn([]byte(tt.in))
-		if (err != nil) != tt.wantErr || got != tt.want {
-			t.Errorf("%s: got %d, %v; want %d, err=%v", tt.name, got, err, tt.want, tt.wantErr)
-		}
-	}
-}
-
-func ioStatSum(b []byte) (uint64, int, error) {
-	v, err := sumIOStatRead(b)
-	return v, 0, err
-}
-
-// TestParseBlkio_NotAccounted: a v1 blkio file without device lines is
-// "no data", not zero bytes read.
-func TestParseBlkio_NotAccounted(t *testing.T) {
-	var c Counters
-	if err := parseBlkio([]byte("Total 0\n"), &c); err != nil || c.Has&IORead != 0 {
-		t.Errorf("has io = %v, err = %v; want absent, nil", c.Has&IORead != 0, err)
-	}
-	if err := parseBlkio([]byte("8:0 Read 0\n8:0 Total 0\nTotal 0\n"), &c); err != nil || c.Has&IORead == 0 {
-		t.Errorf("a device line with 0 bytes: has io = %v, err = %v; want present", c.Has&IORead != 0, err)
-	}
-}
-
-func TestReader_Testdata(t *testing.T) {
-	v1 := filepath.Join("testdata", "v1")
-	tests := []struct {
-		name  string
-		paths map[string]string
-		want  Counters
-	}{
-		{"v1", map[string]string{KeyCPU: v1, KeyCPUAcct: v1, KeyMemory: v1, KeyBlkio: v1}, Counters{
-			CPUUsageSeconds:     149.653332602,  // 149653332602 ns
-			CPUPeriods:          1200,           //
-			CPUThrottledPeriods: 340,            //
-			CPUThrottledSeconds: 25.5,           // 25500000000 ns
-			MemUsageBytes:       14532608,       // memory.usage_in_bytes
-			MemPeakBytes:        20971520,       // memory.max_usage_in_bytes
-			MemCacheBytes:       16678912,       // total_cache: cache 12484608 + 4194304 in a child group
-			MemAnonBytes:        6332416,        // total_rss: rss 2138112 + 4194304 in a child group
-			OOMKills:            0,              // memory.oom_control
-			IOReadBytes:         1048576 + 8192, // Read lines of two devices
-			Has:                 CPUUsage | CPUPeriods | CPUThrottledPeriods | CPUThrottledSeconds | MemUsage | MemPeak | MemCache | MemAnon | OOMKills | IORead,
-		}},
-		{"v1 combined cpu,cpuacct", map[string]string{"cpu,cpuacct": v1}, Counters{
-			CPUUsageSeconds: 149.653332602, CPUPeriods: 1200, CPUThrottledPeriods: 340, CPUThrottledSeconds: 25.5,
-			Has: CPUUsage | CPUPeriods | CPUThrottledPeriods | CPUThrottledSeconds,
-		}},
-		{"v2", map[string]string{KeyUnified: filepath.Join("testdata", "v2")}, Counters{
-			CPUUsageSeconds:     2.5,  // usage_usec 2500000
-			CPUPeriods:          50,   //
-			CPUThrottledPeriods: 20,   //
-			CPUThrottledSeconds: 0.75, // throttled_usec 750000
-			MemUsageBytes:       536870912,
-			MemPeakBytes:        805306368,
-			MemCacheBytes:       419430400, // file
-			MemAnonBytes:        104857600, // anon
-			OOMKills:            1,         // memory.events oom_kill
-			IOReadBytes:         419430400 + 1024,
-			Has:                 CPUUsage | CPUPeriods | CPUThrottledPeriods | CPUThrottledSeconds | MemUsage | MemPeak | MemCache | MemAnon | OOMKills | IORead,
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r, err := Open(tt.paths)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			got, err := r.Read(t0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tt.want.Time = t0
-			const tol = 1e-9
-			if math.Abs(got.CPUUsageSeconds-tt.want.CPUUsageSeconds) > tol || math.Abs(got.CPUThrottledSeconds-tt.want.CPUThrottledSeconds) > tol {
-				t.Errorf("seconds: got usage %v throttled %v, want %v %v", got.CPUUsageSeconds, got.CPUThrottledSeconds, tt.want.CPUUsageSeconds, tt.want.CPUThrottledSeconds)
-			}
-			got.CPUUsageSeconds, got.CPUThrottledSeconds = tt.want.CPUUsageSeconds, tt.want.CPUThrottledSeconds
-			if got != tt.want {
-				t.Errorf("got  %+v\nwant %+v", got, tt.want)
-			}
-		})
-	}
-}
-
-// TestReader_V2CPUStatReadOnce: usage and throttling both come from v2
-// cpu.stat, which must be opened and read once per tick, not twice.
-func TestReader_V2CPUStatReadOnce(t *testing.T) {
-	r, err := Open(map[string]string{KeyUnified: filepath.Join("testdata", "v2")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	n := 0
-	for _, f := range r.Files() {
-		if filepath.Base(f) == "cpu.stat" {
-			n++
-		}
-	}
-	if n != 1 || len(r.files[0].parses) != 1 {
-		t.Errorf("cpu.stat opened %d times with %d parsers, want once with one", n, len(r.files[0].parses))
-	}
-}
-
-func TestReader_MissingFilesAreNoData(t *testing.T) {
-	dir := t.TempDir()
-	// A v2 group on an old kernel without the io controller: no memory.peak,
-	// no io.stat.
-	for _, f := range []string{"cpu.stat", "memory.current", "memory.stat", "memory.events"} {
-		copyFile(t, filepath.Join("testdata", "v2", f), filepath.Join(dir, f))
-	}
-	r, err := Open(map[string]string{KeyUnified: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if got := strings.Join(r.Missing(), ","); got != "memory peak,io read bytes" {
-		t.Errorf("missing = %q", got)
-	}
-	c, err := r.Read(t0)
-	if err != nil {
-		t.Fatal(err)
-	}
+func TestPut_OnlyCountersRead(t *testing.T) {
+	st := runner.Stats{Time: t0, MemCacheBytes: 4096, MemAnonBytes: 0, CPUUsageSeconds: 1.5,
+		Has: runner.StatMemCache | runner.StatMemAnon | runner.StatCPUUsage}
 	var rec sample.Record
-	c.Put(&rec)
-	if _, ok := rec.Get(SeriesMemPeakBytes); ok {
-		t.Error("memory peak present without memory.peak")
+	Put(st, &rec)
+	want := map[string]float64{SeriesMemCacheBytes: 4096, SeriesMemAnonBytes: 0, SeriesCPUUsageS: 1.5}
+	if len(rec.Values) != len(want) {
+		t.Errorf("series %v, want exactly %v", rec.Names(), want)
+	}
+	for k, v := range want {
+		if got, ok := rec.Get(k); !ok || got != v {
+			t.Errorf("%s = %v, %v; want %v (a read 0 is a value)", k, got, ok, v)
+		}
 	}
 	if _, ok := rec.Get(SeriesIOReadBytes); ok {
-		t.Error("io read bytes present without io.stat")
-	}
-	if v, ok := rec.Get(SeriesMemCacheBytes); !ok || v != 419430400 {
-		t.Errorf("%s = %v, %v; want 419430400", SeriesMemCacheBytes, v, ok)
+		t.Error("an absent counter was written as 0")
 	}
 }
 
-func TestReader_BadFileDoesNotHideOthers(t *testing.T) {
+// TestSampler_BadFileDoesNotHideOthers: a file that does not parse is the
+// sampler's error, the good values are still written, and the observer
+// hears only of clean reads.
+func TestSampler_BadFileDoesNotHideOthers(t *testing.T) {
 	dir := t.TempDir()
-	copyFile(t, filepath.Join("testdata", "v2", "memory.stat"), filepath.Join(dir, "memory.stat"))
-	if err := os.WriteFile(filepath.Join(dir, "memory.current"), []byte("lots\n"), 0o644); err != nil {
-		t.Fatal(err)
+	for name, body := range map[string]string{"memory.stat": "anon 104857600\nfile 419430400\n", "memory.current": "lots\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	r, err := Open(map[string]string{KeyUnified: dir})
+	r, err := cgroupfs.Open(map[string]string{cgroupfs.KeyUnified: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	c, err := r.Read(t0)
-	if err == nil || !strings.Contains(err.Error(), "memory.current") || !strings.Contains(err.Error(), `"lots"`) {
-		t.Errorf("err = %v, want it to name memory.current and its content", err)
-	}
-	if c.Has&MemCache == 0 || c.MemCacheBytes != 419430400 {
-		t.Errorf("page cache not read beside the bad file: %+v", c)
-	}
-	if c.Has&MemUsage != 0 {
-		t.Error("bad memory.current reported as read")
-	}
-	s := NewSampler(r)
+	var seen []runner.Stats
+	s := NewSampler(r, func(st runner.Stats) { seen = append(seen, st) })
 	var rec sample.Record
-	if err := s.Sample(t0, &rec); err == nil {
-		t.Error("sampler hid the read error")
+	if err := s.Sample(t0, &rec); err == nil || !strings.Contains(err.Error(), "memory.current") {
+		t.Errorf("sampler error = %v, want the bad memory.current", err)
 	}
-	if _, ok := rec.Get(SeriesMemAnonBytes); !ok {
-		t.Error("sampler dropped the good values with the error")
+	if v, ok := rec.Get(SeriesMemAnonBytes); !ok || v != 104857600 {
+		t.Errorf("sampler dropped the good values with the error: %v", rec.Values)
 	}
-}
-
-func TestReader_GrowsBuffer(t *testing.T) {
-	dir := t.TempDir()
-	// A memory.stat larger than the initial 16 KiB buffer, total_cache last.
-	var b strings.Builder
-	for i := 0; b.Len() < 40<<10; i++ {
-		b.WriteString("padding_key_with_a_long_name 123456789\n")
+	if len(seen) != 0 {
+		t.Errorf("observer got a read with errors: %+v", seen)
 	}
-	b.WriteString("total_cache 4096\n")
-	if err := os.WriteFile(filepath.Join(dir, "memory.stat"), []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "memory.current"), []byte("536870912\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Open(map[string]string{KeyMemory: dir})
-	if err != nil {
+	if err := s.Sample(t0, &rec); err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	c, err := r.Read(t0)
-	if err != nil || c.MemCacheBytes != 4096 {
-		t.Errorf("cache = %d, %v; want 4096 from the end of a 40 KiB file", c.MemCacheBytes, err)
-	}
-}
-
-func TestOpen_Errors(t *testing.T) {
-	_, err := Open(map[string]string{"pids": "/x"})
-	if err == nil || !strings.Contains(err.Error(), "[pids]") {
-		t.Errorf("err = %v, want it to list the keys given", err)
-	}
-	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, "memory.stat"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// A directory opens but cannot be read: that is a read error, not "missing".
-	r, err := Open(map[string]string{KeyMemory: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if _, err := r.Read(t0); err == nil || !errors.Is(err, errIsDir(t)) {
-		t.Errorf("reading a directory: err = %v", err)
-	}
-}
-
-// errIsDir is the error pread gives on a directory on this system.
-func errIsDir(t *testing.T) error {
-	t.Helper()
-	f, err := os.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	_, err = f.ReadAt(make([]byte, 1), 0)
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-func FuzzParsers(f *testing.F) {
-	for _, p := range []string{"v1/memory.stat", "v1/blkio.throttle.io_service_bytes_recursive", "v2/io.stat", "v2/cpu.stat"} {
-		b, err := os.ReadFile(filepath.Join("testdata", p))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var c Counters
-		for _, p := range []func([]byte, *Counters) error{parseCPUAcctUsage, parseCPUStatV1, parseCPUStatV2, parseMemUsage, parseMemStatV1, parseMemStatV2, parseOOMKill, parseBlkio, parseIOStat} {
-			_ = p(b, &c) // must not panic
-		}
-	})
-}
-
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o644); err != nil {
-		t.Fatal(err)
+	if len(seen) != 1 || seen[0].MemUsageBytes != 536870912 || seen[0].MemCacheBytes != 419430400 {
+		t.Errorf("observer got %+v, want the clean read", seen)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/shirou/gopsutil/v4/common"
@@ -17,6 +16,7 @@ import (
 	"github.com/shirou/gopsutil/v4/mem"
 
 	"github.com/synergy-sched/synergy/profiler/sample"
+	"github.com/synergy-sched/synergy/runner/cgroupfs"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
@@ -180,16 +180,15 @@ func busyPct(prev, cur cpu.TimesStat) (float64, bool) {
 func resolveDisks(sysRoot, path string) (names []string, scope string, err error) {
 	why := "no dataset path given"
 	if path != "" {
-		var st syscall.Stat_t
-		if err := syscall.Stat(path, &st); err != nil {
-			return nil, "", fmt.Errorf("find the disk of %s: %w", path, err)
+		d, err := cgroupfs.DeviceOf(path)
+		if err != nil {
+			return nil, "", err
 		}
-		major, minor := splitDev(uint64(st.Dev))
-		name, err := devName(sysRoot, major, minor)
+		name, err := cgroupfs.DevName(d, sysRoot)
 		if err == nil {
 			return []string{name}, fmt.Sprintf("%s (holds %s)", name, path), nil
 		}
-		why = fmt.Sprintf("%s has no block device (%d:%d)", path, major, minor)
+		why = fmt.Sprintf("%s has no block device (%s)", path, d)
 	}
 	ents, err := os.ReadDir(filepath.Join(sysRoot, "block"))
 	if err != nil {
@@ -204,23 +203,4 @@ func resolveDisks(sysRoot, path string) (names []string, scope string, err error
 	}
 	sort.Strings(names)
 	return names, fmt.Sprintf("all physical disks: %s (%s)", strings.Join(names, ","), why), nil
-}
-
-// splitDev splits a Linux dev_t into major and minor numbers.
-func splitDev(dev uint64) (major, minor uint64) {
-	return (dev>>8)&0xfff | (dev>>32)&^0xfff, dev&0xff | (dev>>12)&^0xff
-}
-
-// devName reads DEVNAME from sysRoot/dev/block/MAJ:MIN/uevent.
-func devName(sysRoot string, major, minor uint64) (string, error) {
-	b, err := os.ReadFile(filepath.Join(sysRoot, "dev", "block", fmt.Sprintf("%d:%d", major, minor), "uevent"))
-	if err != nil {
-		return "", err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "DEVNAME="); ok && v != "" {
-			return v, nil
-		}
-	}
-	return "", fmt.Errorf("no DEVNAME in the uevent of %d:%d", major, minor)
 }

@@ -5,15 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/shirou/gopsutil/v4/cpu"
 
 	"github.com/synergy-sched/synergy/profiler/sample"
+	"github.com/synergy-sched/synergy/runner/cgroupfs"
 )
 
 func TestBusyPct(t *testing.T) {
@@ -38,22 +37,6 @@ func TestBusyPct(t *testing.T) {
 		got, ok := busyPct(tt.prev, tt.cur)
 		if ok != tt.wantOK || math.Abs(got-tt.want) > 1e-9 {
 			t.Errorf("%s: busyPct = %v, %v; want %v, %v", tt.name, got, ok, tt.want, tt.wantOK)
-		}
-	}
-}
-
-func TestSplitDev(t *testing.T) {
-	tests := []struct {
-		dev          uint64
-		major, minor uint64
-	}{
-		{0xfe00, 254, 0},     // vda here
-		{0x0801, 8, 1},       // sda1
-		{0x10300001, 259, 1}, // nvme0n1p1: major 259 via the high bits? no: 0x103 = 259, minor 1
-	}
-	for _, tt := range tests[:2] {
-		if ma, mi := splitDev(tt.dev); ma != tt.major || mi != tt.minor {
-			t.Errorf("splitDev(%#x) = %d:%d, want %d:%d", tt.dev, ma, mi, tt.major, tt.minor)
 		}
 	}
 }
@@ -92,8 +75,11 @@ func TestResolveDisks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ma, mi := devOf(t, wd)
-	mm := itoa(ma) + ":" + itoa(mi)
+	d, err := cgroupfs.DeviceOf(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mm := d.String()
 	sys := fakeSys(t, map[string]bool{"sdb": false, "sda": false, "loop0": true, "dm-0": true},
 		map[string]string{mm: "nvme0n1p2"})
 	tests := []struct {
@@ -123,17 +109,6 @@ func TestResolveDisks(t *testing.T) {
 		t.Errorf("missing path: err = %v, want it named", err)
 	}
 }
-
-func devOf(t *testing.T, path string) (uint64, uint64) {
-	t.Helper()
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return splitDev(uint64(fi.Sys().(*syscall.Stat_t).Dev))
-}
-
-func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
 
 // TestInfo_ThisMachine reads the real /proc of this machine.
 func TestInfo_ThisMachine(t *testing.T) {

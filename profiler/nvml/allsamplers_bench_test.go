@@ -12,6 +12,7 @@ import (
 	"github.com/synergy-sched/synergy/profiler/cgstat"
 	"github.com/synergy-sched/synergy/profiler/host"
 	"github.com/synergy-sched/synergy/profiler/sample"
+	"github.com/synergy-sched/synergy/runner/cgroupfs"
 )
 
 // allSamplers builds the profiler's three samplers as a profiling point runs
@@ -24,16 +25,16 @@ func allSamplers(b *testing.B) []sample.Sampler {
 	if err != nil {
 		b.Fatal(err)
 	}
-	paths, err := cgstat.PathsOf("/proc", os.Getpid())
+	paths, err := cgroupfs.PathsOf("/proc", os.Getpid())
 	if err != nil {
 		testreq.Skip(b, "cgroup", err.Error())
 	}
-	r, err := cgstat.Open(paths)
+	r, err := cgroupfs.Open(paths)
 	if err != nil {
 		testreq.Skip(b, "cgroup", err.Error())
 	}
 	b.Cleanup(func() { r.Close() })
-	out := []sample.Sampler{hs, cgstat.NewSampler(r)}
+	out := []sample.Sampler{hs, cgstat.NewSampler(r, nil)}
 	if c := benchGPU(b); c != nil {
 		b.Cleanup(func() { c.Close() })
 		out = append(out, NewSampler(c, nil, nil))

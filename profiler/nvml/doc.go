@@ -10,7 +10,7 @@
 // no library (ErrUnavailableLib), a driver that will not initialise, or no
 // device. The profiler turns it into the profile's gpu block with GPUInfo
 // (it sets "emulated" itself for synthtrain), warns, and calls RequireGPU
-// for --require-gpu. Nothing is called after a failed Init: with the real
+// where a GPU is required. Nothing is called after a failed Init: with the real
 // library a device call then dies in the dynamic linker, beyond recover.
 //
 // Stats reads, per device: GPU and memory utilisation, memory used, SM

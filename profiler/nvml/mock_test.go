@@ -98,8 +98,8 @@ func TestDetect_InitFailure(t *testing.T) {
 			if g.Mode != sensitivity.GPUModeNone || g.Count != 0 || g.Note != det.Reason {
 				t.Errorf("gpu info = %+v", g)
 			}
-			if err := det.RequireGPU(); err == nil || !strings.Contains(err.Error(), "--require-gpu") || !strings.Contains(err.Error(), tt.wantReason) {
-				t.Errorf("RequireGPU = %v, want an error naming the flag and the reason", err)
+			if err := det.RequireGPU(); err == nil || !strings.Contains(err.Error(), "no usable GPU") || !strings.Contains(err.Error(), tt.wantReason) {
+				t.Errorf("RequireGPU = %v, want an error saying there is no GPU, and why", err)
 			}
 		})
 	}

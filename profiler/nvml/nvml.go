@@ -193,13 +193,13 @@ func (d Detection) GPUInfo() sensitivity.GPUInfo {
 	return g
 }
 
-// RequireGPU is the error for --require-gpu: nil in mode "nvml", else an
-// error that says why there is no GPU.
+// RequireGPU is the error for a caller that needs a GPU: nil in mode
+// "nvml", else an error that says why there is none.
 func (d Detection) RequireGPU() error {
 	if d.Mode == sensitivity.GPUModeNVML {
 		return nil
 	}
-	return fmt.Errorf("--require-gpu: no usable GPU (%s)", d.Reason)
+	return fmt.Errorf("no usable GPU (%s)", d.Reason)
 }
 
 // Sampler adapts a Client to profiler/sample under the name "nvml".

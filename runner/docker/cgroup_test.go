@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,19 +13,31 @@ import (
 	"github.com/moby/moby/api/types/container"
 
 	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/runner/cgroupfs"
 )
 
-func TestCgroupDirs(t *testing.T) {
+func TestCgroupPaths(t *testing.T) {
 	const id = "/docker/0123abcd"
+	// The mount table of this machine kind: v1 controllers under /cg, cpu
+	// and cpuacct apart or co-mounted, and a cgroup2 at /cg/unified.
+	mounts := func(v1 ...string) string {
+		var b strings.Builder
+		for i, c := range v1 {
+			fmt.Fprintf(&b, "%d 20 0:%d / /cg/%s rw,nosuid - cgroup cgroup rw,%s\n", 30+i, 30+i, c, c)
+		}
+		b.WriteString("29 20 0:29 / /cg/unified rw - cgroup2 cgroup2 rw\n")
+		return b.String()
+	}
 	tests := []struct {
-		name string
-		proc string
-		want map[string]string
-		bad  bool
+		name       string
+		proc, mnts string
+		want       map[string]string
+		bad        bool
 	}{
 		{
 			name: "v1 split hierarchies (this machine)",
 			proc: "9:name=systemd:" + id + "\n8:pids:" + id + "\n7:blkio:" + id + "\n4:memory:" + id + "\n3:cpuset:" + id + "\n2:cpuacct:" + id + "\n1:cpu:" + id + "\n0::/\n",
+			mnts: mounts("pids", "blkio", "memory", "cpuset", "cpuacct", "cpu"),
 			want: map[string]string{
 				"pids": "/cg/pids" + id, "blkio": "/cg/blkio" + id, "memory": "/cg/memory" + id,
 				"cpuset": "/cg/cpuset" + id, "cpuacct": "/cg/cpuacct" + id, "cpu": "/cg/cpu" + id,
@@ -33,19 +46,23 @@ func TestCgroupDirs(t *testing.T) {
 		{
 			name: "v1 co-mounted cpu,cpuacct",
 			proc: "4:memory:" + id + "\n2:cpu,cpuacct:" + id + "\n",
-			want: map[string]string{"memory": "/cg/memory" + id, "cpu": "/cg/cpu" + id, "cpuacct": "/cg/cpuacct" + id},
+			mnts: mounts("memory", "cpu,cpuacct"),
+			want: map[string]string{"memory": "/cg/memory" + id, "cpu": "/cg/cpu,cpuacct" + id, "cpuacct": "/cg/cpu,cpuacct" + id},
 		},
 		{
 			name: "v2 unified",
 			proc: "0::/system.slice/docker-0123abcd.scope\n",
-			want: map[string]string{UnifiedKey: "/cg/system.slice/docker-0123abcd.scope"},
+			mnts: "29 20 0:29 / /cg rw - cgroup2 cgroup2 rw\n",
+			want: map[string]string{cgroupfs.KeyUnified: "/cg/system.slice/docker-0123abcd.scope"},
 		},
-		{name: "garbage", proc: "nonsense\n", bad: true},
-		{name: "no memory, no unified", proc: "1:cpu:/x\n", bad: true},
+		{name: "garbage", proc: "nonsense\n", mnts: mounts("memory"), bad: true},
+		{name: "no memory, no unified", proc: "1:cpu:/x\n", mnts: mounts("cpu"), bad: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := cgroupDirs(tt.proc, "/cg")
+			proc := t.TempDir()
+			writeFiles(t, proc, map[string]string{"42/cgroup": tt.proc, "self/mountinfo": tt.mnts})
+			got, err := cgroupPaths(proc, 42)
 			if (err != nil) != tt.bad {
 				t.Fatalf("err = %v", err)
 			}
@@ -96,6 +113,7 @@ func TestReadCgroupStats_V1(t *testing.T) {
 		MemCacheBytes: 70 << 20, MemAnonBytes: 30 << 20, // total_* preferred
 		IOReadBytes: 5096, // 4096 + 1000: Read lines only
 		OOMEvents:   2,
+		Has:         runner.StatAll,
 	}
 	if !statsClose(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)
@@ -104,7 +122,7 @@ func TestReadCgroupStats_V1(t *testing.T) {
 	// blkio files absent: no reads, no error.
 	os.Remove(filepath.Join(root, "blkio/c/blkio.throttle.io_service_bytes_recursive"))
 	got, err = readCgroupStats(dirs, now)
-	if err != nil || got.IOReadBytes != 0 {
+	if err != nil || got.IOReadBytes != 0 || got.Has&runner.StatIORead != 0 {
 		t.Errorf("without blkio files: %+v, %v", got, err)
 	}
 
@@ -126,7 +144,7 @@ func TestReadCgroupStats_V2(t *testing.T) {
 		"io.stat":        "254:0 rbytes=4096 wbytes=0 rios=1 wios=0\n253:0 rbytes=100 wbytes=5\n",
 	})
 	now := time.Unix(1700000000, 0)
-	got, err := readCgroupStats(map[string]string{UnifiedKey: dir}, now)
+	got, err := readCgroupStats(map[string]string{cgroupfs.KeyUnified: dir}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +152,7 @@ func TestReadCgroupStats_V2(t *testing.T) {
 		Time:            now,
 		CPUUsageSeconds: 1.5, CPUPeriods: 20, CPUThrottledPeriods: 5, CPUThrottledSeconds: 0.25,
 		MemUsageBytes: 1 << 20, MemPeakBytes: 2 << 20, MemAnonBytes: 512 << 10, MemCacheBytes: 256 << 10,
-		IOReadBytes: 4196, OOMEvents: 1,
+		IOReadBytes: 4196, OOMEvents: 1, Has: runner.StatAll,
 	}
 	if !statsClose(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)
@@ -146,8 +164,8 @@ func TestReadCgroupStats_CorruptFile(t *testing.T) {
 	writeFiles(t, dir, map[string]string{
 		"cpu.stat": "usage_usec x\n", "memory.current": "1\n", "memory.stat": "", "memory.events": "",
 	})
-	_, err := readCgroupStats(map[string]string{UnifiedKey: dir}, time.Now())
-	if err == nil || !strings.Contains(err.Error(), `cpu.stat line 1: "x" is not a counter`) {
+	_, err := readCgroupStats(map[string]string{cgroupfs.KeyUnified: dir}, time.Now())
+	if err == nil || !strings.Contains(err.Error(), `cpu.stat: line 1: "usage_usec x"`) {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -161,7 +179,8 @@ func TestStatsFromAPI(t *testing.T) {
 	now := time.Unix(5, 0)
 	got := statsFromAPI(r, now)
 	want := runner.Stats{Time: now, CPUUsageSeconds: 3, CPUPeriods: 7, CPUThrottledPeriods: 2, CPUThrottledSeconds: 0.5,
-		MemUsageBytes: 1000, MemPeakBytes: 2000, MemCacheBytes: 300, MemAnonBytes: 600, IOReadBytes: 15}
+		MemUsageBytes: 1000, MemPeakBytes: 2000, MemCacheBytes: 300, MemAnonBytes: 600, IOReadBytes: 15,
+		Has: runner.StatAll &^ runner.StatOOMEvents} // v1 documents carry no oom_kill
 	if !statsClose(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 
+	"github.com/synergy-sched/synergy/internal/units"
+	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/runner"
 )
 
@@ -20,10 +22,6 @@ const (
 	LabelJob     = "synergy.job"     // Job.Name
 	LabelPoint   = "synergy.point"   // Limits.String(), e.g. "cpus=2 mem=1GiB"
 )
-
-// MetricsEnv is the variable of the job contract that names the metrics
-// stream; its value is rewritten from the host path to the container path.
-const MetricsEnv = "SYNERGY_METRICS_FILE"
 
 // pathMap rewrites host paths to container paths: a value equal to a host
 // directory, or below it, is moved under the matching container directory.
@@ -101,8 +99,8 @@ func translateEnv(env []string, m pathMap, metricsDir string) ([]string, error) 
 			return nil, fmt.Errorf("env[%d] %q: not KEY=VALUE", i, kv)
 		}
 		t, moved := m.path(v)
-		if k == MetricsEnv && v != "" && !moved {
-			return nil, fmt.Errorf("env %s=%s: not inside Job.MetricsDir %q, the only host directory the container can write", MetricsEnv, v, metricsDir)
+		if k == jobcontract.EnvMetricsFile && v != "" && !moved {
+			return nil, fmt.Errorf("env %s=%s: not inside Job.MetricsDir %q, the only host directory the container can write", jobcontract.EnvMetricsFile, v, metricsDir)
 		}
 		out = append(out, k+"="+t)
 	}
@@ -212,7 +210,7 @@ func hostConfig(job runner.Job, o Options, online []int, readDevice string) (*co
 		return nil, fmt.Errorf("limits: mem=%d is negative", l.MemLimitBytes)
 	case l.MemLimitBytes > 0 && l.MemLimitBytes < 6<<20:
 		// Docker refuses limits below 6MiB; say so in our words.
-		return nil, fmt.Errorf("limits: mem=%s is below Docker's 6MiB minimum", runner.FormatBytes(l.MemLimitBytes))
+		return nil, fmt.Errorf("limits: mem=%s is below Docker's 6MiB minimum", units.FormatBytes(l.MemLimitBytes))
 	case l.MemLimitBytes > 0:
 		hc.Memory = l.MemLimitBytes
 		hc.MemorySwap = l.MemLimitBytes
@@ -224,7 +222,7 @@ func hostConfig(job runner.Job, o Options, online []int, readDevice string) (*co
 	}
 	if l.ReadBPS > 0 {
 		if readDevice == "" {
-			return nil, fmt.Errorf("limits: read=%s/s but no block device found for %q", runner.FormatBytes(l.ReadBPS), l.ReadBPSPath)
+			return nil, fmt.Errorf("limits: read=%s/s but no block device found for %q", units.FormatBytes(l.ReadBPS), l.ReadBPSPath)
 		}
 		hc.BlkioDeviceReadBps = []*blkiodev.ThrottleDevice{{Path: readDevice, Rate: uint64(l.ReadBPS)}}
 	}

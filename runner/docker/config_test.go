@@ -9,6 +9,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 
+	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/runner"
 )
 
@@ -225,17 +226,17 @@ func TestTranslateArgv_NestedDirsLongestWins(t *testing.T) {
 
 func TestTranslateEnv(t *testing.T) {
 	m := newPathMap(pathRule{"/data", "/datadrive"}, pathRule{"/tmp/m", "/synergy"})
-	got, err := translateEnv([]string{MetricsEnv + "=/tmp/m/metrics.jsonl", "SYNERGY_POINT=cpus=2 mem=1GiB", "CACHE=/data/c", "EMPTY="}, m, "/tmp/m")
+	got, err := translateEnv([]string{jobcontract.EnvMetricsFile + "=/tmp/m/metrics.jsonl", jobcontract.EnvPoint + "=cpus=2 mem=1GiB", "CACHE=/data/c", "EMPTY="}, m, "/tmp/m")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{MetricsEnv + "=/synergy/metrics.jsonl", "SYNERGY_POINT=cpus=2 mem=1GiB", "CACHE=/datadrive/c", "EMPTY="}
+	want := []string{jobcontract.EnvMetricsFile + "=/synergy/metrics.jsonl", jobcontract.EnvPoint + "=cpus=2 mem=1GiB", "CACHE=/datadrive/c", "EMPTY="}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 
 	for _, bad := range []struct{ env, wantErr string }{
-		{MetricsEnv + "=/elsewhere/metrics.jsonl", `not inside Job.MetricsDir "/tmp/m"`},
+		{jobcontract.EnvMetricsFile + "=/elsewhere/metrics.jsonl", `not inside Job.MetricsDir "/tmp/m"`},
 		{"NOEQUALS", `env[0] "NOEQUALS": not KEY=VALUE`},
 	} {
 		if _, err := translateEnv([]string{bad.env}, m, "/tmp/m"); err == nil || !strings.Contains(err.Error(), bad.wantErr) {
@@ -248,7 +249,7 @@ func TestContainerConfig(t *testing.T) {
 	job := runner.Job{
 		Name:       "resnet18",
 		Argv:       []string{"python", "train.py", "--data", "/d", "-b", "32"},
-		Env:        []string{MetricsEnv + "=/m/metrics.jsonl"},
+		Env:        []string{jobcontract.EnvMetricsFile + "=/m/metrics.jsonl"},
 		Limits:     runner.Limits{CPUs: 2, MemLimitBytes: 1 << 30},
 		DataDir:    "/d",
 		MetricsDir: "/m",
@@ -263,7 +264,7 @@ func TestContainerConfig(t *testing.T) {
 	if !reflect.DeepEqual([]string(cfg.Entrypoint), []string{"python"}) || !reflect.DeepEqual([]string(cfg.Cmd), []string{"train.py", "--data", "/datadrive", "-b", "32"}) {
 		t.Errorf("Entrypoint %q Cmd %q: want Argv as the whole command with the data dir translated", cfg.Entrypoint, cfg.Cmd)
 	}
-	if !reflect.DeepEqual(cfg.Env, []string{MetricsEnv + "=/synergy/metrics.jsonl"}) {
+	if !reflect.DeepEqual(cfg.Env, []string{jobcontract.EnvMetricsFile + "=/synergy/metrics.jsonl"}) {
 		t.Errorf("Env = %q", cfg.Env)
 	}
 	wantLabels := map[string]string{LabelProfile: "1", LabelJob: "resnet18", LabelPoint: "cpus=2 mem=1GiB", "team": "x"}
@@ -317,25 +318,5 @@ func TestOptions_Validation(t *testing.T) {
 	}
 	if o.ContainerMnt != "/datadrive" || o.MetricsMnt != "/synergy" || o.StatsInterval != DefaultStatsInterval {
 		t.Errorf("defaults: %+v", o)
-	}
-}
-
-func TestParseCPUList(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []int
-		bad  bool
-	}{
-		{"0-3,6", []int{0, 1, 2, 3, 6}, false},
-		{"0", []int{0}, false},
-		{"", nil, false},
-		{"3-1", nil, true},
-		{"a", nil, true},
-	}
-	for _, tt := range tests {
-		got, err := parseCPUList(tt.in)
-		if (err != nil) != tt.bad || !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("parseCPUList(%q) = %v, %v", tt.in, got, err)
-		}
 	}
 }

@@ -4,9 +4,9 @@
 // limit with no swap, /dev/shm size, a read-bandwidth limit on the dataset's
 // disk, GPUs through a device request — and removed when the job ends,
 // fails or is cancelled. It is the only package that imports the moby
-// client; it reads the container's cgroup files directly for Stats, and
-// builds FROM scratch images holding static binaries (synthtrain) through
-// the Engine API.
+// client; it reads the container's cgroup files directly (runner/cgroupfs)
+// for Stats, and builds FROM scratch images holding static binaries
+// (synthtrain) through the Engine API.
 //
 // What the profiler passes in runner.Job, and what the container sees:
 //

@@ -24,7 +24,9 @@ import (
 	"github.com/moby/moby/client/pkg/versions"
 
 	"github.com/synergy-sched/synergy/internal/testreq"
+	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/runner/cgroupfs"
 )
 
 // engineState is the per-test-binary engine fixture.
@@ -125,7 +127,7 @@ func probeJob(t *testing.T, name string, limits runner.Limits, args ...string) (
 	return runner.Job{
 		Name:       name,
 		Argv:       append([]string{"/probe", "--data", data}, args...),
-		Env:        []string{MetricsEnv + "=" + filepath.Join(metrics, "metrics.jsonl"), "SYNERGY_POINT=" + limits.String()},
+		Env:        []string{jobcontract.EnvMetricsFile + "=" + filepath.Join(metrics, "metrics.jsonl"), jobcontract.EnvPoint + "=" + limits.String()},
 		Stdout:     &stdout,
 		Stderr:     &stderr,
 		Limits:     limits,
@@ -245,7 +247,7 @@ func contains(lines []string, s string) bool {
 func TestEngine_ReadBPSOnDatasetDisk(t *testing.T) {
 	r := realRunner(t, Options{})
 	job, stdout, _ := probeJob(t, "readbps", runner.Limits{ReadBPS: 10_000_000})
-	dev, err := blockDeviceFor(job.DataDir, "/sys")
+	dev, err := cgroupfs.DiskNameOf(job.DataDir, "/sys")
 	if err != nil {
 		testreq.Skip(t, "blkio", err.Error())
 	}
@@ -336,7 +338,7 @@ func TestEngine_StopKillsAndRemoves(t *testing.T) {
 	paths := h.CgroupPaths()
 	mem := paths["memory"]
 	if mem == "" {
-		mem = paths[UnifiedKey]
+		mem = paths[cgroupfs.KeyUnified]
 	}
 	if mem == "" || !strings.Contains(mem, h.(*handle).ID()) {
 		t.Errorf("CgroupPaths() = %v, want the container's cgroup", paths)
@@ -439,7 +441,7 @@ func TestEngine_Synthtrain(t *testing.T) {
 	h, err := rt.Start(ctx, runner.Job{
 		Name:       "synthtrain",
 		Argv:       []string{"synthtrain", "-b", "4", "--gpu-step", "1ms", "--max-iterations", "6", "--data", data},
-		Env:        []string{MetricsEnv + "=" + filepath.Join(metrics, "metrics.jsonl"), "SYNERGY_POINT=" + limits.String()},
+		Env:        []string{jobcontract.EnvMetricsFile + "=" + filepath.Join(metrics, "metrics.jsonl"), jobcontract.EnvPoint + "=" + limits.String()},
 		Stdout:     &stdout,
 		Stderr:     &stderr,
 		Limits:     limits,

@@ -16,6 +16,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/runner"
 )
 
@@ -246,13 +247,13 @@ func TestWait_Results(t *testing.T) {
 		{
 			name:  "OOM kill from inspect",
 			state: container.State{ExitCode: 137, OOMKilled: true, StartedAt: "2025-01-01T12:00:00Z", FinishedAt: "2025-01-01T12:00:01Z"},
-			want:  runner.Result{ExitCode: -1, Signal: "killed", OOMKilled: true, WallSeconds: 1, Final: runner.Stats{OOMEvents: 1}},
+			want:  runner.Result{ExitCode: -1, Signal: "killed", OOMKilled: true, WallSeconds: 1, Final: runner.Stats{OOMEvents: 1, Has: runner.StatOOMEvents}},
 		},
 		{
 			// a worker was OOM-killed, the main process carried on.
 			name:  "OOM in a child, clean exit",
 			state: container.State{ExitCode: 0, OOMKilled: true, StartedAt: "2025-01-01T12:00:00Z", FinishedAt: "2025-01-01T12:00:01Z"},
-			want:  runner.Result{ExitCode: 0, OOMKilled: true, WallSeconds: 1, Final: runner.Stats{OOMEvents: 1}},
+			want:  runner.Result{ExitCode: 0, OOMKilled: true, WallSeconds: 1, Final: runner.Stats{OOMEvents: 1, Has: runner.StatOOMEvents}},
 		},
 		{
 			// 137 not caused by us or the OOM killer: reported as is.
@@ -385,7 +386,11 @@ func TestStats_APIFallbackWithoutPID(t *testing.T) {
 
 func TestStats_FromCgroupFilesOfThePID(t *testing.T) {
 	proc, cg := t.TempDir(), t.TempDir()
-	writeFiles(t, proc, map[string]string{"4242/cgroup": "4:memory:/docker/" + fakeID + "\n2:cpuacct:/docker/" + fakeID + "\n0::/\n"})
+	writeFiles(t, proc, map[string]string{
+		"4242/cgroup": "4:memory:/docker/" + fakeID + "\n2:cpuacct:/docker/" + fakeID + "\n0::/\n",
+		"self/mountinfo": "30 20 0:30 / " + cg + "/memory rw - cgroup cgroup rw,memory\n" +
+			"31 20 0:31 / " + cg + "/cpuacct rw - cgroup cgroup rw,cpuacct\n",
+	})
 	mem, acct := filepath.Join(cg, "memory/docker", fakeID), filepath.Join(cg, "cpuacct/docker", fakeID)
 	writeFiles(t, mem, map[string]string{
 		"memory.usage_in_bytes": "300\n", "memory.max_usage_in_bytes": "500\n",
@@ -394,7 +399,7 @@ func TestStats_FromCgroupFilesOfThePID(t *testing.T) {
 	writeFiles(t, acct, map[string]string{"cpuacct.usage": "1500000000\n"})
 
 	f := &fakeDocker{pid: 4242, exited: make(chan struct{})}
-	r := fakeRunner(t, f, func(o *Options) { o.ProcRoot, o.CgroupRoot = proc, cg })
+	r := fakeRunner(t, f, func(o *Options) { o.ProcRoot = proc })
 	h, err := r.Start(context.Background(), fakeJob())
 	if err != nil {
 		t.Fatal(err)
@@ -442,7 +447,7 @@ func TestStart_BadJobNeverReachesTheEngine(t *testing.T) {
 		{"data dir is a file", func(j *runner.Job) { j.DataDir = file }, "not a directory"},
 		{"metrics file outside metrics dir", func(j *runner.Job) {
 			j.MetricsDir = dir
-			j.Env = []string{MetricsEnv + "=/elsewhere/m.jsonl"}
+			j.Env = []string{jobcontract.EnvMetricsFile + "=/elsewhere/m.jsonl"}
 		}, "not inside Job.MetricsDir"},
 		{"empty argv", func(j *runner.Job) { j.Argv = nil }, "empty Argv"},
 	} {
@@ -460,7 +465,7 @@ func TestStart_BadJobNeverReachesTheEngine(t *testing.T) {
 		})
 	}
 	f := &fakeDocker{}
-	if _, err := fakeRunner(t, f, func(o *Options) { o.Image = "" }).Start(context.Background(), fakeJob()); err == nil || !strings.Contains(err.Error(), "--docker-img") {
+	if _, err := fakeRunner(t, f, func(o *Options) { o.Image = "" }).Start(context.Background(), fakeJob()); err == nil || !strings.Contains(err.Error(), "no image given") {
 		t.Errorf("no image: err = %v", err)
 	}
 }

@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -92,10 +89,8 @@ func (h *handle) begin(ctx context.Context) error {
 	if st := ins.Container.State; st != nil && st.Pid > 0 {
 		// Unreadable (a remote daemon, another PID namespace): fall back
 		// to the stats API.
-		if b, err := os.ReadFile(filepath.Join(h.r.opts.ProcRoot, strconv.Itoa(st.Pid), "cgroup")); err == nil {
-			if dirs, err := cgroupDirs(string(b), h.r.opts.CgroupRoot); err == nil {
-				h.dirs = dirs
-			}
+		if dirs, err := cgroupPaths(h.r.opts.ProcRoot, st.Pid); err == nil {
+			h.dirs = dirs
 		}
 	}
 	if h.dirs != nil {
@@ -186,7 +181,8 @@ func (h *handle) Stats() (runner.Stats, error) {
 }
 
 // CgroupPaths are the container's cgroup directories: controller names on
-// v1, UnifiedKey on v2; empty when they cannot be read from this host.
+// v1, cgroupfs.KeyUnified on v2; empty when they cannot be read from this
+// host.
 func (h *handle) CgroupPaths() map[string]string {
 	out := make(map[string]string, len(h.dirs))
 	for k, v := range h.dirs {
@@ -244,77 +240,20 @@ func (h *handle) Wait() (runner.Result, error) {
 // run waits for the container to stop, then collects its result and
 // removes it. It is the only writer of result and err.
 func (h *handle) run(ctx context.Context) {
-	var errs []error
-	waitCtx, cancelWait := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelWait()
-	w := h.r.api.ContainerWait(waitCtx, h.id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
-	exitCode, waited := 0, false
-	cancelled := ctx.Done()
-	for !waited {
-		select {
-		case <-cancelled:
-			cancelled = nil
-			if err := h.kill(ctx.Err()); err != nil {
-				errs = append(errs, err)
-			}
-		case res := <-w.Result:
-			waited = true
-			exitCode = int(res.StatusCode)
-			if res.Error != nil && res.Error.Message != "" {
-				errs = append(errs, fmt.Errorf("wait: %s", res.Error.Message))
-			}
-		case err := <-w.Error:
-			waited = true
-			errs = append(errs, h.r.explain("wait", err))
-		}
-	}
+	exitCode, errs := h.waitExit(ctx)
 	wall := time.Since(h.start).Seconds()
 	close(h.stopPoll)
-
-	select {
-	case <-h.logsDone:
-	case <-time.After(logDrainTimeout):
-		h.logCancel()
-		<-h.logsDone
-	}
-	if h.logCancel != nil {
-		h.logCancel()
-	}
-
-	res := runner.Result{ExitCode: exitCode}
-	ictx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-	ins, err := h.r.api.ContainerInspect(ictx, h.id, client.ContainerInspectOptions{})
-	cancel()
+	h.drainLogs()
+	res, err := h.collect(exitCode, wall)
 	if err != nil {
-		errs = append(errs, h.r.explain("inspect", err))
-	} else if st := ins.Container.State; st != nil {
-		res.ExitCode = st.ExitCode
-		res.OOMKilled = st.OOMKilled
-		if d, ok := runSeconds(st.StartedAt, st.FinishedAt); ok {
-			wall = d
-		}
+		errs = append(errs, err)
 	}
-	res.WallSeconds = wall
-
-	h.mu.Lock()
-	res.Stopped = h.stopped
-	res.Final = h.last
-	cancelErr := h.cancelled
-	h.mu.Unlock()
-	if res.OOMKilled && res.Final.OOMEvents == 0 {
-		// The cgroup, and its oom_kill counter, went with the container
-		// before a sample could see it; the engine saw at least one.
-		res.Final.OOMEvents = 1
-	}
-	// Docker reports death by SIGKILL as 128+9. Where we know the signal
-	// came (our kill, the OOM killer) report it as the local runner does.
-	if res.ExitCode == 137 && (res.Stopped || res.OOMKilled) {
-		res.ExitCode, res.Signal = -1, "killed"
-	}
-
 	if err := h.remove(); err != nil {
 		errs = append(errs, err)
 	}
+	h.mu.Lock()
+	cancelErr := h.cancelled
+	h.mu.Unlock()
 	if cancelErr != nil {
 		errs = append(errs, fmt.Errorf("cancelled: %w", cancelErr))
 	}
@@ -326,6 +265,82 @@ func (h *handle) run(ctx context.Context) {
 	h.finished, h.result, h.err = true, res, outErr
 	h.mu.Unlock()
 	close(h.done)
+}
+
+// waitExit waits until the container is no longer running, killing it if
+// ctx is cancelled first, and returns the exit status the engine gave.
+func (h *handle) waitExit(ctx context.Context) (int, []error) {
+	var errs []error
+	waitCtx, cancelWait := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWait()
+	w := h.r.api.ContainerWait(waitCtx, h.id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	cancelled := ctx.Done()
+	for {
+		select {
+		case <-cancelled:
+			cancelled = nil
+			if err := h.kill(ctx.Err()); err != nil {
+				errs = append(errs, err)
+			}
+		case res := <-w.Result:
+			if res.Error != nil && res.Error.Message != "" {
+				errs = append(errs, fmt.Errorf("wait: %s", res.Error.Message))
+			}
+			return int(res.StatusCode), errs
+		case err := <-w.Error:
+			return 0, append(errs, h.r.explain("wait", err))
+		}
+	}
+}
+
+// drainLogs waits for the log stream to end, for at most logDrainTimeout.
+func (h *handle) drainLogs() {
+	select {
+	case <-h.logsDone:
+	case <-time.After(logDrainTimeout):
+		h.logCancel()
+		<-h.logsDone
+	}
+	if h.logCancel != nil {
+		h.logCancel()
+	}
+}
+
+// collect builds the Result of an ended container: exit status, OOM kill
+// and run time from the engine (exitCode and wall when it cannot say), the
+// last counters sampled.
+func (h *handle) collect(exitCode int, wall float64) (runner.Result, error) {
+	res := runner.Result{ExitCode: exitCode}
+	var inspectErr error
+	ictx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	ins, err := h.r.api.ContainerInspect(ictx, h.id, client.ContainerInspectOptions{})
+	cancel()
+	if err != nil {
+		inspectErr = h.r.explain("inspect", err)
+	} else if st := ins.Container.State; st != nil {
+		res.ExitCode = st.ExitCode
+		res.OOMKilled = st.OOMKilled
+		if d, ok := runSeconds(st.StartedAt, st.FinishedAt); ok {
+			wall = d
+		}
+	}
+	res.WallSeconds = wall
+	h.mu.Lock()
+	res.Stopped = h.stopped
+	res.Final = h.last
+	h.mu.Unlock()
+	if res.OOMKilled && res.Final.OOMEvents == 0 {
+		// The cgroup, and its oom_kill counter, went with the container
+		// before a sample could see it; the engine saw at least one.
+		res.Final.OOMEvents = 1
+		res.Final.Has |= runner.StatOOMEvents
+	}
+	// Docker reports death by SIGKILL as 128+9. Where we know the signal
+	// came (our kill, the OOM killer) report it as the local runner does.
+	if res.ExitCode == 137 && (res.Stopped || res.OOMKilled) {
+		res.ExitCode, res.Signal = -1, "killed"
+	}
+	return res, inspectErr
 }
 
 // abandon removes a container that failed to start properly.

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/runner/cgroupfs"
 )
 
 // Defaults for Options.
@@ -55,9 +55,10 @@ type Options struct {
 	// Result.Final has counters from shortly before a natural exit
 	// (DefaultStatsInterval).
 	StatsInterval time.Duration
-	// SysRoot, ProcRoot and CgroupRoot locate sysfs, procfs and the cgroup
-	// mounts of the daemon's host ("/sys", "/proc", "/sys/fs/cgroup").
-	SysRoot, ProcRoot, CgroupRoot string
+	// SysRoot and ProcRoot locate sysfs and procfs of the daemon's host
+	// ("/sys", "/proc"); containers' cgroups are found through
+	// <ProcRoot>/<pid>/cgroup and this process's mount table.
+	SysRoot, ProcRoot string
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -75,9 +76,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.ProcRoot == "" {
 		o.ProcRoot = "/proc"
-	}
-	if o.CgroupRoot == "" {
-		o.CgroupRoot = "/sys/fs/cgroup"
 	}
 	for _, m := range []struct{ name, v string }{{"container mount", o.ContainerMnt}, {"metrics mount", o.MetricsMnt}} {
 		if !filepath.IsAbs(m.v) || filepath.Clean(m.v) == "/" {
@@ -159,11 +157,14 @@ func (r *Runner) Close() error {
 	return r.closer.Close()
 }
 
+// errNoImage is the error of a runner with no Options.Image.
+var errNoImage = errors.New("docker runner: no image given (Options.Image is empty)")
+
 // CheckImage reports whether Options.Image is present locally, with the
 // error the CLI should print when it is not.
 func (r *Runner) CheckImage(ctx context.Context) error {
 	if r.opts.Image == "" {
-		return errors.New("docker runner: no image given (--docker-img)")
+		return errNoImage
 	}
 	if _, err := r.images.ImageInspect(ctx, r.opts.Image); err != nil {
 		return r.explain(fmt.Sprintf("inspect image %s", r.opts.Image), err)
@@ -187,7 +188,7 @@ func (r *Runner) explain(doing string, err error) error {
 // before its process is created).
 func (r *Runner) Start(ctx context.Context, job runner.Job) (runner.Handle, error) {
 	if r.opts.Image == "" {
-		return nil, errors.New("docker runner: no image given (--docker-img)")
+		return nil, errNoImage
 	}
 	var err error
 	for _, d := range []struct {
@@ -218,9 +219,11 @@ func (r *Runner) Start(ctx context.Context, job runner.Job) (runner.Handle, erro
 		if p == "" {
 			p = job.DataDir
 		}
-		if readDev, err = blockDeviceFor(p, r.opts.SysRoot); err != nil {
+		disk, err := cgroupfs.DiskNameOf(p, r.opts.SysRoot)
+		if err != nil {
 			return nil, fmt.Errorf("job %q: read limit: %w", job.Name, err)
 		}
+		readDev = "/dev/" + disk
 	}
 	cfg, err := containerConfig(job, r.opts)
 	if err != nil {
@@ -258,34 +261,9 @@ func onlineCPUs(sysRoot string) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read online cpus: %w", err)
 	}
-	cpus, err := parseCPUList(strings.TrimSpace(string(b)))
+	cpus, err := runner.ParseCPUSet(string(b))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	return cpus, nil
-}
-
-// parseCPUList parses the kernel's list syntax ("0-3,6").
-func parseCPUList(s string) ([]int, error) {
-	var out []int
-	if s == "" {
-		return nil, nil
-	}
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 {
-			return nil, fmt.Errorf("cpu list %q: %q is not a cpu number", s, lo)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
-				return nil, fmt.Errorf("cpu list %q: bad range %q", s, part)
-			}
-		}
-		for c := a; c <= b; c++ {
-			out = append(out, c)
-		}
-	}
-	return out, nil
 }

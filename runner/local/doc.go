@@ -8,7 +8,7 @@
 //
 // # Hierarchies
 //
-// DetectMode tells cgroup v1, hybrid (v1 controllers plus an empty-ish
+// cgroupfs.DetectMode tells cgroup v1, hybrid (v1 controllers plus an empty-ish
 // cgroup2 at <root>/unified) and v2 unified apart. On v1 and hybrid hosts the
 // job gets one directory per controller (cpuset, cpu, cpuacct, memory,
 // blkio); on v2 it gets one directory in the unified tree. By default each

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/runner/cgroupfs"
 )
 
 // group is one job's cgroup, in one or several hierarchies.
@@ -117,7 +118,7 @@ func (g *v1Group) procs() ([]int, error) {
 
 func (g *v1Group) kill() error { return killUntilEmpty(g.procs) }
 
-func (g *v1Group) stats() (runner.Stats, error) { return readStatsV1(g.dirs, time.Now()) }
+func (g *v1Group) stats() (runner.Stats, error) { return cgroupfs.ReadStats(g.dirs, time.Now()) }
 
 func (g *v1Group) remove() error {
 	var errs []error
@@ -136,7 +137,7 @@ type v2Group struct{ dir string }
 // plan's limits, plus accounting for the controllers the parent already
 // delegates.
 func (r *Runner) newV2Group(jobName string, p plan) (group, error) {
-	h := r.ctl[unifiedKey]
+	h := r.ctl[cgroupfs.KeyUnified]
 	res := v2Resources(p)
 	parent := h.dir("")
 	available := strings.Fields(readString(filepath.Join(parent, "cgroup.controllers")))
@@ -172,7 +173,7 @@ func (r *Runner) newV2Group(jobName string, p plan) (group, error) {
 	return g, nil
 }
 
-func (g *v2Group) paths() map[string]string { return map[string]string{unifiedKey: g.dir} }
+func (g *v2Group) paths() map[string]string { return map[string]string{cgroupfs.KeyUnified: g.dir} }
 
 func (g *v2Group) addProc(pid int) error {
 	return os.WriteFile(filepath.Join(g.dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
@@ -189,7 +190,7 @@ func (g *v2Group) kill() error {
 	return killUntilEmpty(g.procs)
 }
 
-func (g *v2Group) stats() (runner.Stats, error) { return readStatsV2(g.dir, time.Now()) }
+func (g *v2Group) stats() (runner.Stats, error) { return cgroupfs.ReadStats(g.paths(), time.Now()) }
 
 func (g *v2Group) remove() error { return rmdirWhenEmpty(g.dir) }
 

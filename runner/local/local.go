@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/runner/cgroupfs"
 )
 
 // Options configure a Runner. Every host path is injectable; zero values
@@ -39,7 +40,8 @@ type Options struct {
 	Parent string
 	// Prefix starts every job cgroup's name ("synergy").
 	Prefix string
-	// Mode forces "v1", "hybrid" or "v2"; empty detects it (DetectMode).
+	// Mode forces "v1", "hybrid" or "v2"; empty detects it
+	// (cgroupfs.DetectMode).
 	Mode string
 	// GatePath is the executable started as "<GatePath> __synergy-gate --
 	// argv..." on v1 (see GateMain); empty is os.Executable().
@@ -70,9 +72,6 @@ func (h hierarchy) dir(name string) string { return filepath.Join(h.Root, h.Pare
 // mounted): limits need cpuset, cpu, memory and blkio; stats read cpuacct.
 func v1Controllers() []string { return []string{"cpuset", "cpu", "cpuacct", "memory", "blkio"} }
 
-// unifiedKey names the v2 directory in CgroupPaths.
-const unifiedKey = "unified"
-
 var _ runner.Runner = (*Runner)(nil)
 
 // New checks the host's cgroup layout and returns a Runner.
@@ -101,7 +100,7 @@ func New(opts Options) (*Runner, error) {
 	}
 	mode := opts.Mode
 	if mode == "" {
-		mode = DetectMode(opts.ProcRoot, opts.CgroupRoot)
+		mode = cgroupfs.DetectMode(opts.ProcRoot, opts.CgroupRoot)
 	}
 	r := &Runner{opts: opts, mode: mode, ctl: map[string]hierarchy{}}
 	membership, err := r.readMembership()
@@ -109,7 +108,7 @@ func New(opts Options) (*Runner, error) {
 		return nil, err
 	}
 	switch mode {
-	case ModeV1, ModeHybrid:
+	case cgroupfs.ModeV1, cgroupfs.ModeHybrid:
 		for _, c := range v1Controllers() {
 			root := filepath.Join(opts.CgroupRoot, c)
 			if _, err := os.Stat(filepath.Join(root, "cgroup.procs")); err != nil {
@@ -121,9 +120,9 @@ func New(opts Options) (*Runner, error) {
 			return nil, fmt.Errorf("local runner: cgroup %s mode, but none of %s is mounted under %s",
 				mode, strings.Join(v1Controllers(), ", "), opts.CgroupRoot)
 		}
-	case ModeV2:
-		r.ctl[unifiedKey] = r.hierarchyFor(opts.CgroupRoot, membership.Unified)
-	case ModeNone:
+	case cgroupfs.ModeV2:
+		r.ctl[cgroupfs.KeyUnified] = r.hierarchyFor(opts.CgroupRoot, membership.Unified)
+	case cgroupfs.ModeNone:
 		return nil, fmt.Errorf("local runner: no cgroup file system mounted under %s", opts.CgroupRoot)
 	default:
 		return nil, fmt.Errorf("local runner: cgroup mode %q is not one of v1, hybrid, v2", mode)
@@ -131,16 +130,15 @@ func New(opts Options) (*Runner, error) {
 	return r, nil
 }
 
-func (r *Runner) readMembership() (procCgroups, error) {
+func (r *Runner) readMembership() (cgroupfs.Membership, error) {
 	p := filepath.Join(r.opts.ProcRoot, "self", "cgroup")
-	f, err := os.Open(p)
+	b, err := os.ReadFile(p)
 	if err != nil {
-		return procCgroups{}, fmt.Errorf("local runner: read own cgroups: %w", err)
+		return cgroupfs.Membership{}, fmt.Errorf("local runner: read own cgroups: %w", err)
 	}
-	defer f.Close()
-	m, err := parseProcCgroup(f)
+	m, err := cgroupfs.ParseProcCgroup(b)
 	if err != nil {
-		return procCgroups{}, fmt.Errorf("local runner: %s: %w", p, err)
+		return cgroupfs.Membership{}, fmt.Errorf("local runner: %s: %w", p, err)
 	}
 	return m, nil
 }
@@ -184,7 +182,7 @@ func (r *Runner) Start(ctx context.Context, job runner.Job) (runner.Handle, erro
 		return nil, fmt.Errorf("start job %q: %w", job.Name, err)
 	}
 	var grp group
-	if r.mode == ModeV2 {
+	if r.mode == cgroupfs.ModeV2 {
 		grp, err = r.newV2Group(job.Name, p)
 	} else {
 		grp, err = r.newV1Group(job.Name, p)
@@ -209,21 +207,21 @@ func (r *Runner) plan(l runner.Limits) (plan, error) {
 	if err != nil {
 		return plan{}, err
 	}
-	var dev devNum
+	var dev cgroupfs.Dev
 	if l.ReadBPS > 0 && l.ReadBPSPath != "" {
-		if dev, err = diskFor(l.ReadBPSPath, r.opts.SysRoot); err != nil {
+		if dev, err = cgroupfs.DiskOf(l.ReadBPSPath, r.opts.SysRoot); err != nil {
 			return plan{}, fmt.Errorf("read limit: %w", err)
 		}
-		if _, ok := r.ctl["blkio"]; !ok && r.mode != ModeV2 {
+		if _, ok := r.ctl["blkio"]; !ok && r.mode != cgroupfs.ModeV2 {
 			return plan{}, fmt.Errorf("read limit: the blkio controller is not mounted under %s", r.opts.CgroupRoot)
 		}
 	}
-	if l.MemLimitBytes > 0 && r.mode != ModeV2 {
+	if l.MemLimitBytes > 0 && r.mode != cgroupfs.ModeV2 {
 		if _, ok := r.ctl["memory"]; !ok {
 			return plan{}, fmt.Errorf("memory limit: the memory controller is not mounted under %s", r.opts.CgroupRoot)
 		}
 	}
-	if l.CPUs > 0 && r.mode != ModeV2 {
+	if l.CPUs > 0 && r.mode != cgroupfs.ModeV2 {
 		for _, c := range []string{"cpu", "cpuset"} {
 			if _, ok := r.ctl[c]; !ok {
 				return plan{}, fmt.Errorf("cpu limit: the %s controller is not mounted under %s", c, r.opts.CgroupRoot)
@@ -237,8 +235,8 @@ func (r *Runner) plan(l runner.Limits) (plan, error) {
 // ancestor), else this process's affinity.
 func (r *Runner) availableCPUs() ([]int, error) {
 	key, files := "cpuset", []string{"cpuset.effective_cpus", "cpuset.cpus"}
-	if r.mode == ModeV2 {
-		key, files = unifiedKey, []string{"cpuset.cpus.effective"}
+	if r.mode == cgroupfs.ModeV2 {
+		key, files = cgroupfs.KeyUnified, []string{"cpuset.cpus.effective"}
 	}
 	if h, ok := r.ctl[key]; ok {
 		for dir := h.dir(""); strings.HasPrefix(dir, h.Root); dir = filepath.Dir(dir) {
@@ -247,7 +245,7 @@ func (r *Runner) availableCPUs() ([]int, error) {
 				if err != nil || strings.TrimSpace(string(b)) == "" {
 					continue
 				}
-				cpus, err := parseCPUList(string(b))
+				cpus, err := runner.ParseCPUSet(string(b))
 				if err != nil {
 					return nil, fmt.Errorf("read available CPUs from %s: %w", filepath.Join(dir, f), err)
 				}
@@ -273,8 +271,8 @@ func (r *Runner) availableCPUs() ([]int, error) {
 
 // swapAccounted reports whether a memory limit can also forbid swap.
 func (r *Runner) swapAccounted() bool {
-	if r.mode == ModeV2 {
-		_, err := os.Stat(filepath.Join(r.ctl[unifiedKey].dir(""), "memory.swap.max"))
+	if r.mode == cgroupfs.ModeV2 {
+		_, err := os.Stat(filepath.Join(r.ctl[cgroupfs.KeyUnified].dir(""), "memory.swap.max"))
 		return err == nil
 	}
 	h, ok := r.ctl["memory"]

@@ -18,6 +18,7 @@ import (
 
 	"github.com/synergy-sched/synergy/internal/testreq"
 	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/runner/cgroupfs"
 	"github.com/synergy-sched/synergy/runner/local"
 	"github.com/synergy-sched/synergy/runner/pagecache"
 )
@@ -215,7 +216,7 @@ func TestLocal_LimitsWrittenAndStop(t *testing.T) {
 	}
 	paths := h.CgroupPaths()
 	defer func() { _ = h.Stop(); _, _ = h.Wait() }()
-	if r.Mode() == local.ModeV2 {
+	if r.Mode() == cgroupfs.ModeV2 {
 		d := paths["unified"]
 		if got := readFile(t, d, "cpu.max"); got != "50000 100000" { // 0.5 × 100000
 			t.Errorf("cpu.max = %q", got)
@@ -566,15 +567,18 @@ func leftovers(t *testing.T, prefix string) []string {
 
 func TestLocal_StartFailuresLeaveNothing(t *testing.T) {
 	r := newRunner(t, local.Options{Prefix: "synergy-startfail"})
+	// A directory that surely does not exist: inside a fresh temporary one.
+	missing := filepath.Join(t.TempDir(), "missing")
+	program, dir := filepath.Join(missing, "train.py"), filepath.Join(missing, "dir")
 	tests := []struct {
 		name    string
 		job     runner.Job
 		wantErr string
 	}{
-		{"missing program", runner.Job{Name: "x", Argv: []string{"/nonexistent/train.py"}}, "/nonexistent/train.py"},
+		{"missing program", runner.Job{Name: "x", Argv: []string{program}}, program},
 		{"not on PATH", runner.Job{Name: "x", Argv: []string{"no-such-synergy-program"}}, "no-such-synergy-program"},
 		{"empty argv", runner.Job{Name: "x"}, "empty command"},
-		{"missing working directory", runner.Job{Name: "x", Argv: []string{"true"}, Dir: "/nonexistent/dir"}, "working directory /nonexistent/dir"},
+		{"missing working directory", runner.Job{Name: "x", Argv: []string{"true"}, Dir: dir}, "working directory " + dir},
 		{"gate path that is no gate", runner.Job{Name: "x", Argv: []string{"true"}}, "did not answer"},
 		{"too many cpus", runner.Job{Name: "x", Argv: []string{"true"}, Limits: runner.Limits{CPUs: 4096}}, "cpus=4096"},
 		{"read limit on tmpfs-like path", runner.Job{Name: "x", Argv: []string{"true"},
@@ -584,7 +588,7 @@ func TestLocal_StartFailuresLeaveNothing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := r
 			if strings.HasPrefix(tt.name, "gate path") {
-				if r.Mode() == local.ModeV2 {
+				if r.Mode() == cgroupfs.ModeV2 {
 					t.Skip("no gate on cgroup v2")
 				}
 				r = newRunner(t, local.Options{Prefix: "synergy-startfail", GatePath: "/bin/true"})
@@ -609,7 +613,7 @@ func TestLocal_V2StartOnUnifiedMount(t *testing.T) {
 	if err := unix.Statfs(root, &st); err != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
 		testreq.Skip(t, "cgroup", root+" is not a cgroup2 mount")
 	}
-	r := newRunner(t, local.Options{Mode: local.ModeV2, CgroupRoot: root})
+	r := newRunner(t, local.Options{Mode: cgroupfs.ModeV2, CgroupRoot: root})
 	res, out, paths := run(t, r, runner.Job{Name: "v2", Argv: []string{"cat", "/proc/self/cgroup"}})
 	if res.ExitCode != 0 {
 		t.Fatalf("result %+v", res)

@@ -4,38 +4,32 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/containerd/cgroups/v3/cgroup2"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/runner/cgroupfs"
 )
-
-// devNum is a block device number.
-type devNum struct{ Major, Minor int64 }
-
-func (d devNum) String() string { return fmt.Sprintf("%d:%d", d.Major, d.Minor) }
 
 // plan is a job's limits resolved against this host: the concrete cpuset,
 // the CFS quota, the device to throttle. It is what the translation
 // functions turn into cgroup settings; zero fields mean "leave alone".
 type plan struct {
-	CPUSet        []int  // nil: inherit the parent's cpuset
-	QuotaUS       int64  // 0: no CFS quota
-	PeriodUS      uint64 // CFS period when QuotaUS > 0
-	MemLimitBytes int64  // 0: no memory limit
-	NoSwap        bool   // with a memory limit: forbid swap (memsw = limit on v1, swap.max = 0 on v2)
-	ReadBPS       int64  // 0: no read throttle
-	ReadDev       devNum // whole disk to throttle when ReadBPS > 0
+	CPUSet        []int        // nil: inherit the parent's cpuset
+	QuotaUS       int64        // 0: no CFS quota
+	PeriodUS      uint64       // CFS period when QuotaUS > 0
+	MemLimitBytes int64        // 0: no memory limit
+	NoSwap        bool         // with a memory limit: forbid swap (memsw = limit on v1, swap.max = 0 on v2)
+	ReadBPS       int64        // 0: no read throttle
+	ReadDev       cgroupfs.Dev // whole disk to throttle when ReadBPS > 0
 }
 
 // planFor resolves limits against the CPUs the job may use (online, the
 // parent cgroup's effective cpuset) and the disk that holds the dataset
 // (dev, used only when l.ReadBPS > 0). noSwap says whether the host can
 // account swap, in which case a memory limit also forbids swapping.
-func planFor(l runner.Limits, online []int, dev devNum, noSwap bool) (plan, error) {
+func planFor(l runner.Limits, online []int, dev cgroupfs.Dev, noSwap bool) (plan, error) {
 	var p plan
 	if l.CPUs < 0 || math.IsNaN(l.CPUs) || math.IsInf(l.CPUs, 0) {
 		return plan{}, fmt.Errorf("limits: cpus=%g is not a CPU budget (want > 0, or 0 for all)", l.CPUs)
@@ -158,31 +152,4 @@ func v2Resources(p plan) *cgroup2.Resources {
 		}}}
 	}
 	return r
-}
-
-// parseCPUList parses the kernel's CPU list syntax ("0-3,6"; "" is empty).
-func parseCPUList(s string) ([]int, error) {
-	s = strings.TrimSpace(s)
-	var out []int
-	if s == "" {
-		return out, nil
-	}
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 {
-			return nil, fmt.Errorf("cpu list %q: %q is not a CPU number", s, lo)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
-				return nil, fmt.Errorf("cpu list %q: %q is not a CPU range", s, part)
-			}
-		}
-		for c := a; c <= b; c++ {
-			out = append(out, c)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
 }

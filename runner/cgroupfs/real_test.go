@@ -1,4 +1,4 @@
-package cgstat
+package cgroupfs
 
 import (
 	"bufio"
@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/synergy-sched/synergy/internal/testreq"
+	"github.com/synergy-sched/synergy/runner"
 )
 
 const v1Root = "/sys/fs/cgroup"
@@ -84,7 +84,7 @@ func makeGroups(t *testing.T, own map[string]string, name string) map[string]str
 // the counters read through kept-open files are non-zero and grow.
 func TestReader_RealV1(t *testing.T) {
 	own := ownV1Dirs(t, KeyCPU, KeyCPUAcct, KeyMemory, KeyBlkio)
-	dirs := makeGroups(t, own, fmt.Sprintf("synergy-cgstat-test-%d", os.Getpid()))
+	dirs := makeGroups(t, own, fmt.Sprintf("synergy-cgroupfs-test-%d", os.Getpid()))
 	quota := filepath.Join(dirs[KeyCPU], "cpu.cfs_quota_us")
 	if err := os.WriteFile(quota, []byte("20000"), 0o644); err != nil { // 20 ms per 100 ms period
 		t.Fatalf("set %s: %v", quota, err)
@@ -94,13 +94,13 @@ func TestReader_RealV1(t *testing.T) {
 	// Recent kernels account v1 block I/O only on a device with a throttle
 	// rule: set a rule far above the disk's speed, as the profiler does for
 	// its read-limited points.
-	disk, err := wholeDisk(filepath.Dir(data))
+	disk, err := DiskOf(filepath.Dir(data), "/sys")
 	if err != nil {
 		testreq.Skip(t, "blkio", err.Error())
 	}
 	rule := filepath.Join(dirs[KeyBlkio], "blkio.throttle.read_bps_device")
-	if err := os.WriteFile(rule, []byte(disk+" 100000000000"), 0o644); err != nil {
-		t.Fatalf("set %s to %q: %v", rule, disk+" 100000000000", err)
+	if err := os.WriteFile(rule, []byte(disk.String()+" 100000000000"), 0o644); err != nil {
+		t.Fatalf("set %s to %q: %v", rule, disk.String()+" 100000000000", err)
 	}
 	script := `while read cmd; do
   case "$cmd" in
@@ -168,7 +168,7 @@ done`
 		{"page cache >= 16 MiB after writing 32 MiB", c1.MemCacheBytes >= 16*mib},
 		{"peak >= usage", c1.MemPeakBytes >= c1.MemUsageBytes},
 		{"io read >= 32 MiB after an O_DIRECT read of 32 MiB", c1.IOReadBytes >= 32*mib},
-		{"no oom kills", c1.Has&OOMKills != 0 && c1.OOMKills == 0},
+		{"no oom kills", c1.Has&runner.StatOOMEvents != 0 && c1.OOMEvents == 0},
 	}
 	for _, c := range checks {
 		if !c.ok {
@@ -185,33 +185,6 @@ done`
 	if !(c2.CPUUsageSeconds > c1.CPUUsageSeconds) || !(c2.IOReadBytes > c1.IOReadBytes) {
 		t.Errorf("counters did not grow on re-read: cpu %v -> %v s, io %d -> %d bytes", c1.CPUUsageSeconds, c2.CPUUsageSeconds, c1.IOReadBytes, c2.IOReadBytes)
 	}
-}
-
-// wholeDisk returns "MAJ:MIN" of the whole disk holding dir.
-func wholeDisk(dir string) (string, error) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(dir, &st); err != nil {
-		return "", err
-	}
-	dev := uint64(st.Dev)
-	major := (dev>>8)&0xfff | (dev>>32)&^0xfff
-	minor := dev&0xff | (dev>>12)&^0xff
-	sys := fmt.Sprintf("/sys/dev/block/%d:%d", major, minor)
-	if _, err := os.Stat(sys); err != nil {
-		return "", fmt.Errorf("%s is not on a block device (%d:%d)", dir, major, minor)
-	}
-	if _, err := os.Stat(filepath.Join(sys, "partition")); err == nil {
-		real, err := filepath.EvalSymlinks(sys) // .../block/sda/sda1
-		if err != nil {
-			return "", err
-		}
-		b, err := os.ReadFile(filepath.Join(filepath.Dir(real), "dev"))
-		if err != nil {
-			return "", err
-		}
-		return strings.TrimSpace(string(b)), nil
-	}
-	return fmt.Sprintf("%d:%d", major, minor), nil
 }
 
 // BenchmarkReadFile compares the two ways of reading a cgroup file at 10 Hz:

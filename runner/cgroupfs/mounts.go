@@ -1,4 +1,4 @@
-package local
+package cgroupfs
 
 import (
 	"bufio"
@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 )
 
@@ -56,31 +55,12 @@ func parseMounts(r io.Reader) ([]mount, error) {
 		if len(f) < 4 {
 			return nil, fmt.Errorf("mount table line %d: want at least 4 fields, got %d: %q", n, len(f), line)
 		}
-		out = append(out, mount{Point: unescapeMount(f[1]), FSType: f[2], Options: strings.Split(f[3], ",")})
+		out = append(out, mount{Point: Unescape(f[1]), FSType: f[2], Options: strings.Split(f[3], ",")})
 	}
 	if err := s.Err(); err != nil {
 		return nil, fmt.Errorf("read mount table: %w", err)
 	}
 	return out, nil
-}
-
-// unescapeMount undoes the kernel's octal escapes ("\040" for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // modeFromMounts classifies the cgroup mounts under root.
@@ -114,43 +94,4 @@ func modeFromMounts(r io.Reader, root string) (string, error) {
 		return ModeV1, nil
 	}
 	return ModeNone, nil
-}
-
-// procCgroups is the content of /proc/<pid>/cgroup: the path of the process
-// in each v1 controller's hierarchy and in the unified one.
-type procCgroups struct {
-	V1      map[string]string // controller ("memory", "name=systemd") -> path
-	Unified string            // path on the "0::" line; "" if none
-}
-
-// parseProcCgroup reads /proc/<pid>/cgroup ("id:controllers:path" lines).
-func parseProcCgroup(r io.Reader) (procCgroups, error) {
-	out := procCgroups{V1: map[string]string{}}
-	s := bufio.NewScanner(r)
-	for n := 1; s.Scan(); n++ {
-		line := s.Text()
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			return procCgroups{}, fmt.Errorf("cgroup membership line %d: want id:controllers:path, got %q", n, line)
-		}
-		if parts[2] == "" || parts[2][0] != '/' {
-			return procCgroups{}, fmt.Errorf("cgroup membership line %d: path %q is not absolute", n, parts[2])
-		}
-		if parts[0] == "0" && parts[1] == "" {
-			out.Unified = parts[2]
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			if c != "" {
-				out.V1[c] = parts[2]
-			}
-		}
-	}
-	if err := s.Err(); err != nil {
-		return procCgroups{}, fmt.Errorf("read cgroup membership: %w", err)
-	}
-	return out, nil
 }

@@ -1,9 +1,11 @@
-package cgstat
+package cgroupfs
 
 import (
 	"bytes"
 	"fmt"
 	"strconv"
+
+	"github.com/synergy-sched/synergy/runner"
 )
 
 // parseUint parses a file that holds one unsigned decimal ("123\n").
@@ -86,119 +88,119 @@ func sumIOStatRead(b []byte) (uint64, error) {
 	return sum, nil
 }
 
-// The parsers below turn one file's bytes into Counters fields.
+// The parsers below turn one file's bytes into runner.Stats fields.
 
-func parseCPUAcctUsage(b []byte, c *Counters) error {
+func parseCPUAcctUsage(b []byte, c *runner.Stats) error {
 	ns, err := parseUint(b)
 	if err != nil {
 		return err
 	}
 	c.CPUUsageSeconds = float64(ns) / 1e9
-	c.Has |= CPUUsage
+	c.Has |= runner.StatCPUUsage
 	return nil
 }
 
 // parseCPUStatV1 reads throttling from v1 cpu.stat (throttled_time in ns).
-func parseCPUStatV1(b []byte, c *Counters) error {
+func parseCPUStatV1(b []byte, c *runner.Stats) error {
 	return scanKeyed(b, func(k []byte, v uint64) {
 		switch string(k) {
 		case "nr_periods":
-			c.CPUPeriods, c.Has = v, c.Has|CPUPeriods
+			c.CPUPeriods, c.Has = v, c.Has|runner.StatCPUPeriods
 		case "nr_throttled":
-			c.CPUThrottledPeriods, c.Has = v, c.Has|CPUThrottledPeriods
+			c.CPUThrottledPeriods, c.Has = v, c.Has|runner.StatCPUThrottledPeriods
 		case "throttled_time":
-			c.CPUThrottledSeconds, c.Has = float64(v)/1e9, c.Has|CPUThrottledSeconds
+			c.CPUThrottledSeconds, c.Has = float64(v)/1e9, c.Has|runner.StatCPUThrottledSeconds
 		}
 	})
 }
 
 // parseCPUStatV2 reads usage and throttling from v2 cpu.stat (µs). The
 // nr_* lines exist only where the cpu controller is enabled for the group.
-func parseCPUStatV2(b []byte, c *Counters) error {
+func parseCPUStatV2(b []byte, c *runner.Stats) error {
 	return scanKeyed(b, func(k []byte, v uint64) {
 		switch string(k) {
 		case "usage_usec":
-			c.CPUUsageSeconds, c.Has = float64(v)/1e6, c.Has|CPUUsage
+			c.CPUUsageSeconds, c.Has = float64(v)/1e6, c.Has|runner.StatCPUUsage
 		case "nr_periods":
-			c.CPUPeriods, c.Has = v, c.Has|CPUPeriods
+			c.CPUPeriods, c.Has = v, c.Has|runner.StatCPUPeriods
 		case "nr_throttled":
-			c.CPUThrottledPeriods, c.Has = v, c.Has|CPUThrottledPeriods
+			c.CPUThrottledPeriods, c.Has = v, c.Has|runner.StatCPUThrottledPeriods
 		case "throttled_usec":
-			c.CPUThrottledSeconds, c.Has = float64(v)/1e6, c.Has|CPUThrottledSeconds
+			c.CPUThrottledSeconds, c.Has = float64(v)/1e6, c.Has|runner.StatCPUThrottledSeconds
 		}
 	})
 }
 
-func parseMemUsage(b []byte, c *Counters) error {
+func parseMemUsage(b []byte, c *runner.Stats) error {
 	v, err := parseUint(b)
 	if err != nil {
 		return err
 	}
-	c.MemUsageBytes, c.Has = int64(v), c.Has|MemUsage
+	c.MemUsageBytes, c.Has = int64(v), c.Has|runner.StatMemUsage
 	return nil
 }
 
-func parseMemPeak(b []byte, c *Counters) error {
+func parseMemPeak(b []byte, c *runner.Stats) error {
 	v, err := parseUint(b)
 	if err != nil {
 		return err
 	}
-	c.MemPeakBytes, c.Has = int64(v), c.Has|MemPeak
+	c.MemPeakBytes, c.Has = int64(v), c.Has|runner.StatMemPeak
 	return nil
 }
 
 // parseMemStatV1 takes the hierarchical totals (total_cache, total_rss), so
 // a job that forks into child groups is still counted whole.
-func parseMemStatV1(b []byte, c *Counters) error {
+func parseMemStatV1(b []byte, c *runner.Stats) error {
 	return scanKeyed(b, func(k []byte, v uint64) {
 		switch string(k) {
 		case "total_cache":
-			c.MemCacheBytes, c.Has = int64(v), c.Has|MemCache
+			c.MemCacheBytes, c.Has = int64(v), c.Has|runner.StatMemCache
 		case "total_rss":
-			c.MemAnonBytes, c.Has = int64(v), c.Has|MemAnon
+			c.MemAnonBytes, c.Has = int64(v), c.Has|runner.StatMemAnon
 		}
 	})
 }
 
 // parseMemStatV2 takes file (page cache) and anon; v2 memory.stat is
 // hierarchical already.
-func parseMemStatV2(b []byte, c *Counters) error {
+func parseMemStatV2(b []byte, c *runner.Stats) error {
 	return scanKeyed(b, func(k []byte, v uint64) {
 		switch string(k) {
 		case "file":
-			c.MemCacheBytes, c.Has = int64(v), c.Has|MemCache
+			c.MemCacheBytes, c.Has = int64(v), c.Has|runner.StatMemCache
 		case "anon":
-			c.MemAnonBytes, c.Has = int64(v), c.Has|MemAnon
+			c.MemAnonBytes, c.Has = int64(v), c.Has|runner.StatMemAnon
 		}
 	})
 }
 
 // parseOOMKill reads oom_kill from v1 memory.oom_control or v2
 // memory.events (both "key value" files).
-func parseOOMKill(b []byte, c *Counters) error {
+func parseOOMKill(b []byte, c *runner.Stats) error {
 	return scanKeyed(b, func(k []byte, v uint64) {
 		if string(k) == "oom_kill" {
-			c.OOMKills, c.Has = v, c.Has|OOMKills
+			c.OOMEvents, c.Has = v, c.Has|runner.StatOOMEvents
 		}
 	})
 }
 
 // parseBlkio reads v1 block I/O; with no device accounted the counter is
 // absent rather than a misleading zero.
-func parseBlkio(b []byte, c *Counters) error {
+func parseBlkio(b []byte, c *runner.Stats) error {
 	v, devices, err := sumBlkioRead(b)
 	if err != nil || devices == 0 {
 		return err
 	}
-	c.IOReadBytes, c.Has = int64(v), c.Has|IORead
+	c.IOReadBytes, c.Has = int64(v), c.Has|runner.StatIORead
 	return nil
 }
 
-func parseIOStat(b []byte, c *Counters) error {
+func parseIOStat(b []byte, c *runner.Stats) error {
 	v, err := sumIOStatRead(b)
 	if err != nil {
 		return err
 	}
-	c.IOReadBytes, c.Has = int64(v), c.Has|IORead
+	c.IOReadBytes, c.Has = int64(v), c.Has|runner.StatIORead
 	return nil
 }

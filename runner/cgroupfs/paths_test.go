@@ -1,10 +1,12 @@
-package cgstat
+package cgroupfs
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/synergy-sched/synergy/runner"
 )
 
 func TestResolvePaths(t *testing.T) {
@@ -55,8 +57,8 @@ func TestResolvePaths_Errors(t *testing.T) {
 	}
 }
 
-func TestUnescapeMount(t *testing.T) {
-	if got := unescapeMount(`/mnt/with\040space`); got != "/mnt/with space" {
+func TestUnescape(t *testing.T) {
+	if got := Unescape(`/mnt/with\040space`); got != "/mnt/with space" {
 		t.Errorf("got %q", got)
 	}
 }
@@ -77,7 +79,7 @@ func TestPathsOf_Self(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Has&MemUsage == 0 || c.MemUsageBytes <= 0 {
-		t.Errorf("own memory usage = %d (has %v), want > 0 from %v", c.MemUsageBytes, c.Has&MemUsage != 0, r.Files())
+	if c.Has&runner.StatMemUsage == 0 || c.MemUsageBytes <= 0 {
+		t.Errorf("own memory usage = %d (has %v), want > 0 from %v", c.MemUsageBytes, c.Has&runner.StatMemUsage != 0, r.Files())
 	}
 }

@@ -1,0 +1,77 @@
+package profiler
+
+import (
+	"math"
+	"testing"
+
+	"github.com/synergy-sched/synergy/jobcontract"
+)
+
+func TestEstimate_BatchMeans(t *testing.T) {
+	// 41 iterations of 10 samples, 0.1 s each: 100 samples/s exactly, no
+	// spread between batches, so the interval is 0.
+	var its []jobcontract.Iteration
+	for i := 0; i <= 40; i++ {
+		its = append(its, jobcontract.Iteration{Iter: i, Samples: 10, TS: 100 + 0.1*float64(i)})
+	}
+	e := estimate(its)
+	if math.Abs(e.SamplesPerS-100) > 1e-9 || e.HalfWidth > 1e-9 || e.Batches != 10 || e.Iterations != 40 {
+		t.Fatalf("estimate = %+v, want 100 samples/s, half-width 0, 10 batches, 40 iterations", e)
+	}
+	// Alternate batches at 0.1 s and 0.2 s per iteration: batch rates 100
+	// and 50; with 10 batches of 4 the t interval is
+	// t(0.975, 9) × sd / sqrt(10) = 2.262 × 26.35 / 3.162 = 18.85.
+	its = its[:1]
+	ts := 100.0
+	for b := 0; b < 10; b++ {
+		d := 0.1
+		if b%2 == 1 {
+			d = 0.2
+		}
+		for k := 0; k < 4; k++ {
+			ts += d
+			its = append(its, jobcontract.Iteration{Iter: len(its), Samples: 10, TS: ts})
+		}
+	}
+	e = estimate(its)
+	if math.Abs(e.HalfWidth-18.85) > 0.05 {
+		t.Errorf("half-width = %.3f, want 18.85", e.HalfWidth)
+	}
+	// total samples over total time: 400 / 6 = 66.67
+	if math.Abs(e.SamplesPerS-400.0/6) > 1e-9 {
+		t.Errorf("samples/s = %v, want 66.67", e.SamplesPerS)
+	}
+	if short := estimate(its[:10]); short.Batches != 0 || !math.IsInf(short.RelHalfWidth(), 1) {
+		t.Errorf("9 durations give no interval to stop on, got %+v", short)
+	}
+	// ...but the recorded half-width is not 0: 9 iterations alternate at
+	// 100 and 50 samples/s (4 of each, then 100): sd 26.35 → t(8) × sd / 3 =
+	// 2.306 × 26.35 / 3 = 20.25.
+	if short := estimate(its[:10]); math.Abs(short.HalfWidth-20.25) > 0.05 {
+		t.Errorf("short run half-width = %.3f, want 20.25", short.HalfWidth)
+	}
+	if two := estimate(its[:3]); two.HalfWidth != two.SamplesPerS {
+		t.Errorf("2 iterations: half-width %v, want the whole estimate %v (spread unknown)", two.HalfWidth, two.SamplesPerS)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	xs := []float64{4, 1, 3, 2, 5}
+	for _, tc := range []struct{ p, want float64 }{{0, 1}, {50, 3}, {100, 5}, {95, 4.8}} {
+		if got := percentile(xs, tc.p); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("p%v = %v, want %v", tc.p, got, tc.want)
+		}
+	}
+}
+
+func TestAxes(t *testing.T) {
+	if got := CPUAxis(12); len(got) != 5 || got[4] != 12 || got[3] != 8 {
+		t.Errorf("CPUAxis(12) = %v, want [1 2 4 8 12]", got)
+	}
+	if got := MemAxis(8 << 30); len(got) != 4 || got[0] != 1<<30 || got[3] != 8<<30 {
+		t.Errorf("MemAxis(8GiB) = %v", got)
+	}
+	if Workers(0.5, 1) != 1 || Workers(3, 2) != 2 || Workers(4, 1) != 4 {
+		t.Error("Workers = max(1, ceil(cpus/gpus))")
+	}
+}
