@@ -1,0 +1,4 @@
+"""Stub of matrix_completion for running Gavel's simulator: see _gavelref_stub.py."""
+from _gavelref_stub import module_getattr
+
+__getattr__ = module_getattr(__name__)
