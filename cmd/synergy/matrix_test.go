@@ -257,7 +257,7 @@ func TestMatrix_ShowTimelineReadsTheRecordedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	elsewhere := filepath.Join(t.TempDir(), "kept")
+	elsewhere := filepath.Join(t.TempDir(), "kept.timeline")
 	if err := os.MkdirAll(elsewhere, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestMatrix_ShowTimelineReadsTheRecordedFiles(t *testing.T) {
 {"iter":1,"data_wait_s":0.1,"step_s":0.1,"ts":1767225600.3,"emulated":true}
 `), 0o644)
 	c := p.Cell(2, 64*tmib)
-	c.Stats = &sensitivity.PointStats{Timeline: samples}
+	c.Stats = &sensitivity.PointStats{Workers: 2, Iterations: 40, MetricsSource: sensitivity.MetricsStream, StopReason: "converged", Timeline: samples}
 	if err := p.Save(path); err != nil {
 		t.Fatal(err)
 	}
