@@ -39,14 +39,14 @@ func matrixCommand() *cli.Command {
 			"has holes is filled on reading.",
 		Commands: []*cli.Command{
 			matrixSubcommand("show", "PROFILE", "print the matrix (measured ± 95% CI, ~predicted) and optionally draw it as a heatmap", runMatrixShow,
-				&cli.StringFlag{Name: matFlagPlot, Usage: "also draw a heatmap to this .png or .svg file (measured cells ringed)"},
-				&cli.StringFlag{Name: matFlagTitle, DefaultText: "the job's name, and the point's for a timeline", Usage: "title of the heatmap or timeline"},
-				&cli.StringFlag{Name: matFlagTimeline, Usage: "with --plot: draw one point's GPU (or emulated step) use, data wait and CPU use over time instead, e.g. \"cpus=1 mem=unlimited\" or \"cpus=0.5 mem=64MiB\""}),
+				&cli.StringFlag{Name: matFlagPlot, Usage: "also draw a heatmap to `FILE`, .png or .svg (measured cells ringed)"},
+				&cli.StringFlag{Name: matFlagTitle, DefaultText: "the job's name, and the point's for a timeline", Usage: "`TITLE` of the heatmap or timeline"},
+				&cli.StringFlag{Name: matFlagTimeline, Usage: "with --plot: draw one `POINT`'s GPU (or emulated step) use, data wait and CPU use over time instead, e.g. \"cpus=1 mem=unlimited\" or \"cpus=0.5 mem=64MiB\""}),
 			matrixSubcommand("diff", "A B", "cell-by-cell % difference of A against B on their common grid, with A's prediction error on the cells it did not measure", runMatrixDiff,
 				&cli.BoolFlag{Name: matFlagJSON, Usage: "print the comparison as JSON (cells, MAPE, worst, MinIO baseline)"}),
 			exportCommand(),
 			matrixSubcommand("validate", "PROFILE", "refit without the cells measured for validation (without any: leave one measured cell out at a time; or --holdout K) and report MAPE and the worst cell against the MinIO formula", runMatrixValidate,
-				&cli.IntFlag{Name: matFlagHoldout, DefaultText: "the cells measured for validation; 1 when there are none", Usage: "leave K measured cells out at a time, refit on the rest and score the fit on them"},
+				&cli.IntFlag{Name: matFlagHoldout, DefaultText: "the cells measured for validation; 1 when there are none", Usage: "leave `K` measured cells out at a time, refit on the rest and score the fit on them"},
 				&cli.BoolFlag{Name: matFlagJSON, Usage: "print the validation as JSON"}),
 		},
 	}
@@ -59,11 +59,11 @@ func matrixSubcommand(name, args, usage string, action cli.ActionFunc, flags ...
 
 func exportCommand() *cli.Command {
 	c := matrixSubcommand("export", "PROFILE", "write the matrix for a scheduler: synergy-grid, gavel, slurm or k8s", runMatrixExport,
-		&cli.StringFlag{Name: matFlagFormat, Usage: "one of " + strings.Join(sensitivity.ExportFormats(), ", ")},
-		&cli.FloatFlag{Name: matFlagServerCPUs, Value: 24, Usage: "synergy-grid, gavel: CPUs per server"},
-		&cli.StringFlag{Name: matFlagServerMem, Value: "500GB", Usage: "synergy-grid, gavel: memory per server"},
-		&cli.IntFlag{Name: matFlagServerGPUs, Value: 8, Usage: "synergy-grid, gavel: GPUs per server"},
-		&cli.StringFlag{Name: matFlagGPUType, DefaultText: "the NVML device name, else the GPU mode", Usage: "gavel: the GPU type key"})
+		&cli.StringFlag{Name: matFlagFormat, Usage: "`FORMAT` (required): " + strings.Join(sensitivity.ExportFormats(), ", ")},
+		&cli.FloatFlag{Name: matFlagServerCPUs, Value: 24, Usage: "synergy-grid, gavel: `CPUS` per server"},
+		&cli.StringFlag{Name: matFlagServerMem, Value: "500GB", Usage: "synergy-grid, gavel: `SIZE` of memory per server"},
+		&cli.IntFlag{Name: matFlagServerGPUs, Value: 8, Usage: "synergy-grid, gavel: `GPUS` per server"},
+		&cli.StringFlag{Name: matFlagGPUType, DefaultText: "the NVML device name, else the GPU mode", Usage: "gavel: the GPU `TYPE` key"})
 	c.Description = "synergy-grid: Synergy's 9×5 table (CPUs 1..24 × 20.83..250 GB per GPU on a 24-CPU, 500 GB, 8-GPU\n" +
 		"server, scaled to --server-*), normalised to the fair share; cells outside the profiled range are clamped\n" +
 		"to its edge and listed in \"clamped\". gavel: Gavel's throughputs JSON (steps/s at the fair share).\n" +
