@@ -443,7 +443,7 @@ func (c *checker) timeline(f, w, path string, cpus float64) {
 		c.fail(f, q, w, "is not a clean path (it would read as %q): the profiler records clean paths", filepath.Clean(path))
 	case !strings.HasSuffix(base, ".samples.jsonl"):
 		c.fail(f, q, w, "is not a *.samples.jsonl file")
-	case !strings.HasSuffix(filepath.Base(dir), ".timeline") || filepath.Base(dir) == ".timeline":
+	case dir == "" || !strings.HasSuffix(filepath.Base(dir), ".timeline"):
 		c.fail(f, q, w, "does not lie in the profile's OUT.timeline/ directory: a timeline path cannot point elsewhere")
 	case !strings.HasPrefix(base, fmt.Sprintf("cpus%g-", cpus)):
 		c.fail(f, q, w, "is not this point's file (cpus%g-...): it names another point", cpus)
