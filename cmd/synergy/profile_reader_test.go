@@ -56,9 +56,24 @@ func TestProfileReaders_RefuseEveryMalformedProfileAlike(t *testing.T) {
 	if err := os.WriteFile(good, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A profile cut short (Ctrl-C: measured cells only, no fit) is valid
+	// too: every command fills its holes the same way.
+	partial := *p
+	partial.Cells, partial.Fit, partial.Validation = nil, nil, nil
+	for _, c := range p.Cells {
+		if c.Measured {
+			partial.Cells = append(partial.Cells, c)
+		}
+	}
+	partialPath := filepath.Join(dir, "partial.json")
+	if err := partial.Save(partialPath); err != nil {
+		t.Fatal(err)
+	}
 	for _, cmd := range profileReaders {
-		if out, code := runCLIOutput(t, readerArgs(cmd, good, good)...); code != 0 {
-			t.Fatalf("%v on the good profile: exit %d\n%s", cmd, code, out)
+		for _, path := range []string{good, partialPath} {
+			if out, code := runCLIOutput(t, readerArgs(cmd, path, good)...); code != 0 {
+				t.Fatalf("%v on %s: exit %d\n%s", cmd, filepath.Base(path), code, out)
+			}
 		}
 	}
 	cases := sensitivitytest.Malformed(buf.Bytes())
