@@ -199,3 +199,22 @@ func FuzzProfileDecode(f *testing.F) {
 		}
 	})
 }
+
+// Export checks a profile built in memory as the reader checks a file: the
+// issue's 10^18 CPUs no longer print as --cpus-per-gpu=1000000000000000000.
+func TestExport_RefusesAnInvalidProfileBuiltInMemory(t *testing.T) {
+	p := sensitivitytest.Demo("demo")
+	for i := range p.Cells {
+		if p.Cells[i].CPUs == 2 {
+			p.Cells[i].CPUs = 1e18
+		}
+	}
+	p.Axes.CPUs[2] = 1e18
+	for _, f := range sensitivity.ExportFormats() {
+		var out bytes.Buffer
+		err := sensitivity.Export(&out, p, f, sensitivity.ExportOptions{Server: sensitivity.DefaultServer()})
+		if err == nil || refusedField(err) != "axes.cpus[2]" || out.Len() != 0 {
+			t.Errorf("%s: err %v, output %q; want a refusal naming axes.cpus[2] and nothing written", f, err, out.String())
+		}
+	}
+}
