@@ -45,6 +45,7 @@ bench:
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseIteration -fuzztime 20s ./jobcontract
+	$(GO) test -run '^$$' -fuzz FuzzProfileDecode -fuzztime 20s ./sensitivity
 
 clean:
 	rm -rf bin $(DEMO)

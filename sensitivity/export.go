@@ -452,6 +452,9 @@ type ExportOptions struct {
 
 // Export writes p in format to w. p must be filled (Fill).
 func Export(w io.Writer, p *Profile, format string, opt ExportOptions) error {
+	if err := p.Validate(); err != nil { // the reader's checks, for profiles built in memory too
+		return err
+	}
 	var buf bytes.Buffer
 	switch format {
 	case FormatSynergyGrid:

@@ -60,7 +60,7 @@ func profileOf(tr truth, cpus []float64, mems []int64, measured [][2]float64) *P
 		c, m := cm[0], int64(cm[1])
 		v := tr.at(c, m)
 		cell := Cell{CPUs: c, MemLimitBytes: m, Measured: true, Phase: PhaseCPU, SamplesPerS: v, SamplesPerSCI95: v * 0.01,
-			Stats: &PointStats{MemAnonBytes: tr.anon, MetricsSource: MetricsStream, DataWaitFraction: 1 - v/tr.g}}
+			Stats: &PointStats{Workers: max(1, int(math.Ceil(c))), Iterations: 100, StopReason: "converged", MemAnonBytes: tr.anon, MetricsSource: MetricsStream, DataWaitFraction: 1 - v/tr.g}}
 		if m > 0 {
 			cell.Phase = PhaseMemory
 		}

@@ -18,7 +18,7 @@ func FuzzFill(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, anonMiB uint8, noDataset bool) {
 		cpus := []float64{0.25, 0.5, 1}
 		mems := []int64{16 * mib, 64 * mib, 192 * mib, 0}
-		p := &Profile{SchemaVersion: SchemaVersion, GPU: GPUInfo{Mode: GPUModeNone},
+		p := &Profile{SchemaVersion: SchemaVersion, GPU: GPUInfo{Mode: GPUModeNone}, Job: JobInfo{Batch: 16, GPUs: 1},
 			Host: HostInfo{DRAMBytes: 1 << 30, DatasetBytes: 128 * mib, DatasetFiles: 100, ColdReadMBPerS: 50},
 			Axes: Axes{CPUs: cpus, MemLimitBytes: mems}}
 		if noDataset {
@@ -30,13 +30,17 @@ func FuzzFill(f *testing.F) {
 			if p.Cell(c, m) != nil {
 				continue
 			}
-			cell := Cell{CPUs: c, MemLimitBytes: m, Measured: true, SamplesPerS: float64(data[i+1]) * 3, SamplesPerSCI95: float64(data[i+2]) / 4,
-				Stats: &PointStats{MemAnonBytes: int64(anonMiB) * mib, MetricsSource: MetricsStream, DataWaitFraction: float64(data[i+2]%100) / 100}}
+			cell := Cell{CPUs: c, MemLimitBytes: m, Measured: true, Phase: PhaseGrid, SamplesPerS: float64(data[i+1]) * 3, SamplesPerSCI95: float64(data[i+2]) / 4,
+				Stats: &PointStats{Workers: 1, Iterations: 40, StopReason: "converged", MemAnonBytes: int64(anonMiB) * mib, MetricsSource: MetricsStream, DataWaitFraction: float64(data[i+2]%100) / 100}}
 			switch data[i+2] % 7 {
 			case 0:
-				cell.Failure, cell.SamplesPerS = &Failure{Class: FailOOMKilled}, 0
+				cell.Failure, cell.SamplesPerS, cell.SamplesPerSCI95 = &Failure{Class: FailOOMKilled}, 0, 0
 			case 1:
 				cell.Phase = PhaseValidate
+			}
+			if cell.SamplesPerS == 0 && cell.Failure == nil {
+				// as the profiler records a point that measured nothing
+				cell.Failure, cell.SamplesPerSCI95 = &Failure{Class: FailNoProgress}, 0
 			}
 			p.SetCell(cell)
 		}

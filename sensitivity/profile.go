@@ -41,6 +41,9 @@ const (
 	FailInterrupted = "interrupted"  // the sweep was stopped (Ctrl-C) during the point
 	FailStartFailed = "start_failed" // the runner could not start the job at all
 	FailNoProgress  = "no_progress"  // it ran but reported no usable iterations
+	// FailMalformedMetrics: the job wrote a metrics stream but no line of
+	// it could be read (issue 12: never a wall-time guess then).
+	FailMalformedMetrics = "malformed_metrics"
 )
 
 // Metrics sources: how a cell's throughput was measured.
@@ -277,76 +280,6 @@ func (p *Profile) MeasuredOK() []Cell {
 	return out
 }
 
-// Validate checks the profile's invariants; errors name the field.
-func (p *Profile) Validate() error {
-	if p.SchemaVersion == 0 {
-		return errors.New("schema_version: missing")
-	}
-	if p.SchemaVersion > SchemaVersion {
-		return fmt.Errorf("schema_version: %d is newer than this tool reads (%d); upgrade synergy", p.SchemaVersion, SchemaVersion)
-	}
-	if p.SchemaVersion < 1 {
-		return fmt.Errorf("schema_version: %d is not a valid version", p.SchemaVersion)
-	}
-	switch p.GPU.Mode {
-	case GPUModeNVML, GPUModeEmulated, GPUModeNone:
-	default:
-		return fmt.Errorf("gpu.mode: %q is not one of nvml, emulated, none", p.GPU.Mode)
-	}
-	if p.Job.GPUs < 0 {
-		return fmt.Errorf("job.gpus: %d is negative", p.Job.GPUs)
-	}
-	if p.Job.Batch < 0 {
-		return fmt.Errorf("job.batch: %d is negative", p.Job.Batch)
-	}
-	for i, c := range p.Axes.CPUs {
-		if !(c > 0) || math.IsInf(c, 0) {
-			return fmt.Errorf("axes.cpus[%d]: %v is not a positive number", i, c)
-		}
-		if i > 0 && c <= p.Axes.CPUs[i-1] {
-			return fmt.Errorf("axes.cpus[%d]: %v is not above the previous value", i, c)
-		}
-	}
-	for i, m := range p.Axes.MemLimitBytes {
-		if m < 0 {
-			return fmt.Errorf("axes.mem_limit_bytes[%d]: %d is negative", i, m)
-		}
-		if i > 0 && memKey(m) <= memKey(p.Axes.MemLimitBytes[i-1]) {
-			return fmt.Errorf("axes.mem_limit_bytes[%d]: %d is not above the previous value (0 = unlimited goes last)", i, m)
-		}
-	}
-	seen := map[[2]float64]bool{}
-	for i, c := range p.Cells {
-		f := func(format string, a ...any) error {
-			return fmt.Errorf("cells[%d] (cpus=%v mem_limit_bytes=%d): %s", i, c.CPUs, c.MemLimitBytes, fmt.Sprintf(format, a...))
-		}
-		if !(c.CPUs > 0) || math.IsInf(c.CPUs, 0) {
-			return f("cpus: not a positive number")
-		}
-		if c.MemLimitBytes < 0 {
-			return f("mem_limit_bytes: negative")
-		}
-		if math.IsNaN(c.SamplesPerS) || math.IsInf(c.SamplesPerS, 0) || c.SamplesPerS < 0 {
-			return f("samples_per_s: %v is not a non-negative number", c.SamplesPerS)
-		}
-		if math.IsNaN(c.SamplesPerSCI95) || c.SamplesPerSCI95 < 0 {
-			return f("samples_per_s_ci95: %v is not a non-negative number", c.SamplesPerSCI95)
-		}
-		if c.Failure != nil && c.Failure.Class == "" {
-			return f("failure.class: empty")
-		}
-		if c.Failure != nil && !c.Measured {
-			return f("failure: only a measured cell can record a failure")
-		}
-		k := [2]float64{c.CPUs, memKey(c.MemLimitBytes)}
-		if seen[k] {
-			return f("duplicate cell")
-		}
-		seen[k] = true
-	}
-	return nil
-}
-
 // Decode reads a profile strictly: unknown fields, trailing data, future
 // versions and broken invariants are errors that name what is wrong.
 func Decode(r io.Reader) (*Profile, error) {
@@ -363,10 +296,10 @@ func Decode(r io.Reader) (*Profile, error) {
 		return nil, fmt.Errorf("profile is not JSON: %w", err)
 	}
 	if head.SchemaVersion == nil {
-		return nil, errors.New("schema_version: missing (is this a synergy profile?)")
+		return nil, &FieldError{Field: "schema_version", Problem: "is missing (is this a synergy profile?)"}
 	}
 	if *head.SchemaVersion > SchemaVersion {
-		return nil, fmt.Errorf("schema_version: %d is newer than this tool reads (%d); upgrade synergy", *head.SchemaVersion, SchemaVersion)
+		return nil, versionError(*head.SchemaVersion)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

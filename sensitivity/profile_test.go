@@ -61,10 +61,10 @@ func TestDecode_Rejects(t *testing.T) {
 	good := buf.String()
 	for _, tc := range []struct{ name, in, want string }{
 		{"future version", strings.Replace(good, `"schema_version": 1`, `"schema_version": 2`, 1), "newer than this tool reads"},
-		{"no version", strings.Replace(good, `"schema_version": 1,`, ``, 1), "schema_version: missing"},
+		{"no version", strings.Replace(good, `"schema_version": 1,`, ``, 1), "schema_version: is missing"},
 		{"unknown field", strings.Replace(good, `"strategy"`, `"stratgy"`, 1), `unknown field "stratgy"`},
 		{"bad gpu mode", strings.Replace(good, `"mode": "emulated"`, `"mode": "cuda"`, 1), "gpu.mode"},
-		{"negative samples", strings.Replace(good, `"samples_per_s": 190`, `"samples_per_s": -190`, 1), "cells[3] (cpus=2 mem_limit_bytes=0): samples_per_s"},
+		{"negative samples", strings.Replace(good, `"samples_per_s": 190`, `"samples_per_s": -190`, 1), "cells[3].samples_per_s: -190 is negative (the cell at cpus=2 mem_limit_bytes=0)"},
 		{"axes out of order", strings.Replace(good, "\"cpus\": [\n      1,\n      2\n    ]", "\"cpus\": [\n      2,\n      1\n    ]", 1), "axes.cpus[1]"},
 		{"not json", "{", "not JSON"},
 		{"trailing", good + "{}", "after top-level value"},

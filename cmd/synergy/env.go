@@ -37,16 +37,21 @@ func (e *environment) close() {
 // the disk's cold read bandwidth.
 const coldReadProbeBytes = 256 << 20
 
-// probeEnvironment describes the host, detects the GPU, builds the runner
-// and measures the dataset's cold read bandwidth.
-func probeEnvironment(ctx context.Context, o profileOptions) (*environment, error) {
-	env := &environment{cache: pageCache{}}
-	h, err := host.Info(host.Options{DiskPath: o.cfg.DataDir})
+// describeHost describes the machine: hostname, CPU model, logical CPUs,
+// DRAM and the cgroup mode.
+func describeHost(dataDir string) (sensitivity.HostInfo, error) {
+	h, err := host.Info(host.Options{DiskPath: dataDir})
 	if err != nil {
-		return nil, err
+		return h, err
 	}
 	h.CgroupMode = cgroupfs.DetectMode("/proc", "/sys/fs/cgroup")
-	env.host = h
+	return h, nil
+}
+
+// probeEnvironment detects the GPU, builds the runner and measures the
+// dataset's cold read bandwidth on host h.
+func probeEnvironment(ctx context.Context, o profileOptions, h sensitivity.HostInfo) (*environment, error) {
+	env := &environment{cache: pageCache{}, host: h}
 
 	det, client := nvml.Detect()
 	if client != nil {

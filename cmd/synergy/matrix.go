@@ -39,14 +39,14 @@ func matrixCommand() *cli.Command {
 			"has holes is filled on reading.",
 		Commands: []*cli.Command{
 			matrixSubcommand("show", "PROFILE", "print the matrix (measured ± 95% CI, ~predicted) and optionally draw it as a heatmap", runMatrixShow,
-				&cli.StringFlag{Name: matFlagPlot, Usage: "also draw a heatmap to this .png or .svg file (measured cells ringed)"},
-				&cli.StringFlag{Name: matFlagTitle, DefaultText: "the job's name, and the point's for a timeline", Usage: "title of the heatmap or timeline"},
-				&cli.StringFlag{Name: matFlagTimeline, Usage: "with --plot: draw one point's GPU (or emulated step) use, data wait and CPU use over time instead, e.g. \"cpus=1 mem=unlimited\" or \"cpus=0.5 mem=64MiB\""}),
+				&cli.StringFlag{Name: matFlagPlot, Usage: "also draw a heatmap to `FILE`, .png or .svg (measured cells ringed)"},
+				&cli.StringFlag{Name: matFlagTitle, DefaultText: "the job's name, and the point's for a timeline", Usage: "`TITLE` of the heatmap or timeline"},
+				&cli.StringFlag{Name: matFlagTimeline, Usage: "with --plot: draw one `POINT`'s GPU (or emulated step) use, data wait and CPU use over time instead, e.g. \"cpus=1 mem=unlimited\" or \"cpus=0.5 mem=64MiB\""}),
 			matrixSubcommand("diff", "A B", "cell-by-cell % difference of A against B on their common grid, with A's prediction error on the cells it did not measure", runMatrixDiff,
 				&cli.BoolFlag{Name: matFlagJSON, Usage: "print the comparison as JSON (cells, MAPE, worst, MinIO baseline)"}),
 			exportCommand(),
-			matrixSubcommand("validate", "PROFILE", "refit without the cells measured for validation (or leave --holdout K out) and report MAPE and the worst cell against the MinIO formula", runMatrixValidate,
-				&cli.IntFlag{Name: matFlagHoldout, Usage: "leave-K-out over the measured cells instead of the validate cells"},
+			matrixSubcommand("validate", "PROFILE", "refit without the cells measured for validation (without any: leave one measured cell out at a time; or --holdout K) and report MAPE and the worst cell against the MinIO formula", runMatrixValidate,
+				&cli.IntFlag{Name: matFlagHoldout, DefaultText: "the cells measured for validation; 1 when there are none", Usage: "leave `K` measured cells out at a time, refit on the rest and score the fit on them"},
 				&cli.BoolFlag{Name: matFlagJSON, Usage: "print the validation as JSON"}),
 		},
 	}
@@ -59,11 +59,11 @@ func matrixSubcommand(name, args, usage string, action cli.ActionFunc, flags ...
 
 func exportCommand() *cli.Command {
 	c := matrixSubcommand("export", "PROFILE", "write the matrix for a scheduler: synergy-grid, gavel, slurm or k8s", runMatrixExport,
-		&cli.StringFlag{Name: matFlagFormat, Usage: "one of " + strings.Join(sensitivity.ExportFormats(), ", ")},
-		&cli.FloatFlag{Name: matFlagServerCPUs, Value: 24, Usage: "synergy-grid, gavel: CPUs per server"},
-		&cli.StringFlag{Name: matFlagServerMem, Value: "500GB", Usage: "synergy-grid, gavel: memory per server"},
-		&cli.IntFlag{Name: matFlagServerGPUs, Value: 8, Usage: "synergy-grid, gavel: GPUs per server"},
-		&cli.StringFlag{Name: matFlagGPUType, DefaultText: "the NVML device name, else the GPU mode", Usage: "gavel: the GPU type key"})
+		&cli.StringFlag{Name: matFlagFormat, Usage: "`FORMAT` (required): " + strings.Join(sensitivity.ExportFormats(), ", ")},
+		&cli.FloatFlag{Name: matFlagServerCPUs, Value: 24, Usage: "synergy-grid, gavel: `CPUS` per server"},
+		&cli.StringFlag{Name: matFlagServerMem, Value: "500GB", Usage: "synergy-grid, gavel: `SIZE` of memory per server"},
+		&cli.IntFlag{Name: matFlagServerGPUs, Value: 8, Usage: "synergy-grid, gavel: `GPUS` per server"},
+		&cli.StringFlag{Name: matFlagGPUType, DefaultText: "the NVML device name, else the GPU mode", Usage: "gavel: the GPU `TYPE` key"})
 	c.Description = "synergy-grid: Synergy's 9×5 table (CPUs 1..24 × 20.83..250 GB per GPU on a 24-CPU, 500 GB, 8-GPU\n" +
 		"server, scaled to --server-*), normalised to the fair share; cells outside the profiled range are clamped\n" +
 		"to its edge and listed in \"clamped\". gavel: Gavel's throughputs JSON (steps/s at the fair share).\n" +
@@ -278,28 +278,41 @@ func runMatrixValidate(_ context.Context, c *cli.Command) error {
 	}
 	var v *sensitivity.Validation
 	skipped := 0
-	if k > 0 {
-		v, skipped, err = sensitivity.Holdout(p, k)
-		if err != nil {
-			return fmt.Errorf("--%s: %w", matFlagHoldout, err)
-		}
-	} else {
+	fallback := ""
+	if k == 0 {
 		v, err = sensitivity.ValidateCells(p)
 		if err != nil {
 			return fmt.Errorf("%s: %w", args[0], err)
 		}
 		if v == nil {
-			return fmt.Errorf("%s: no successful cell with phase %q to validate against; measure some (synergy profile --validate K) or use --%s K",
-				args[0], sensitivity.PhaseValidate, matFlagHoldout)
+			// No cell was measured for validation (as in make demo's
+			// axes profile): leave one measured cell out at a time.
+			k = 1
+			fallback = fmt.Sprintf("no cell was measured for validation (phase %q; synergy profile --validate K measures some)", sensitivity.PhaseValidate)
+		}
+	}
+	if k > 0 {
+		v, skipped, err = sensitivity.Holdout(p, k)
+		if err != nil && fallback != "" {
+			return fmt.Errorf("%s: %s, and leave-1-out cannot stand in: %w", args[0], fallback, err)
+		}
+		if err != nil {
+			return fmt.Errorf("--%s: %w", matFlagHoldout, err)
 		}
 	}
 	w := c.Root().Writer
 	if c.Bool(matFlagJSON) {
+		if fallback != "" {
+			fmt.Fprintf(c.Root().ErrWriter, "%s: %s: leave-1-out over the measured cells instead\n", args[0], fallback)
+		}
 		return printJSON(w, v)
 	}
 	how := fmt.Sprintf("refit without the %q cells", sensitivity.PhaseValidate)
 	if k > 0 {
 		how = fmt.Sprintf("leave-%d-out over the measured cells", k)
+		if fallback != "" {
+			how = fallback + ": leave-1-out over the measured cells instead"
+		}
 		if skipped > 0 {
 			how += fmt.Sprintf(" (%d subsets skipped: no CPU point left to fit)", skipped)
 		}

@@ -54,6 +54,15 @@ func runMatrix(t *testing.T, args ...string) (string, error) {
 func TestMatrix_BadInputNamesTheFlagOrField(t *testing.T) {
 	dir := t.TempDir()
 	good := matrixProfile(t, dir, "p.json", false)
+	one, err := sensitivity.Load(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one.Cells = one.Cells[len(one.Cells)-1:] // (2, unlimited) alone
+	oneCell := filepath.Join(dir, "one.json")
+	if err := one.Save(oneCell); err != nil {
+		t.Fatal(err)
+	}
 	bad := filepath.Join(dir, "bad.json")
 	raw, _ := os.ReadFile(good)
 	os.WriteFile(bad, bytes.Replace(raw, []byte(`"mode": "emulated"`), []byte(`"mode": "tpu"`), 1), 0o644)
@@ -69,7 +78,7 @@ func TestMatrix_BadInputNamesTheFlagOrField(t *testing.T) {
 		{[]string{"export", "--format", "k8s"}, "matrix export: want PROFILE, got 0"},
 		{[]string{"validate", "--holdout", "0", good}, "--holdout: 0"},
 		{[]string{"validate", "--holdout", "4", good}, "--holdout: holdout: k = 4 leaves nothing to fit"},
-		{[]string{"validate", good}, "no successful cell with phase \"validate\""},
+		{[]string{"validate", oneCell}, "no cell was measured for validation (phase \"validate\"; synergy profile --validate K measures some), and leave-1-out cannot stand in: holdout: k = 1 leaves nothing to fit (1 measured cells)"},
 		{[]string{"show", "--plot", filepath.Join(dir, "h.pdf"), good}, "--plot:"},
 		{[]string{"diff", good}, "matrix diff: want A B, got 1"},
 		{[]string{"show", filepath.Join(dir, "none.json")}, "none.json"},
@@ -150,6 +159,32 @@ func TestMatrix_DiffJSONAndValidate(t *testing.T) {
 	h, err := runMatrix(t, "validate", "--holdout", "1", a)
 	if err != nil || !strings.Contains(h, "leave-1-out") || !strings.Contains(h, "validation over") {
 		t.Errorf("validate --holdout 1: %v\n%s", err, h)
+	}
+}
+
+// A profile with no cell measured for validation (make demo's, strategy
+// axes) is validated by leaving one measured cell out at a time, and the
+// output says so; the JSON stays alone on stdout.
+func TestMatrix_ValidateWithoutValidateCellsHoldsOneOut(t *testing.T) {
+	dir := t.TempDir()
+	path := matrixProfile(t, dir, "p.json", false)
+	out, _, err := runCLI(t, "matrix", "validate", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, _, err := runCLI(t, "matrix", "validate", "--holdout", "1", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the same figures as --holdout 1, introduced by why
+	want := path + ": no cell was measured for validation (phase \"validate\"; synergy profile --validate K measures some): leave-1-out over the measured cells instead\n"
+	if !strings.HasPrefix(out, want) || strings.TrimPrefix(out, want) != strings.TrimPrefix(held, path+": leave-1-out over the measured cells\n") {
+		t.Errorf("validate without validate cells:\n%s\nwant %q then the --holdout 1 figures:\n%s", out, want, held)
+	}
+	js, stderr, err := runCLI(t, "matrix", "validate", "--json", path)
+	var v sensitivity.Validation
+	if err != nil || json.Unmarshal([]byte(js), &v) != nil || v.Cells != 4 || !strings.Contains(stderr, "leave-1-out over the measured cells instead") {
+		t.Errorf("validate --json: %v, %+v, stderr %q", err, v, stderr)
 	}
 }
 
@@ -257,7 +292,7 @@ func TestMatrix_ShowTimelineReadsTheRecordedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	elsewhere := filepath.Join(t.TempDir(), "kept")
+	elsewhere := filepath.Join(t.TempDir(), "kept.timeline")
 	if err := os.MkdirAll(elsewhere, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +304,7 @@ func TestMatrix_ShowTimelineReadsTheRecordedFiles(t *testing.T) {
 {"iter":1,"data_wait_s":0.1,"step_s":0.1,"ts":1767225600.3,"emulated":true}
 `), 0o644)
 	c := p.Cell(2, 64*tmib)
-	c.Stats = &sensitivity.PointStats{Timeline: samples}
+	c.Stats = &sensitivity.PointStats{Workers: 2, Iterations: 40, MetricsSource: sensitivity.MetricsStream, StopReason: "converged", Timeline: samples}
 	if err := p.Save(path); err != nil {
 		t.Fatal(err)
 	}

@@ -8,15 +8,18 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/synergy-sched/synergy/internal/units"
 	"github.com/synergy-sched/synergy/profiler"
+	"github.com/synergy-sched/synergy/runner"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
@@ -75,35 +78,35 @@ Example:
   synergy profile --cpus 1,2 --mem-limits 64MiB,128MiB --data demo/data \
       --disk-read-bps 40MB --out demo/profile.json -- bin/synthtrain --preset audio`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: flagRunner, Value: "local", Usage: "where points run: local (a cgroup on this host) or docker"},
-			&cli.StringFlag{Name: flagCPUs, DefaultText: "the --cpu sweep", Usage: "CPU axis, in cores, e.g. 1,2,4 (fractions allowed: 0.5)"},
-			&cli.FloatFlag{Name: flagCPUMax, DefaultText: "all online cores", Usage: "sweep 1, 2, 4, ... up to MAX cores"},
-			&cli.StringFlag{Name: flagMemLimits, DefaultText: "the --memory sweep", Usage: "memory axis, e.g. 256MiB,1GiB (page cache is charged); unlimited is always measured"},
-			&cli.StringFlag{Name: flagMemoryMax, DefaultText: "around the size of --data", Usage: "sweep MAX/8, MAX/4, MAX/2, MAX (e.g. 8GiB)"},
-			&cli.StringFlag{Name: flagStrategy, Value: profiler.StrategyOptimistic, Usage: "which points to measure: optimistic (ends and knees of each axis, then where the fit is least sure, at most --budget points), axes (the whole CPU axis, then the whole memory axis at the best CPU count), grid (every cell), synergy (Synergy's CPU rule; memory predicted)"},
-			&cli.IntFlag{Name: flagBudget, Value: profiler.DefaultBudget, Usage: "optimistic strategy: the most points to measure"},
-			&cli.IntFlag{Name: flagValidate, Usage: "measure K extra cells not used by the fit and report the fit's error on them"},
-			&cli.BoolFlag{Name: flagStall, Value: true, DefaultText: "true", Usage: "run the job once with --synthetic-data first, to split each point's data stall into preprocessing and fetch (DS-Analyzer's method)"},
-			&cli.BoolFlag{Name: flagTimeline, Value: true, DefaultText: "true", Usage: "keep each point's samples and metrics stream as JSON lines in OUT's name + .timeline/"},
-			&cli.DurationFlag{Name: flagSampleEvery, Value: 100 * time.Millisecond, Usage: "how often GPU, host and cgroup counters are sampled during a point"},
-			&cli.IntFlag{Name: flagBatch, Aliases: []string{"b"}, Value: 32, Usage: "per-GPU batch size passed to the script"},
-			&cli.IntFlag{Name: flagGPUs, Value: 1, Usage: "GPUs the job trains on (workers per point = ceil(cpus / gpus))"},
-			&cli.IntFlag{Name: flagMaxIterations, Value: profiler.DefaultMaxIterations, Usage: "cap on measured iterations per point"},
-			&cli.StringFlag{Name: flagData, Usage: "dataset directory (evicted from page cache before memory points)"},
-			&cli.StringFlag{Name: flagJobName, DefaultText: "the script's name", Usage: "name of the job in the profile"},
-			&cli.StringFlag{Name: flagOut, Value: "profile.json", Usage: "profile JSON to write (saved after every point)"},
+			&cli.StringFlag{Name: flagRunner, Value: "local", Usage: "`NAME` of the runner the points run on: local (a cgroup on this host) or docker"},
+			&cli.StringFlag{Name: flagCPUs, DefaultText: "the --cpu sweep", Usage: "CPU axis: `LIST` of core counts, e.g. 1,2,4 (fractions down to 0.01: 0.5 is a CFS quota on one pinned core)"},
+			&cli.FloatFlag{Name: flagCPUMax, DefaultText: "all online cores", Usage: "sweep 1, 2, 4, ... up to `MAX` cores"},
+			&cli.StringFlag{Name: flagMemLimits, DefaultText: "the --memory sweep", Usage: "memory axis: `SIZES`, e.g. 256MiB,1GiB, each at least 8MiB and below the host's memory (page cache is charged); unlimited is always measured"},
+			&cli.StringFlag{Name: flagMemoryMax, DefaultText: "1/4, 1/2 and 5/4 of the size of --data, each + 64MiB for the job", Usage: "sweep MAX/8, MAX/4, MAX/2 and `MAX`, e.g. 8GiB"},
+			&cli.StringFlag{Name: flagStrategy, Value: profiler.StrategyOptimistic, Usage: "`NAME` of the strategy choosing the points to measure: optimistic (ends and knees of each axis, then where the fit is least sure, at most --budget points), axes (the whole CPU axis, then the whole memory axis at the best CPU count), grid (every cell), synergy (Synergy's CPU rule; memory predicted)"},
+			&cli.IntFlag{Name: flagBudget, Value: profiler.DefaultBudget, Usage: "optimistic strategy: measure at most `N` points (at least 2)"},
+			&cli.IntFlag{Name: flagValidate, DefaultText: "none", Usage: "measure `K` extra cells not used by the fit and report the fit's error on them"},
+			&cli.BoolFlag{Name: flagStall, Value: true, DefaultText: "on; --stall-breakdown=false skips the extra run", Usage: "run the job once with --synthetic-data first, to split each point's data stall into preprocessing and fetch (DS-Analyzer's method)"},
+			&cli.BoolFlag{Name: flagTimeline, Value: true, DefaultText: "on; --timeline=false keeps none", Usage: "keep each point's samples and metrics stream as JSON lines in OUT's name + .timeline/"},
+			&cli.DurationFlag{Name: flagSampleEvery, Value: 100 * time.Millisecond, Usage: "sample GPU, host and cgroup counters every `DURATION` during a point (at least 10ms)"},
+			&cli.IntFlag{Name: flagBatch, Aliases: []string{"b"}, Value: 32, Usage: "per-GPU batch size `N` passed to the script"},
+			&cli.IntFlag{Name: flagGPUs, Value: 1, Usage: "the job trains on `N` GPUs (workers per point = ceil(cpus / gpus))"},
+			&cli.IntFlag{Name: flagMaxIterations, Value: profiler.DefaultMaxIterations, Usage: "measure at most `N` iterations per point"},
+			&cli.StringFlag{Name: flagData, Usage: "dataset `DIR` (evicted from page cache before memory points)"},
+			&cli.StringFlag{Name: flagJobName, DefaultText: "the script's name", Usage: "`NAME` of the job in the profile"},
+			&cli.StringFlag{Name: flagOut, Value: "profile.json", Usage: "write the profile JSON to `FILE` (saved after every point)"},
 			&cli.BoolFlag{Name: flagResume, Usage: "continue the profile at --out, skipping points already measured"},
-			&cli.StringFlag{Name: flagReadBPS, Usage: "throttle reads from the dataset's disk to stand for remote storage, e.g. 50MB (per second)"},
-			&cli.DurationFlag{Name: flagPointTimeout, Value: profiler.DefaultPointTimeout, Usage: "cap on one point's wall time"},
-			&cli.FloatFlag{Name: flagTargetCI, Value: 100 * profiler.DefaultTargetRelCI, Usage: "stop a point when the 95% CI half-width is within this % of the mean"},
-			&cli.IntFlag{Name: flagMinIterations, Value: profiler.DefaultMinIterations, Usage: "fewest measured iterations before a point may stop"},
-			&cli.IntFlag{Name: flagWarmup, Value: profiler.DefaultWarmup, Usage: "iterations dropped at the start of each point"},
-			&cli.StringFlag{Name: flagLogDir, DefaultText: "OUT's name + .logs", Usage: "directory for each point's stdout/stderr"},
+			&cli.StringFlag{Name: flagReadBPS, Usage: "throttle reads from the dataset's disk to `RATE` per second (at least 1MiB), e.g. 50MB, to stand for remote storage"},
+			&cli.DurationFlag{Name: flagPointTimeout, Value: profiler.DefaultPointTimeout, Usage: "stop a point after `DURATION` of wall time (at least 10s)"},
+			&cli.FloatFlag{Name: flagTargetCI, Value: 100 * profiler.DefaultTargetRelCI, Usage: "stop a point when the 95% CI half-width is within `PCT` % of the mean"},
+			&cli.IntFlag{Name: flagMinIterations, Value: profiler.DefaultMinIterations, Usage: "measure at least `N` iterations before a point may stop (at least 10)"},
+			&cli.IntFlag{Name: flagWarmup, Value: profiler.DefaultWarmup, Usage: "drop the first `N` iterations of each point"},
+			&cli.StringFlag{Name: flagLogDir, DefaultText: "OUT's name + .logs", Usage: "write each point's stdout/stderr into `DIR`"},
 			&cli.BoolFlag{Name: flagRequireGPU, Usage: "fail if no GPU can be sampled through NVML"},
 			&cli.BoolFlag{Name: flagJSON, Usage: "print the profile JSON on stdout instead of the table"},
-			&cli.StringFlag{Name: flagDockerImg, Usage: "docker runner: image holding the script (never pulled)"},
-			&cli.StringFlag{Name: flagContainerMnt, Value: "/datadrive", Usage: "docker runner: where the dataset is mounted read-only"},
-			&cli.StringFlag{Name: flagShmSize, DefaultText: "1GiB, at most half the memory limit", Usage: "docker runner: /dev/shm size for loader workers"},
+			&cli.StringFlag{Name: flagDockerImg, Usage: "docker runner: `IMAGE` holding the script (never pulled)"},
+			&cli.StringFlag{Name: flagContainerMnt, Value: "/datadrive", Usage: "docker runner: mount the dataset read-only at `PATH`"},
+			&cli.StringFlag{Name: flagShmSize, DefaultText: "1GiB, at most half the memory limit", Usage: "docker runner: /dev/shm `SIZE` for loader workers"},
 		},
 		Action: runProfile,
 	}
@@ -118,6 +121,9 @@ type profileOptions struct {
 	dockerImg  string
 	mount      string
 	shmBytes   int64
+	// cpuFlag and memFlag name the flag each axis came from ("" when the
+	// host or the dataset sets it), for errors about the axis.
+	cpuFlag, memFlag string
 }
 
 // parseProfileFlags turns flags into options, group by group (in this
@@ -166,18 +172,27 @@ func parseAxisFlags(c *cli.Command, o *profileOptions) error {
 		if cfg.CPUs, err = parseFloatList(c.String(flagCPUs)); err != nil {
 			return fmt.Errorf("--%s: %w", flagCPUs, err)
 		}
+		o.cpuFlag = flagCPUs
 	case c.IsSet(flagCPUMax):
 		m := c.Float(flagCPUMax)
 		if !(m > 0) || math.IsInf(m, 0) {
 			return fmt.Errorf("--%s: %v is not a positive number of cores", flagCPUMax, m)
 		}
 		cfg.CPUs = profiler.CPUAxis(m)
+		o.cpuFlag = flagCPUMax
+	}
+	for _, v := range cfg.CPUs {
+		if v < sensitivity.MinCPUs {
+			return fmt.Errorf("--%s: %g CPU is below %g, the least a CFS quota can enforce (the kernel's minimum quota is 1 ms per %d ms period)",
+				o.cpuFlag, v, sensitivity.MinCPUs, runner.DefaultCFSPeriodUS/1000)
+		}
 	}
 	switch {
 	case c.IsSet(flagMemLimits):
 		if cfg.MemLimits, err = parseMemLimits(c.String(flagMemLimits)); err != nil {
 			return fmt.Errorf("--%s: %w", flagMemLimits, err)
 		}
+		o.memFlag = flagMemLimits
 	case c.IsSet(flagMemoryMax):
 		b, err := units.ParseBytes(c.String(flagMemoryMax))
 		if err != nil {
@@ -186,11 +201,26 @@ func parseAxisFlags(c *cli.Command, o *profileOptions) error {
 		if cfg.MemLimits = profiler.MemAxis(b); len(cfg.MemLimits) == 0 {
 			return fmt.Errorf("--%s: %s is too small to sweep", flagMemoryMax, c.String(flagMemoryMax))
 		}
+		if low := cfg.MemLimits[0]; low < minMemLimitBytes {
+			return fmt.Errorf("--%s: %s sweeps down to %s (MAX/8), below %s: %s; give at least %s",
+				flagMemoryMax, c.String(flagMemoryMax), units.FormatBytes(low), units.FormatBytes(minMemLimitBytes), whyMinMem, units.FormatBytes(8*minMemLimitBytes))
+		}
+		o.memFlag = flagMemoryMax
 	}
 	return nil
 }
 
-// parseMemLimits reads a list of sizes, each at least 4MiB.
+// minMemLimitBytes is the smallest memory limit a point may run under, and
+// whyMinMem says why: measured under cgroup v1, the bundled static
+// synthtrain (one loader worker, batch 8) is OOM-killed before its first
+// iteration at 4 MiB and peaks at 6.0-7.1 MiB with its page cache; a
+// Python job needs tens of MiB more.
+const (
+	minMemLimitBytes = 8 << 20
+	whyMinMem        = "no job starts in less (the bundled static synthtrain is OOM-killed at 4MiB and peaks at 7MiB; Docker refuses limits below 6MB)"
+)
+
+// parseMemLimits reads a list of sizes, each at least minMemLimitBytes.
 func parseMemLimits(s string) ([]int64, error) {
 	var out []int64
 	for _, f := range splitList(s) {
@@ -198,8 +228,8 @@ func parseMemLimits(s string) ([]int64, error) {
 		if err != nil {
 			return nil, err
 		}
-		if b < 4<<20 {
-			return nil, fmt.Errorf("%s is below 4MiB, too small for any job", f)
+		if b < minMemLimitBytes {
+			return nil, fmt.Errorf("%s is below %s: %s", f, units.FormatBytes(minMemLimitBytes), whyMinMem)
 		}
 		out = append(out, b)
 	}
@@ -215,11 +245,20 @@ func parseMeasureFlags(c *cli.Command, o *profileOptions) error {
 	if cfg.Batch = int(c.Int(flagBatch)); cfg.Batch <= 0 {
 		return fmt.Errorf("--%s: %d is not a positive batch size", flagBatch, cfg.Batch)
 	}
+	if cfg.Batch > sensitivity.MaxBatch {
+		return fmt.Errorf("--%s: %d is above %d, larger than any per-GPU batch", flagBatch, cfg.Batch, sensitivity.MaxBatch)
+	}
 	if cfg.GPUs = int(c.Int(flagGPUs)); cfg.GPUs <= 0 {
 		return fmt.Errorf("--%s: %d is not a positive GPU count", flagGPUs, cfg.GPUs)
 	}
+	if cfg.GPUs > sensitivity.MaxGPUs {
+		return fmt.Errorf("--%s: %d is above %d, more GPUs than any job synergy profiles on one host", flagGPUs, cfg.GPUs, sensitivity.MaxGPUs)
+	}
 	if cfg.MaxIterations = int(c.Int(flagMaxIterations)); cfg.MaxIterations <= 0 {
 		return fmt.Errorf("--%s: %d is not a positive count", flagMaxIterations, cfg.MaxIterations)
+	}
+	if cfg.MaxIterations > sensitivity.MaxIterationCap {
+		return fmt.Errorf("--%s: %d is above %d", flagMaxIterations, cfg.MaxIterations, sensitivity.MaxIterationCap)
 	}
 	if cfg.MinIterations = int(c.Int(flagMinIterations)); cfg.MinIterations < 10 {
 		return fmt.Errorf("--%s: %d is below 10, too few for a confidence interval", flagMinIterations, cfg.MinIterations)
@@ -241,8 +280,16 @@ func parseMeasureFlags(c *cli.Command, o *profileOptions) error {
 	if cfg.PointTimeout = c.Duration(flagPointTimeout); cfg.PointTimeout <= 0 {
 		return fmt.Errorf("--%s: %v is not a positive duration", flagPointTimeout, cfg.PointTimeout)
 	}
+	if cfg.PointTimeout < minPointTimeout {
+		return fmt.Errorf("--%s: %v is below %v: a point starts the job (seconds for a container or an interpreter importing its framework), drops --%s iterations and measures at least --%s (%d) more, so every point would time out",
+			flagPointTimeout, cfg.PointTimeout, minPointTimeout, flagWarmup, flagMinIterations, cfg.MinIterations)
+	}
 	return nil
 }
+
+// minPointTimeout is the shortest --point-timeout: below it no real job can
+// start, warm up and run --min-iterations measured iterations.
+const minPointTimeout = 10 * time.Second
 
 // parseDataFlags reads the dataset directory and the read throttle on its
 // disk.
@@ -304,6 +351,13 @@ func parseOutputFlags(c *cli.Command, o *profileOptions) error {
 	if cfg.Out == "" {
 		return fmt.Errorf("--%s: empty path", flagOut)
 	}
+	// The profile records both (the name, and timelines under OUT's name);
+	// its reader refuses control characters in them.
+	for _, f := range []struct{ name, v string }{{flagJobName, cfg.JobName}, {flagOut, cfg.Out}} {
+		if strings.IndexFunc(f.v, unicode.IsControl) >= 0 {
+			return fmt.Errorf("--%s: %q holds a control character", f.name, f.v)
+		}
+	}
 	stem := strings.TrimSuffix(cfg.Out, filepath.Ext(cfg.Out))
 	cfg.Resume = c.Bool(flagResume)
 	cfg.StallBreakdown = c.Bool(flagStall)
@@ -347,14 +401,21 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	cfg := &o.cfg
-	env, err := probeEnvironment(ctx, o)
+	h, err := describeHost(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	// Every point is checked against this host before anything is probed
+	// or run.
+	if err := resolveAxes(&o, h, runtime.NumCPU()); err != nil {
+		return err
+	}
+	env, err := probeEnvironment(ctx, o, h)
 	if err != nil {
 		return err
 	}
 	defer env.close()
-	if err := withEnvironment(cfg, env); err != nil {
-		return err
-	}
+	withEnvironment(cfg, env)
 	stdout, stderr := c.Root().Writer, c.Root().ErrWriter
 	for _, w := range env.warnings {
 		fmt.Fprintln(stderr, "warning:", w)
@@ -386,26 +447,49 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 }
 
 // withEnvironment completes cfg with what the host gave: the runner,
-// samplers and page cache, the host and GPU descriptions, and the axes
-// the flags left empty (the CPU sweep up to the host's cores, the memory
-// axis around the dataset).
-func withEnvironment(cfg *profiler.Config, env *environment) error {
+// samplers and page cache, and the host and GPU descriptions.
+func withEnvironment(cfg *profiler.Config, env *environment) {
 	cfg.Runner = env.runner
 	cfg.Samplers = env.samplers
 	cfg.Cache = env.cache
 	cfg.Host = env.host
 	cfg.GPU = env.gpu
-	if len(cfg.CPUs) == 0 {
-		cfg.CPUs = profiler.CPUAxis(float64(cfg.Host.LogicalCPUs))
+}
+
+// resolveAxes fills the axes the flags left empty (the CPU sweep up to the
+// online CPUs, the memory axis around the dataset) and checks every point
+// against what this host can run: a point pins ceil(cpus) of the online
+// CPUs (online <= 0: unknown), and a memory limit must be below the
+// host's DRAM to limit anything. Errors name the flag the axis came from.
+func resolveAxes(o *profileOptions, h sensitivity.HostInfo, online int) error {
+	cfg := &o.cfg
+	if online <= 0 || (h.LogicalCPUs > 0 && h.LogicalCPUs < online) {
+		online = h.LogicalCPUs
 	}
-	if err := profiler.CPUsWithinHost(cfg.CPUs, cfg.Host.LogicalCPUs); err != nil {
-		return fmt.Errorf("--%s: %w", flagCPUs, err)
+	if len(cfg.CPUs) == 0 && online > 0 {
+		cfg.CPUs = profiler.CPUAxis(float64(online))
+	}
+	for _, v := range cfg.CPUs {
+		if need := math.Ceil(v); online > 0 && need > float64(online) {
+			return fmt.Errorf("--%s: %g cores asked but this host has %d online CPUs (a point pins ceil(cpus) = %g cores)", o.cpuFlag, v, online, need)
+		}
 	}
 	if len(cfg.MemLimits) == 0 && cfg.DataDir != "" {
 		var err error
 		if cfg.MemLimits, err = profiler.DefaultMemLimits(cfg.DataDir); err != nil {
 			return fmt.Errorf("--%s: %w", flagData, err)
 		}
+	}
+	for _, m := range cfg.MemLimits {
+		if h.DRAMBytes <= 0 || m < h.DRAMBytes {
+			continue
+		}
+		if o.memFlag == "" {
+			return fmt.Errorf("--%s: the memory axis drawn from the dataset's size reaches %s, not below this host's %s of memory; give --%s",
+				flagData, units.FormatBytes(m), units.FormatBytes(h.DRAMBytes), flagMemLimits)
+		}
+		return fmt.Errorf("--%s: %s is not below this host's %s of memory: a limit at or above it limits nothing (unlimited is always measured)",
+			o.memFlag, units.FormatBytes(m), units.FormatBytes(h.DRAMBytes))
 	}
 	return nil
 }

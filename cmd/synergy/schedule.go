@@ -99,7 +99,7 @@ func loadJobs(args []string, s scheduler.Shape) ([]scheduleJob, []string, error)
 				return nil, nil, fmt.Errorf("job %d %q: %w", id, arg, err)
 			}
 		default:
-			p, err := sensitivity.Load(name)
+			p, err := sensitivity.LoadFilled(name) // as matrix reads it: holes predicted
 			if err != nil {
 				return nil, nil, fmt.Errorf("job %d: %w", id, err)
 			}

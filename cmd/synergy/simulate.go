@@ -120,7 +120,7 @@ func parseSimulateFlags(c *cli.Command) (simulateOptions, error) {
 	}
 	o.catalog = sim.NewCatalog(scheduler.ShapeOf(&o.cluster))
 	for _, path := range c.StringSlice(simFlagProfile) {
-		p, err := sensitivity.Load(path)
+		p, err := sensitivity.LoadFilled(path) // as matrix reads it: holes predicted
 		if err != nil {
 			return o, flagErr(simFlagProfile, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/synergy-sched/synergy/internal/testreq"
 	"github.com/synergy-sched/synergy/profiler/sample"
 	"github.com/synergy-sched/synergy/sensitivity"
+	"github.com/synergy-sched/synergy/sensitivity/sensitivitytest"
 )
 
 // TestDetect_ThisMachine runs Detect against whatever this machine has (the
@@ -38,7 +39,8 @@ func TestDetect_ThisMachine(t *testing.T) {
 		if !cgoEnabled && (!errors.Is(det.Err, ErrUnavailableLib) || !strings.Contains(det.Reason, "built without cgo")) {
 			t.Errorf("a build without cgo must say so: %+v", det)
 		}
-		p := sensitivity.Profile{SchemaVersion: sensitivity.SchemaVersion, GPU: det.GPUInfo()}
+		p := sensitivitytest.Demo(t.TempDir()) // a valid profile, with this machine's gpu block
+		p.GPU = det.GPUInfo()
 		if err := p.Validate(); err != nil {
 			t.Errorf("gpu block does not validate: %v", err)
 		}
