@@ -30,11 +30,6 @@ func ExportFormats() []string {
 // SynergyGridVersion tags the synergy-grid JSON.
 const SynergyGridVersion = "synergy-grid/v1"
 
-// IdealFraction is the share of the best throughput the slurm and k8s
-// exports (and the grid's ideal allocation) must reach: the smallest
-// allocation reaching 95% of the best, as scheduler.IdealFraction.
-const IdealFraction = 0.95
-
 // ServerShape is one server of a cluster: CPU cores, DRAM bytes and GPUs.
 type ServerShape struct {
 	CPUs     float64 `json:"cpus"`
@@ -109,79 +104,41 @@ type SynergyGrid struct {
 	ProfiledMemBytes [2]float64 `json:"profiled_mem_bytes_per_gpu"`
 }
 
-// perGPUMatrix is the profile's matrix per GPU (CPUs and bytes divided by
-// the job's GPUs).
-func perGPUMatrix(p *Profile) (Matrix, int, error) {
-	m, err := p.Matrix()
-	if err != nil {
-		return Matrix{}, 0, err
-	}
-	g := p.Job.GPUs
-	if g < 1 {
-		g = 1
-	}
-	for i := range m.CPUs {
-		m.CPUs[i] /= float64(g)
-	}
-	for i := range m.MemBytes {
-		m.MemBytes[i] /= float64(g)
-	}
-	m.PerGPU = true
-	return m, g, nil
-}
-
 // ExportSynergyGrid builds p's Synergy table for server shape s. p must be
 // filled (every cell of its grid has a value: see Fill).
 func ExportSynergyGrid(p *Profile, s ServerShape) (*SynergyGrid, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	m, g, err := perGPUMatrix(p)
+	fc, fm := s.FairShare()
+	v, err := AtFairShare(p, fc, fm)
 	if err != nil {
-		return nil, err
-	}
-	if p.Job.Batch < 1 {
-		return nil, fmt.Errorf("job.batch: %d: the grid's iter_seconds needs the per-GPU batch", p.Job.Batch)
+		return nil, fmt.Errorf("synergy-grid: %w", err)
 	}
 	def := DefaultServer()
 	dc, dm := def.FairShare()
-	fc, fm := s.FairShare()
-	out := &SynergyGrid{Format: SynergyGridVersion, Name: p.Job.Name, Server: s, FairCPUsPerGPU: fc, FairMemBytesPerGPU: fm,
-		Batch: p.Job.Batch, GPUs: g,
-		ProfiledCPUs:     [2]float64{m.CPUs[0], m.CPUs[len(m.CPUs)-1]},
-		ProfiledMemBytes: [2]float64{m.MemBytes[0], m.MemBytes[len(m.MemBytes)-1]}}
+	out := &SynergyGrid{Format: SynergyGridVersion, Name: v.Name, Server: s, FairCPUsPerGPU: fc, FairMemBytesPerGPU: fm,
+		FairSamplesPerS: v.FairSamplesPerS, FairClamped: v.FairClamped, IterSeconds: v.IterSeconds,
+		Batch: v.Batch, GPUs: v.GPUs, ProfiledCPUs: v.ProfiledCPUs, ProfiledMemBytes: v.ProfiledMemBytes}
 	for i, c := range SynergyGridCPUs() {
 		out.CPUsPerGPU[i] = c * fc / dc
 	}
 	for j, gb := range SynergyGridMemGB() {
 		out.MemBytesPerGPU[j] = math.Round(gb * 1e9 * fm / dm)
 	}
-	ref, inRange := m.At(fc, fm)
-	out.FairClamped = !inRange
-	if !(ref > 0) {
-		return nil, fmt.Errorf("synergy-grid: throughput at the fair share (%g CPUs, %s per GPU) is %v; cannot normalise", fc, gb(fm), ref)
-	}
-	out.FairSamplesPerS = ref
-	out.IterSeconds = float64(p.Job.Batch*g) / ref
-	best := math.Inf(-1)
 	for i, c := range out.CPUsPerGPU {
 		for j, b := range out.MemBytesPerGPU {
-			v, ok := m.At(c, b)
-			out.Table[i][j] = round6(v / ref)
+			x, ok := v.PerGPU.At(c, b)
+			out.Table[i][j] = round6(x / v.FairSamplesPerS)
 			if !ok {
 				out.Clamped[i][j] = true
 				out.ClampedCells++
 			}
-			best = math.Max(best, out.Table[i][j])
 		}
 	}
-	for i := range out.Table {
-		for j := range out.Table[i] {
-			if out.Table[i][j] >= best*IdealFraction && out.Speedup == 0 {
-				out.IdealCPUsPerGPU, out.IdealMemBytesPerGPU, out.Speedup = out.CPUsPerGPU[i], int64(out.MemBytesPerGPU[j]), out.Table[i][j]
-			}
-		}
-	}
+	table := out.Matrix()
+	c, b, speed := smallestReaching(&table)
+	out.IdealCPUsPerGPU, out.IdealMemBytesPerGPU, out.Speedup = c, int64(b), speed
 	return out, nil
 }
 
