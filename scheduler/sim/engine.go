@@ -193,24 +193,13 @@ func Run(cfg Config, src Source) (*Result, error) {
 			a.Speedup = ideal[a.Job]
 		}
 		r := scheduler.NewRound(c)
+		jobs := make([]*scheduler.Job, len(offer))
+		for k, a := range offer {
+			jobs[k] = a.Job
+		}
 		placedAny := false
-		if b, ok := cfg.Strategy.(scheduler.BatchStrategy); ok {
-			// OPT decides the whole round at once.
-			jobs := make([]*scheduler.Job, len(offer))
-			for k, a := range offer {
-				jobs[k] = a.Job
-			}
-			for _, d := range b.PlaceAll(r, jobs) {
-				placedAny = placedAny || d.Placed
-			}
-		} else {
-			for _, a := range offer {
-				if a.Job.GPUs > r.FreeGPUs() {
-					continue
-				}
-				d := cfg.Strategy.Place(r, a.Job)
-				placedAny = placedAny || d.Placed
-			}
+		for _, d := range scheduler.Schedule(r, cfg.Strategy, jobs) {
+			placedAny = placedAny || d.Placed
 		}
 		end := now + R
 		r.EachPlacement(func(j *scheduler.Job, al *scheduler.Allocation) {
