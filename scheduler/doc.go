@@ -8,6 +8,8 @@
 // (FIFO, SRTF, LAS, FTF) orders the runnable jobs and a Strategy (fair,
 // greedy, tune, and more) places them on a Round, the free resources of the
 // cluster; every placement or refusal is a Decision that says why, down to
-// "cpu: need 9, free 4 on server-3". The discrete-event simulator that drives
-// rounds over a workload lives in scheduler/sim.
+// "cpu: need 9, free 4 on server-3". Jobs come from the Catalog: the model
+// zoo's, or a profile's read at the cluster's fair share (JobFromProfile).
+// The discrete-event simulator that drives rounds over a workload lives in
+// scheduler/sim.
 package scheduler

@@ -14,7 +14,6 @@ import (
 
 	"github.com/synergy-sched/synergy/models/zoo"
 	"github.com/synergy-sched/synergy/scheduler"
-	"github.com/synergy-sched/synergy/scheduler/sim"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
@@ -95,7 +94,7 @@ func loadJobs(args []string, s scheduler.Shape) ([]scheduleJob, []string, error)
 			if gpus == 0 {
 				gpus = 1
 			}
-			if j, err = sim.ZooJob(id, name, 0, 1, gpus, nil); err != nil {
+			if j, err = scheduler.ZooJob(id, name, 0, 1, gpus, nil); err != nil {
 				return nil, nil, fmt.Errorf("job %d %q: %w", id, arg, err)
 			}
 		default:

@@ -83,7 +83,7 @@ func simulateCommand() *cli.Command {
 // simulateOptions is the command's flags, checked.
 type simulateOptions struct {
 	cluster     scheduler.Cluster
-	catalog     *sim.Catalog
+	catalog     *scheduler.Catalog
 	profiles    []string
 	trace       []*scheduler.Job
 	tracePath   string
@@ -118,7 +118,7 @@ func parseSimulateFlags(c *cli.Command) (simulateOptions, error) {
 	if o.cluster, err = scheduler.LoadCluster(c.String(simFlagCluster)); err != nil {
 		return o, flagErr(simFlagCluster, err)
 	}
-	o.catalog = sim.NewCatalog(scheduler.ShapeOf(&o.cluster))
+	o.catalog = scheduler.NewCatalog(scheduler.ShapeOf(&o.cluster))
 	for _, path := range c.StringSlice(simFlagProfile) {
 		p, err := sensitivity.LoadFilled(path) // as matrix reads it: holes predicted
 		if err != nil {

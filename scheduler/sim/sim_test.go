@@ -19,7 +19,7 @@ func defaultCluster(t testing.TB) *scheduler.Cluster {
 }
 
 func mustJob(t testing.TB, id int, model string, arrival float64, iters int64, gpus int) *scheduler.Job {
-	j, err := ZooJob(id, model, arrival, iters, gpus, nil)
+	j, err := scheduler.ZooJob(id, model, arrival, iters, gpus, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestRun_ProfileFeedsSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := defaultCluster(t)
-	cat := NewCatalog(scheduler.ShapeOf(c))
+	cat := scheduler.NewCatalog(scheduler.ShapeOf(c))
 	warns, err := cat.AddProfile(p)
 	if err != nil {
 		t.Fatal(err)

@@ -28,79 +28,6 @@ type Source interface {
 	Describe() string
 }
 
-// Catalog is the models jobs can name: the zoo, plus profiles added with
-// AddProfile (named by their job name).
-type Catalog struct {
-	shape    scheduler.Shape
-	profiles map[string]*scheduler.Job // templates
-	order    []string
-	matrices map[string]*sensitivity.Matrix
-}
-
-// NewCatalog starts a catalog holding the zoo, for jobs on a cluster of
-// the given shape (profiles are normalised to its fair share).
-func NewCatalog(shape scheduler.Shape) *Catalog {
-	return &Catalog{shape: shape, profiles: map[string]*scheduler.Job{}, matrices: map[string]*sensitivity.Matrix{}}
-}
-
-// AddProfile adds a profile (the output of `synergy profile`) as a model
-// named by its job name; it returns the job's warnings (clamping).
-func (c *Catalog) AddProfile(p *sensitivity.Profile) ([]string, error) {
-	name := p.Job.Name
-	if name == "" {
-		return nil, errors.New("profile: job.name is empty; jobs name their model by it")
-	}
-	if _, err := zoo.Lookup(name); err == nil {
-		return nil, fmt.Errorf("profile %q: the name is a zoo model's", name)
-	}
-	if _, dup := c.profiles[name]; dup {
-		return nil, fmt.Errorf("profile %q: given twice", name)
-	}
-	j, err := scheduler.JobFromProfile(0, p, c.shape)
-	if err != nil {
-		return nil, err
-	}
-	c.profiles[name] = j
-	c.order = append(c.order, name)
-	return j.Warnings, nil
-}
-
-// Profiles lists the profile models in the order added.
-func (c *Catalog) Profiles() []string { return append([]string(nil), c.order...) }
-
-// Job builds a job of the named model (a profile's or the zoo's).
-func (c *Catalog) Job(id int, model string, arrivalS float64, iterations int64, gpus int) (*scheduler.Job, error) {
-	if t, ok := c.profiles[model]; ok {
-		j := *t
-		j.ID, j.ArrivalSeconds, j.Iterations, j.GPUs = id, arrivalS, iterations, gpus
-		j.Warnings = append([]string(nil), t.Warnings...)
-		return &j, nil
-	}
-	return ZooJob(id, model, arrivalS, iterations, gpus, c.matrices)
-}
-
-// ZooJob builds a job of the named zoo model.
-func ZooJob(id int, model string, arrivalS float64, iterations int64, gpus int, matrices map[string]*sensitivity.Matrix) (*scheduler.Job, error) {
-	m, err := zoo.Lookup(model)
-	if err != nil {
-		return nil, err
-	}
-	mx := matrices[model]
-	if mx == nil {
-		x := m.Matrix()
-		mx = &x
-		if matrices != nil {
-			matrices[model] = mx
-		}
-	}
-	return &scheduler.Job{
-		ID: id, Model: m.Name, Class: m.Class, GPUs: gpus, Iterations: iterations,
-		ArrivalSeconds: arrivalS, IterSeconds: m.IterSeconds,
-		IdealCPUsPerGPU: m.IdealCPUsPerGPU, IdealMemBytesPerGPU: float64(m.IdealMemBytesPerGPU),
-		Speedup: m.Speedup, Matrix: mx,
-	}, nil
-}
-
 // GeneratorConfig is Synergy's workload generator (jobs/workload.py with
 // helpers/utils.py), the paper's continuous setting.
 type GeneratorConfig struct {
@@ -158,7 +85,7 @@ func (c GeneratorConfig) Validate() error {
 // distribution.
 type Generator struct {
 	cfg      GeneratorConfig
-	catalog  *Catalog
+	catalog  *scheduler.Catalog
 	rng      *rand.Rand
 	id       int
 	last     float64
@@ -172,7 +99,7 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 }
 
 // NewCatalogGenerator is NewGenerator drawing cfg.Models from catalog.
-func NewCatalogGenerator(cfg GeneratorConfig, catalog *Catalog) (*Generator, error) {
+func NewCatalogGenerator(cfg GeneratorConfig, catalog *scheduler.Catalog) (*Generator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("generator: %w", err)
 	}
@@ -228,7 +155,7 @@ func (g *Generator) Next() (*scheduler.Job, bool) {
 	} else {
 		model := g.models.next(g.cfg.Split)
 		m, _ := zoo.Lookup(model)
-		j, err = ZooJob(g.id, model, g.last, int64(durationS/m.IterSeconds), gpus, g.matrices)
+		j, err = scheduler.ZooJob(g.id, model, g.last, int64(durationS/m.IterSeconds), gpus, g.matrices)
 	}
 	if err != nil {
 		panic(err) // models were checked in NewCatalogGenerator
@@ -336,11 +263,11 @@ func (l *List) Describe() string { return l.Name }
 //
 // Models are looked up in catalog (nil: the zoo alone). The original maps
 // an unknown model name to alexnet silently; we refuse it.
-func ParseTrace(r io.Reader, catalog *Catalog) ([]*scheduler.Job, error) {
+func ParseTrace(r io.Reader, catalog *scheduler.Catalog) ([]*scheduler.Job, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	if catalog == nil {
-		catalog = NewCatalog(scheduler.Shape{})
+		catalog = scheduler.NewCatalog(scheduler.Shape{})
 	}
 	var jobs []*scheduler.Job
 	seen := map[int]int{}
@@ -394,7 +321,7 @@ func ParseTrace(r io.Reader, catalog *Catalog) ([]*scheduler.Job, error) {
 }
 
 // LoadTrace reads a trace CSV file; catalog as in ParseTrace.
-func LoadTrace(path string, catalog *Catalog) ([]*scheduler.Job, error) {
+func LoadTrace(path string, catalog *scheduler.Catalog) ([]*scheduler.Job, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read trace: %w", err)
