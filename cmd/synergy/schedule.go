@@ -22,6 +22,7 @@ const (
 	schedFlagStrategy = "strategy"
 	schedFlagJSON     = "json"
 	schedFlagUsed     = "used"
+	schedFlagPolicy   = "policy"
 )
 
 func scheduleCommand() *cli.Command {
@@ -31,13 +32,14 @@ func scheduleCommand() *cli.Command {
 		ArgsUsage: "JOB...",
 		Description: "Each JOB is a profile JSON from `synergy profile` (PATH, or PATH:gpus=N to ask for N GPUs) or a model\n" +
 			"of Synergy's zoo (zoo:NAME or zoo:NAME:gpus=N; " + strings.Join(zoo.Names(), ", ") + ").\n" +
-			"Jobs are offered in the order given (drf and tetris re-order them, as in the simulator) to the\n" +
-			"strategy, on all of the cluster's resources or on what --used leaves free. Printed: each placement with\n" +
-			"the CPUs and memory given against the GPU-proportional share and the predicted speed-up, and why any\n" +
-			"job is left waiting.",
+			"Jobs are offered in --policy's order (fifo: as given; drf and tetris then re-order them, as in the\n" +
+			"simulator) to the strategy, on all of the cluster's resources or on what --used leaves free. Printed:\n" +
+			"each placement with the CPUs and memory given against the GPU-proportional share and the predicted\n" +
+			"speed-up, and why any job is left waiting.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: schedFlagCluster, Value: "default", Usage: "cluster JSON file or preset (" + strings.Join(scheduler.PresetNames(), ", ") + ")"},
 			&cli.StringFlag{Name: schedFlagStrategy, Value: "tune", Usage: "allocation strategy: " + strings.Join(scheduler.StrategyNames(), ", ")},
+			&cli.StringFlag{Name: schedFlagPolicy, Value: "fifo", Usage: "job-ordering policy: " + strings.Join(scheduler.PolicyNames(), ", ")},
 			&cli.BoolFlag{Name: schedFlagJSON, Usage: "print the placement as JSON instead of a table"},
 			&cli.StringFlag{Name: schedFlagUsed, Usage: `JSON of resources already in use: {"servers": [{"server": "server-3", "gpus": 4, "cpus": 12, "mem_bytes": 250000000000}]}`},
 		},
@@ -137,6 +139,7 @@ type scheduleWaiting struct {
 type scheduleResult struct {
 	Cluster    string              `json:"cluster"`
 	Strategy   string              `json:"strategy"`
+	Policy     string              `json:"policy"`
 	FairShare  scheduler.PerGPU    `json:"fair_share_per_gpu"`
 	Placements []schedulePlacement `json:"placements"`
 	Waiting    []scheduleWaiting   `json:"waiting"`
@@ -155,6 +158,9 @@ func runSchedule(ctx context.Context, c *cli.Command) error {
 	q := scheduler.Queue{Cluster: &cluster}
 	if q.Strategy, err = scheduler.NewStrategy(c.String(schedFlagStrategy)); err != nil {
 		return flagErr(schedFlagStrategy, err)
+	}
+	if q.Policy, err = scheduler.NewPolicy(c.String(schedFlagPolicy)); err != nil {
+		return flagErr(schedFlagPolicy, err)
 	}
 	used := c.String(schedFlagUsed)
 	if used != "" {
@@ -189,7 +195,7 @@ func runSchedule(ctx context.Context, c *cli.Command) error {
 // scheduleResultOf splits a plan into placed and waiting jobs, each with
 // its JOB argument (job IDs are argument indices).
 func scheduleResultOf(plan *scheduler.QueuePlan, args []string) *scheduleResult {
-	res := &scheduleResult{Cluster: plan.Cluster, Strategy: plan.Strategy, FairShare: plan.FairShare,
+	res := &scheduleResult{Cluster: plan.Cluster, Strategy: plan.Strategy, Policy: plan.Policy, FairShare: plan.FairShare,
 		Placements: []schedulePlacement{}, Waiting: []scheduleWaiting{}, Warnings: plan.Warnings, OptBound: plan.OptBound}
 	for _, o := range plan.Jobs {
 		if !o.Placed {
@@ -203,7 +209,11 @@ func scheduleResultOf(plan *scheduler.QueuePlan, args []string) *scheduleResult 
 }
 
 func printSchedule(w io.Writer, res *scheduleResult) error {
-	fmt.Fprintf(w, "%s: strategy %s; GPU-proportional share %s CPUs and %s per GPU\n", res.Cluster, res.Strategy, fnum(res.FairShare.CPUs), gbText(res.FairShare.MemBytes))
+	how := "strategy " + res.Strategy
+	if res.Policy != (scheduler.FIFO{}).Name() {
+		how += ", policy " + res.Policy
+	}
+	fmt.Fprintf(w, "%s: %s; GPU-proportional share %s CPUs and %s per GPU\n", res.Cluster, how, fnum(res.FairShare.CPUs), gbText(res.FairShare.MemBytes))
 	for _, warn := range res.Warnings {
 		fmt.Fprintln(w, "warning:", warn)
 	}

@@ -146,6 +146,7 @@ func TestScheduleE2E_BadInputNamesTheFlag(t *testing.T) {
 		want string
 	}{
 		{[]string{"--strategy", "best"}, "--strategy: unknown strategy \"best\""},
+		{[]string{"--policy", "lifo", "zoo:res18"}, "--policy: unknown policy \"lifo\""},
 		{[]string{"--cluster", "nowhere"}, "--cluster: cluster \"nowhere\": neither a file nor a preset"},
 		{[]string{"zoo:res18:gpus=0"}, "gpus=0 is not a positive integer"},
 		{[]string{"zoo:resnet"}, "zoo: no model \"resnet\""},
