@@ -187,7 +187,7 @@ func parseSimulateFlags(c *cli.Command) (simulateOptions, error) {
 	if len(o.seeds) == 0 {
 		return o, flagErr(simFlagSeed, errors.New("no seed given"))
 	}
-	if o.window, err = parseWindow(c.String(simFlagWindow), o.trace != nil || o.phillyArr); err != nil {
+	if o.window, err = sim.ParseWindow(c.String(simFlagWindow), o.replay()); err != nil {
 		return o, flagErr(simFlagWindow, err)
 	}
 	if o.strategies, err = checkNames(c.String(simFlagStrategies), func(n string) error { _, err := scheduler.NewStrategy(n); return err }); err != nil {
@@ -239,23 +239,6 @@ func parsePositiveList(s string, allowZero ...bool) ([]float64, error) {
 	return out, nil
 }
 
-// parseWindow reads FIRST-LAST or "all"; empty means the default.
-func parseWindow(s string, trace bool) (sim.Window, error) {
-	switch s = strings.TrimSpace(s); {
-	case s == "" && trace, s == "all":
-		return sim.All, nil
-	case s == "":
-		return sim.Window{First: 4000, Last: 4999}, nil
-	}
-	a, b, ok := strings.Cut(s, "-")
-	first, err1 := strconv.Atoi(strings.TrimSpace(a))
-	last, err2 := strconv.Atoi(strings.TrimSpace(b))
-	if !ok || err1 != nil || err2 != nil || first < 0 || last < first {
-		return sim.Window{}, fmt.Errorf("%q is not FIRST-LAST with 0 <= FIRST <= LAST, or all", s)
-	}
-	return sim.Window{First: first, Last: last}, nil
-}
-
 func checkNames(s string, check func(string) error) ([]string, error) {
 	names := splitList(s)
 	if len(names) == 0 {
@@ -269,25 +252,9 @@ func checkNames(s string, check func(string) error) ([]string, error) {
 	return names, nil
 }
 
-// points lists the sweep: strategy × policy × load × seed (a trace, or a
-// Philly log with its own arrivals, has one load and seed).
-func (o *simulateOptions) points() []sim.Point {
-	loads, seeds := o.loads, o.seeds
-	if o.trace != nil || o.phillyArr {
-		loads, seeds = []float64{0}, []uint64{0}
-	}
-	var ps []sim.Point
-	for _, s := range o.strategies {
-		for _, p := range o.policies {
-			for _, l := range loads {
-				for _, seed := range seeds {
-					ps = append(ps, sim.Point{Strategy: s, Policy: p, JobsPerHour: l, Seed: seed})
-				}
-			}
-		}
-	}
-	return ps
-}
+// replay reports whether the workload brings its own arrivals (a trace, or
+// a Philly log at its submission times).
+func (o *simulateOptions) replay() bool { return o.trace != nil || o.phillyArr }
 
 // recorder keeps the jobs a source yields.
 type recorder struct {
@@ -334,7 +301,7 @@ func runSimulate(ctx context.Context, c *cli.Command) error {
 		}
 		return g, nil
 	}
-	points := o.points()
+	points := sim.Grid{Strategies: o.strategies, Policies: o.policies, Loads: o.loads, Seeds: o.seeds, Replay: o.replay()}.Points()
 	if o.recordTrace != "" {
 		// Record the workload of the first run; every run of a single load
 		// and seed sees the same jobs up to its own end.
