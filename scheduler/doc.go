@@ -10,6 +10,9 @@
 // runnable jobs and a Strategy (fair, greedy, tune, and more) places them
 // on a Round, the free resources of the cluster; every placement or refusal
 // is a Decision that says why, down to "cpu: need 9, free 4 on server-3".
+// Strategies and policies are registries: each is listed once, by the name
+// its Name method gives, with a line of help (NewStrategy, StrategyNames,
+// StrategyHelp; NewPolicy, PolicyNames, PolicyHelp).
 //
 // PlaceQueue is the use case that `synergy schedule` and the engine bridges
 // (Slurm, Kubernetes) share: given a Queue — a cluster, what is already in

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"fmt"
 	"sort"
-	"strings"
 )
 
 // Strategy decides how much CPU and memory each offered job gets alongside
@@ -52,35 +51,6 @@ func Schedule(r *Round, s Strategy, jobs []*Job) []Decision {
 		out = append(out, s.Place(r, j))
 	}
 	return out
-}
-
-// NewStrategy returns the strategy called name: fair, greedy, tune, opt,
-// drf, drf+tune, tetris or tetris+tune.
-func NewStrategy(name string) (Strategy, error) {
-	switch name {
-	case "fair":
-		return Fair{}, nil
-	case "greedy":
-		return Greedy{}, nil
-	case "tune":
-		return Tune{}, nil
-	case "opt":
-		return Opt{}, nil
-	case "drf":
-		return DRF{}, nil
-	case "drf+tune":
-		return DRF{Tune: true}, nil
-	case "tetris":
-		return Tetris{}, nil
-	case "tetris+tune":
-		return Tetris{Tune: true}, nil
-	}
-	return nil, fmt.Errorf("unknown strategy %q (have %s)", name, strings.Join(StrategyNames(), ", "))
-}
-
-// StrategyNames lists the strategies NewStrategy knows.
-func StrategyNames() []string {
-	return []string{"fair", "greedy", "tune", "opt", "drf", "drf+tune", "tetris", "tetris+tune"}
 }
 
 // Fair is GPU-proportional allocation: every GPU comes with the cluster's

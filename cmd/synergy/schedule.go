@@ -35,7 +35,8 @@ func scheduleCommand() *cli.Command {
 			"Jobs are offered in --policy's order (fifo: as given; drf and tetris then re-order them, as in the\n" +
 			"simulator) to the strategy, on all of the cluster's resources or on what --used leaves free. Printed:\n" +
 			"each placement with the CPUs and memory given against the GPU-proportional share and the predicted\n" +
-			"speed-up, and why any job is left waiting.",
+			"speed-up, and why any job is left waiting.\n\n" +
+			namedHelp("Strategies", scheduler.StrategyHelp()) + "\n" + namedHelp("Policies", scheduler.PolicyHelp()),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: schedFlagCluster, Value: "default", Usage: "cluster JSON file or preset (" + strings.Join(scheduler.PresetNames(), ", ") + ")"},
 			&cli.StringFlag{Name: schedFlagStrategy, Value: "tune", Usage: "allocation strategy: " + strings.Join(scheduler.StrategyNames(), ", ")},
@@ -248,6 +249,11 @@ func printSchedule(w io.Writer, res *scheduleResult) error {
 		fmt.Fprintf(w, "waiting: job %d (%s, %d GPUs): %s\n", q.Job, q.Name, q.GPUs, q.Reason)
 	}
 	return nil
+}
+
+// namedHelp lists a registry's help lines under a title, indented.
+func namedHelp(title, lines string) string {
+	return title + ":\n  " + strings.ReplaceAll(strings.TrimSuffix(lines, "\n"), "\n", "\n  ")
 }
 
 func fnum(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }

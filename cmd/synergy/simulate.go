@@ -52,7 +52,8 @@ func simulateCommand() *cli.Command {
 		Usage: "simulate scheduling strategies and policies on a cluster, over Synergy's generator, a Philly job log or a recorded trace",
 		Description: "Rounds of --round (300 s) with Synergy's semantics: every round the policy orders the runnable jobs and the\n" +
 			"strategy re-packs them on the empty cluster. Results are over the job ids in --window. A sweep over\n" +
-			"--strategies × --policies × --loads × --seed runs in parallel. Same flags and seed: identical output.",
+			"--strategies × --policies × --loads × --seed runs in parallel. Same flags and seed: identical output.\n\n" +
+			namedHelp("Strategies", scheduler.StrategyHelp()) + "\n" + namedHelp("Policies", scheduler.PolicyHelp()),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: simFlagCluster, Value: "default", Usage: "cluster JSON file or preset (" + strings.Join(scheduler.PresetNames(), ", ") + ")"},
 			&cli.StringFlag{Name: simFlagTrace, Usage: "Synergy recorded trace CSV (job_id,model,arrival_s,iterations,gpus) instead of the generator"},
