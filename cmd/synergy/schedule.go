@@ -151,22 +151,21 @@ type scheduleResult struct {
 }
 
 func runSchedule(ctx context.Context, c *cli.Command) error {
-	flagErr := func(name string, err error) error { return fmt.Errorf("--%s: %w", name, err) }
 	cluster, err := scheduler.LoadCluster(c.String(schedFlagCluster))
 	if err != nil {
-		return flagErr(schedFlagCluster, err)
+		return badFlag(schedFlagCluster, err)
 	}
 	q := scheduler.Queue{Cluster: &cluster}
 	if q.Strategy, err = scheduler.NewStrategy(c.String(schedFlagStrategy)); err != nil {
-		return flagErr(schedFlagStrategy, err)
+		return badFlag(schedFlagStrategy, err)
 	}
 	if q.Policy, err = scheduler.NewPolicy(c.String(schedFlagPolicy)); err != nil {
-		return flagErr(schedFlagPolicy, err)
+		return badFlag(schedFlagPolicy, err)
 	}
 	used := c.String(schedFlagUsed)
 	if used != "" {
 		if q.InUse, err = scheduler.LoadUsage(used); err != nil {
-			return flagErr(schedFlagUsed, err)
+			return badFlag(schedFlagUsed, err)
 		}
 	}
 	args := c.Args().Slice()
@@ -175,7 +174,7 @@ func runSchedule(ctx context.Context, c *cli.Command) error {
 	}
 	plan, err := scheduler.PlaceQueue(q)
 	if ue := (*scheduler.InUseError)(nil); errors.As(err, &ue) {
-		return flagErr(schedFlagUsed, fmt.Errorf("%s: %w", used, ue.Err))
+		return badFlag(schedFlagUsed, fmt.Errorf("%s: %w", used, ue.Err))
 	}
 	if err != nil {
 		return fmt.Errorf("schedule: %w", err)
@@ -250,6 +249,9 @@ func printSchedule(w io.Writer, res *scheduleResult) error {
 	}
 	return nil
 }
+
+// badFlag says which flag err is about.
+func badFlag(name string, err error) error { return fmt.Errorf("--%s: %w", name, err) }
 
 // namedHelp lists a registry's help lines under a title, indented.
 func namedHelp(title, lines string) string {

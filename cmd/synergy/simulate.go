@@ -114,114 +114,151 @@ type simulateOptions struct {
 // parseSimulateFlags turns flags into options; every error names its flag.
 func parseSimulateFlags(c *cli.Command) (simulateOptions, error) {
 	var o simulateOptions
-	var err error
-	flagErr := func(name string, err error) error { return fmt.Errorf("--%s: %w", name, err) }
-	if o.cluster, err = scheduler.LoadCluster(c.String(simFlagCluster)); err != nil {
-		return o, flagErr(simFlagCluster, err)
+	for _, parse := range []func(*cli.Command) error{o.parseWorkload, o.parseGenerator, o.parseSweep, o.parseOutput} {
+		if err := parse(c); err != nil {
+			return o, err
+		}
 	}
+	return o, nil
+}
+
+// parseWorkload reads the cluster, the profiles and the workload's source
+// (a trace, a Philly log, or else the generator).
+func (o *simulateOptions) parseWorkload(c *cli.Command) error {
+	var err error
+	if o.cluster, err = scheduler.LoadCluster(c.String(simFlagCluster)); err != nil {
+		return badFlag(simFlagCluster, err)
+	}
+	if err := o.loadProfiles(c.StringSlice(simFlagProfile)); err != nil {
+		return badFlag(simFlagProfile, err)
+	}
+	if c.String(simFlagTrace) != "" && c.String(simFlagPhilly) != "" {
+		return badFlag(simFlagPhilly, fmt.Errorf("cannot be used with --%s: give one workload", simFlagTrace))
+	}
+	if o.tracePath = c.String(simFlagTrace); o.tracePath != "" {
+		if o.trace, err = sim.LoadTrace(o.tracePath, o.catalog); err != nil {
+			return badFlag(simFlagTrace, err)
+		}
+	}
+	if o.phillyPath = c.String(simFlagPhilly); o.phillyPath != "" {
+		if len(o.profiles) > 0 {
+			return badFlag(simFlagPhilly, fmt.Errorf("cannot be used with --%s: Philly jobs take zoo models by --%s", simFlagProfile, simFlagSplit))
+		}
+		if o.philly, o.phillySkips, err = sim.LoadPhilly(o.phillyPath, sim.PhillyOptions{MultiGPU: c.Bool(simFlagMultiGPU)}); err != nil {
+			return badFlag(simFlagPhilly, err)
+		}
+	}
+	if o.phillyArr = c.Bool(simFlagPhillyArr); o.phillyArr && o.phillyPath == "" {
+		return badFlag(simFlagPhillyArr, fmt.Errorf("needs --%s", simFlagPhilly))
+	}
+	switch d := c.String(simFlagPhillyDur); {
+	case d != "" && o.phillyPath == "":
+		return badFlag(simFlagPhillyDur, fmt.Errorf("needs --%s", simFlagPhilly))
+	case d == "":
+		o.phillyGavel = !o.phillyArr
+	case d == "gavel" || d == "log":
+		o.phillyGavel = d == "gavel"
+	default:
+		return badFlag(simFlagPhillyDur, fmt.Errorf("%q is neither gavel nor log", d))
+	}
+	return nil
+}
+
+// loadProfiles adds each profile to the catalog as a model named by its
+// job name, keeping the warnings.
+func (o *simulateOptions) loadProfiles(paths []string) error {
 	o.catalog = scheduler.NewCatalog(scheduler.ShapeOf(&o.cluster))
-	for _, path := range c.StringSlice(simFlagProfile) {
+	for _, path := range paths {
 		p, err := sensitivity.LoadFilled(path) // as matrix reads it: holes predicted
 		if err != nil {
-			return o, flagErr(simFlagProfile, err)
+			return err
 		}
 		warns, err := o.catalog.AddProfile(p)
 		if err != nil {
-			return o, flagErr(simFlagProfile, fmt.Errorf("%s: %w", path, err))
+			return fmt.Errorf("%s: %w", path, err)
 		}
 		for _, w := range warns {
 			o.warnings = append(o.warnings, fmt.Sprintf("profile %s: %s", p.Job.Name, w))
 		}
 	}
 	o.profiles = o.catalog.Profiles()
-	if c.String(simFlagTrace) != "" && c.String(simFlagPhilly) != "" {
-		return o, flagErr(simFlagPhilly, fmt.Errorf("cannot be used with --%s: give one workload", simFlagTrace))
-	}
-	if o.tracePath = c.String(simFlagTrace); o.tracePath != "" {
-		if o.trace, err = sim.LoadTrace(o.tracePath, o.catalog); err != nil {
-			return o, flagErr(simFlagTrace, err)
-		}
-	}
-	if o.phillyPath = c.String(simFlagPhilly); o.phillyPath != "" {
-		if len(o.profiles) > 0 {
-			return o, flagErr(simFlagPhilly, fmt.Errorf("cannot be used with --%s: Philly jobs take zoo models by --%s", simFlagProfile, simFlagSplit))
-		}
-		if o.philly, o.phillySkips, err = sim.LoadPhilly(o.phillyPath, sim.PhillyOptions{MultiGPU: c.Bool(simFlagMultiGPU)}); err != nil {
-			return o, flagErr(simFlagPhilly, err)
-		}
-	}
-	if o.phillyArr = c.Bool(simFlagPhillyArr); o.phillyArr && o.phillyPath == "" {
-		return o, flagErr(simFlagPhillyArr, fmt.Errorf("needs --%s", simFlagPhilly))
-	}
-	switch d := c.String(simFlagPhillyDur); {
-	case d != "" && o.phillyPath == "":
-		return o, flagErr(simFlagPhillyDur, fmt.Errorf("needs --%s", simFlagPhilly))
-	case d == "":
-		o.phillyGavel = !o.phillyArr
-	case d == "gavel" || d == "log":
-		o.phillyGavel = d == "gavel"
-	default:
-		return o, flagErr(simFlagPhillyDur, fmt.Errorf("%q is neither gavel nor log", d))
-	}
+	return nil
+}
+
+// parseGenerator reads the generator's loads, size, split, GPU demands and
+// seeds.
+func (o *simulateOptions) parseGenerator(c *cli.Command) error {
+	var err error
 	if o.loads, err = parsePositiveList(c.String(simFlagLoads)); err != nil {
-		return o, flagErr(simFlagLoads, err)
+		return badFlag(simFlagLoads, err)
 	}
 	if o.numJobs = c.Int(simFlagNumJobs); o.numJobs < 0 {
-		return o, flagErr(simFlagNumJobs, fmt.Errorf("%d is negative", o.numJobs))
+		return badFlag(simFlagNumJobs, fmt.Errorf("%d is negative", o.numJobs))
 	}
 	split, err := parsePositiveList(c.String(simFlagSplit), true)
 	if err != nil {
-		return o, flagErr(simFlagSplit, err)
+		return badFlag(simFlagSplit, err)
 	}
 	if len(split) != 3 {
-		return o, flagErr(simFlagSplit, fmt.Errorf("%d values; want image,language,speech percentages", len(split)))
+		return badFlag(simFlagSplit, fmt.Errorf("%d values; want image,language,speech percentages", len(split)))
 	}
 	copy(o.split[:], split)
 	o.multiGPU = c.Bool(simFlagMultiGPU)
 	for _, s := range splitList(c.String(simFlagSeed)) {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			return o, flagErr(simFlagSeed, fmt.Errorf("%q is not a non-negative integer", s))
+			return badFlag(simFlagSeed, fmt.Errorf("%q is not a non-negative integer", s))
 		}
 		o.seeds = append(o.seeds, v)
 	}
 	if len(o.seeds) == 0 {
-		return o, flagErr(simFlagSeed, errors.New("no seed given"))
-	}
-	if o.window, err = sim.ParseWindow(c.String(simFlagWindow), o.replay()); err != nil {
-		return o, flagErr(simFlagWindow, err)
-	}
-	if o.strategies, err = checkNames(c.String(simFlagStrategies), func(n string) error { _, err := scheduler.NewStrategy(n); return err }); err != nil {
-		return o, flagErr(simFlagStrategies, err)
-	}
-	if o.policies, err = checkNames(c.String(simFlagPolicies), func(n string) error { _, err := scheduler.NewPolicy(n); return err }); err != nil {
-		return o, flagErr(simFlagPolicies, err)
-	}
-	if o.roundS = c.Duration(simFlagRound).Seconds(); !(o.roundS > 0) {
-		return o, flagErr(simFlagRound, fmt.Errorf("%v is not a positive duration", c.Duration(simFlagRound)))
-	}
-	o.out = c.String(simFlagOut)
-	o.recordTrace = c.String(simFlagRecordTrace)
-	if o.recordTrace != "" && (o.trace != nil || (!o.phillyArr && (len(o.loads) != 1 || len(o.seeds) != 1))) {
-		return o, flagErr(simFlagRecordTrace, errors.New("needs the generator with a single --loads value and a single --seed (or --philly likewise, or --philly-arrivals)"))
-	}
-	o.stopIdle = c.Bool(simFlagStopWhenIdle)
-	if o.workers = c.Int(simFlagWorkers); o.workers < 1 {
-		return o, flagErr(simFlagWorkers, fmt.Errorf("%d: need at least 1", o.workers))
-	}
-	o.json = c.Bool(simFlagJSON)
-	if o.plot = c.String(simFlagPlot); o.plot != "" {
-		if _, err := report.FormatOf(o.plot); err != nil {
-			return o, flagErr(simFlagPlot, err)
-		}
+		return badFlag(simFlagSeed, errors.New("no seed given"))
 	}
 	if o.trace == nil {
 		g := sim.GeneratorConfig{JobsPerHour: o.loads[0], NumJobs: o.numJobs, Split: o.split}
 		if err := g.Validate(); err != nil {
-			return o, flagErr(simFlagSplit, err)
+			return badFlag(simFlagSplit, err)
 		}
 	}
-	return o, nil
+	return nil
+}
+
+// parseSweep reads the window, the strategies and policies, and the round.
+func (o *simulateOptions) parseSweep(c *cli.Command) error {
+	var err error
+	if o.window, err = sim.ParseWindow(c.String(simFlagWindow), o.replay()); err != nil {
+		return badFlag(simFlagWindow, err)
+	}
+	if o.strategies, err = checkNames(c.String(simFlagStrategies), func(n string) error { _, err := scheduler.NewStrategy(n); return err }); err != nil {
+		return badFlag(simFlagStrategies, err)
+	}
+	if o.policies, err = checkNames(c.String(simFlagPolicies), func(n string) error { _, err := scheduler.NewPolicy(n); return err }); err != nil {
+		return badFlag(simFlagPolicies, err)
+	}
+	if o.roundS = c.Duration(simFlagRound).Seconds(); !(o.roundS > 0) {
+		return badFlag(simFlagRound, fmt.Errorf("%v is not a positive duration", c.Duration(simFlagRound)))
+	}
+	return nil
+}
+
+// parseOutput reads where results go and how the sweep runs.
+func (o *simulateOptions) parseOutput(c *cli.Command) error {
+	o.out = c.String(simFlagOut)
+	o.recordTrace = c.String(simFlagRecordTrace)
+	if o.recordTrace != "" && (o.trace != nil || (!o.phillyArr && (len(o.loads) != 1 || len(o.seeds) != 1))) {
+		return badFlag(simFlagRecordTrace, errors.New("needs the generator with a single --loads value and a single --seed (or --philly likewise, or --philly-arrivals)"))
+	}
+	o.stopIdle = c.Bool(simFlagStopWhenIdle)
+	if o.workers = c.Int(simFlagWorkers); o.workers < 1 {
+		return badFlag(simFlagWorkers, fmt.Errorf("%d: need at least 1", o.workers))
+	}
+	o.json = c.Bool(simFlagJSON)
+	if o.plot = c.String(simFlagPlot); o.plot != "" {
+		if _, err := report.FormatOf(o.plot); err != nil {
+			return badFlag(simFlagPlot, err)
+		}
+	}
+	return nil
 }
 
 func parsePositiveList(s string, allowZero ...bool) ([]float64, error) {
