@@ -294,16 +294,50 @@ func checkNames(s string, check func(string) error) ([]string, error) {
 // a Philly log at its submission times).
 func (o *simulateOptions) replay() bool { return o.trace != nil || o.phillyArr }
 
-// recorder keeps the jobs a source yields.
-type recorder struct {
-	sim.Source
-	jobs []*scheduler.Job
+// source makes the workload of one point of the sweep: the trace, the
+// Philly log, or the generator at the point's load and seed.
+func (o *simulateOptions) source(p sim.Point) (sim.Source, error) {
+	if o.trace != nil {
+		return &sim.List{Jobs: o.trace, Name: "trace " + o.tracePath}, nil
+	}
+	if o.philly != nil {
+		return sim.NewPhillySource(o.philly, sim.PhillyConfig{JobsPerHour: p.JobsPerHour, NumJobs: o.numJobs, Split: o.split, Seed: p.Seed, GavelDurations: o.phillyGavel})
+	}
+	return sim.NewCatalogGenerator(sim.GeneratorConfig{
+		JobsPerHour: p.JobsPerHour, NumJobs: o.numJobs, Split: o.split, MultiGPU: o.multiGPU, Seed: p.Seed, Models: o.profiles,
+	}, o.catalog)
 }
 
-func (r *recorder) Next() (*scheduler.Job, bool) {
-	j, ok := r.Source.Next()
+// recorder keeps the jobs of the first workload a source makes
+// (--record-trace; every run of a single load and seed sees the same jobs
+// up to its own end).
+type recorder struct {
+	jobs  []*scheduler.Job
+	taken bool
+}
+
+// wrap returns source with its first workload recorded.
+func (r *recorder) wrap(source func(sim.Point) (sim.Source, error)) func(sim.Point) (sim.Source, error) {
+	return func(p sim.Point) (sim.Source, error) {
+		s, err := source(p)
+		if err != nil || r.taken {
+			return s, err
+		}
+		r.taken = true
+		return recording{Source: s, rec: r}, nil
+	}
+}
+
+// recording is a source whose jobs go to rec as they are yielded.
+type recording struct {
+	sim.Source
+	rec *recorder
+}
+
+func (x recording) Next() (*scheduler.Job, bool) {
+	j, ok := x.Source.Next()
 	if ok {
-		r.jobs = append(r.jobs, j)
+		x.rec.jobs = append(x.rec.jobs, j)
 	}
 	return j, ok
 }
@@ -313,111 +347,98 @@ func runSimulate(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return err
 	}
+	stdout, stderr := c.Root().Writer, c.Root().ErrWriter
 	for _, w := range o.warnings {
-		fmt.Fprintln(os.Stderr, "warning:", w)
+		fmt.Fprintln(stderr, "warning:", w)
 	}
 	if o.philly != nil {
-		fmt.Fprintf(os.Stderr, "philly %s: %d jobs used, %d skipped (%s)\n", o.phillyPath, len(o.philly), o.phillySkips.Total(), o.phillySkips)
+		fmt.Fprintf(stderr, "philly %s: %d jobs used, %d skipped (%s)\n", o.phillyPath, len(o.philly), o.phillySkips.Total(), o.phillySkips)
 	}
 	base := sim.Config{
 		Cluster: &o.cluster, RoundSeconds: o.roundS, Window: o.window,
 		FirstRoundAtZero: o.trace == nil, StopWhenIdle: o.stopIdle,
 	}
+	source := o.source
 	var rec *recorder
-	source := func(p sim.Point) (sim.Source, error) {
-		if o.trace != nil {
-			return &sim.List{Jobs: o.trace, Name: "trace " + o.tracePath}, nil
-		}
-		if o.philly != nil {
-			return sim.NewPhillySource(o.philly, sim.PhillyConfig{JobsPerHour: p.JobsPerHour, NumJobs: o.numJobs, Split: o.split, Seed: p.Seed, GavelDurations: o.phillyGavel})
-		}
-		g, err := sim.NewCatalogGenerator(sim.GeneratorConfig{
-			JobsPerHour: p.JobsPerHour, NumJobs: o.numJobs, Split: o.split, MultiGPU: o.multiGPU, Seed: p.Seed, Models: o.profiles,
-		}, o.catalog)
-		if err != nil {
-			return nil, err
-		}
-		return g, nil
-	}
-	points := sim.Grid{Strategies: o.strategies, Policies: o.policies, Loads: o.loads, Seeds: o.seeds, Replay: o.replay()}.Points()
 	if o.recordTrace != "" {
-		// Record the workload of the first run; every run of a single load
-		// and seed sees the same jobs up to its own end.
-		inner := source
-		var once bool
-		source = func(p sim.Point) (sim.Source, error) {
-			s, err := inner(p)
-			if err != nil || once {
-				return s, err
-			}
-			once = true
-			rec = &recorder{Source: s}
-			return rec, nil
-		}
+		rec = &recorder{}
+		source = rec.wrap(source)
 		o.workers = 1
 	}
-	tty := isTerminal(os.Stderr)
+	points := sim.Grid{Strategies: o.strategies, Policies: o.policies, Loads: o.loads, Seeds: o.seeds, Replay: o.replay()}.Points()
+	tty := writesToTerminal(stderr)
 	start := time.Now()
 	res, err := sim.Sweep(ctx, base, points, o.workers, source, func(done, total int, p sim.Point) {
-		printProgress(os.Stderr, tty, done, total, p, time.Since(start))
+		printProgress(stderr, tty, done, total, p, time.Since(start))
 	})
 	if err != nil {
 		return err
 	}
+	if err := o.save(res, rec); err != nil {
+		return err
+	}
+	if o.json {
+		return writeSweepJSON(stdout, res)
+	}
+	return printSweep(stdout, res)
+}
+
+// save writes the recorded trace (when rec is set), the results file and
+// the plot, as the flags ask.
+func (o *simulateOptions) save(res *sim.SweepResult, rec *recorder) error {
 	if rec != nil {
-		if err := writeTraceFile(o.recordTrace, rec.jobs); err != nil {
-			return fmt.Errorf("--%s: %w", simFlagRecordTrace, err)
+		if err := writeAtomic(o.recordTrace, func(w io.Writer) error { return sim.WriteTrace(w, rec.jobs) }); err != nil {
+			return badFlag(simFlagRecordTrace, err)
 		}
 	}
 	if o.out != "" {
-		f, err := os.CreateTemp(dirOf(o.out), ".simulate-*.json")
-		if err != nil {
-			return fmt.Errorf("--%s: %w", simFlagOut, err)
-		}
-		if err := writeSweepJSON(f, res); err != nil {
-			f.Close()
-			os.Remove(f.Name())
-			return fmt.Errorf("--%s: %w", simFlagOut, err)
-		}
-		if err := f.Chmod(0o644); err != nil {
-			f.Close()
-			return fmt.Errorf("--%s: %w", simFlagOut, err)
-		}
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("--%s: %w", simFlagOut, err)
-		}
-		if err := os.Rename(f.Name(), o.out); err != nil {
-			return fmt.Errorf("--%s: %w", simFlagOut, err)
+		if err := writeAtomic(o.out, func(w io.Writer) error { return writeSweepJSON(w, res) }); err != nil {
+			return badFlag(simFlagOut, err)
 		}
 	}
 	if o.plot != "" {
 		if err := report.SaveJCTCDF(o.plot, report.SeriesFromSweep(res), report.SimOptions{Title: "JCT CDF, " + o.cluster.Name}); err != nil {
-			return fmt.Errorf("--%s: %w", simFlagPlot, err)
+			return badFlag(simFlagPlot, err)
 		}
 	}
-	if o.json {
-		return writeSweepJSON(os.Stdout, res)
-	}
-	return printSweep(os.Stdout, res)
+	return nil
 }
 
-func dirOf(path string) string {
+// writeAtomic writes a file (mode 0644) by write to a temporary file beside
+// it, renamed into place only when complete; on failure the temporary file
+// is removed and path is untouched.
+func writeAtomic(path string, write func(w io.Writer) error) (err error) {
+	dir := "."
 	if i := strings.LastIndexByte(path, '/'); i >= 0 {
-		return path[:i+1]
+		dir = path[:i+1]
 	}
-	return "."
-}
-
-func writeTraceFile(path string, jobs []*scheduler.Job) error {
-	f, err := os.Create(path)
+	f, err := os.CreateTemp(dir, ".synergy-*.tmp")
 	if err != nil {
 		return err
 	}
-	if err := sim.WriteTrace(f, jobs); err != nil {
-		f.Close()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err := write(f); err != nil {
 		return err
 	}
-	return f.Close()
+	if err := f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// writesToTerminal reports whether w is a terminal (progress is then
+// redrawn in place).
+func writesToTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isTerminal(f)
 }
 
 func writeSweepJSON(w io.Writer, res *sim.SweepResult) error {

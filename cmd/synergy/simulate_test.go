@@ -2,16 +2,17 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
+// runSimulateArgs runs `synergy simulate` in this process (runCLI).
 func runSimulateArgs(t *testing.T, args ...string) error {
 	t.Helper()
-	return newApp().Run(context.Background(), append([]string{"synergy", "simulate"}, args...))
+	_, _, err := runCLI(t, append([]string{"simulate"}, args...)...)
+	return err
 }
 
 func TestSimulate_BadFlagsNameTheFlag(t *testing.T) {
