@@ -8,7 +8,9 @@ import (
 	"github.com/synergy-sched/synergy/scheduler/sim"
 )
 
-func genJobs(t *testing.T, n int, multi bool, seed uint64) []*scheduler.Job {
+// genJobs is n jobs from Synergy's generator (9 jobs/h, split 20/70/10),
+// single-GPU or multi-GPU (1/2/4/8), each with its zoo matrix.
+func genJobs(t testing.TB, n int, multi bool, seed uint64) []*scheduler.Job {
 	t.Helper()
 	g, err := sim.NewGenerator(sim.GeneratorConfig{JobsPerHour: 9, Split: [3]float64{20, 70, 10}, Seed: seed, MultiGPU: multi, NumJobs: n})
 	if err != nil {

@@ -26,6 +26,30 @@ func mustJob(t testing.TB, id int, model string, arrival float64, iters int64, g
 	return j
 }
 
+// roundChecker returns an OnRound hook that fails t (naming label) when a
+// round puts a server over capacity or places a job twice or on another
+// GPU count than it asked for; each, when set, then sees every placement.
+func roundChecker(t *testing.T, label string, c *scheduler.Cluster, each func(j *scheduler.Job, a *scheduler.Allocation)) func(float64, *scheduler.Round, []*scheduler.Active) {
+	return func(now float64, r *scheduler.Round, _ []*scheduler.Active) {
+		for i, srv := range c.Servers {
+			u := r.Used(i)
+			if u.GPUs > srv.GPUs || u.CPUs > srv.CPUs+1e-9 || u.MemBytes > float64(srv.MemBytes)+1e-3 {
+				t.Fatalf("%s at %v: %s used %+v", label, now, srv.Name, u)
+			}
+		}
+		seen := map[int]bool{}
+		r.EachPlacement(func(j *scheduler.Job, a *scheduler.Allocation) {
+			if seen[j.ID] || a.Total().GPUs != j.GPUs {
+				t.Fatalf("%s: job %d placed twice or on %d GPUs of %d", label, j.ID, a.Total().GPUs, j.GPUs)
+			}
+			seen[j.ID] = true
+			if each != nil {
+				each(j, a)
+			}
+		})
+	}
+}
+
 // TestRun_ClosedForm checks the no-queueing closed form from Synergy's
 // semantics: a job arriving at a with n iterations, alone on the cluster,
 // finishes at ceil(a/300)·300 + ceil(n / floor(300/t))·300, where t is its
@@ -110,32 +134,20 @@ func TestRun_Invariants(t *testing.T) {
 			rounds := 0
 			g, _ := NewGenerator(GeneratorConfig{JobsPerHour: 12, Split: [3]float64{40, 40, 20}, Seed: 3, MultiGPU: true, NumJobs: 400})
 			cfg := Config{Cluster: c, Strategy: s, Policy: p, RoundSeconds: 300, Window: All, FirstRoundAtZero: true}
+			check := roundChecker(t, sn+"/"+pn, c, func(j *scheduler.Job, a *scheduler.Allocation) {
+				if sn != "tune" {
+					return
+				}
+				tot := a.Total()
+				minCPU := math.Min(fair.CPUs, j.IdealCPUsPerGPU) * float64(j.GPUs)
+				minMem := math.Min(fair.MemBytes, j.IdealMemBytesPerGPU) * float64(j.GPUs)
+				if tot.CPUs < minCPU-1e-9 || tot.MemBytes < minMem-1e-3 {
+					t.Fatalf("job %d below fair share: %+v", j.ID, tot)
+				}
+			})
 			cfg.OnRound = func(now float64, r *scheduler.Round, queue []*scheduler.Active) {
 				rounds++
-				for i, srv := range c.Servers {
-					u := r.Used(i)
-					if u.GPUs > srv.GPUs || u.CPUs > srv.CPUs+1e-9 || u.MemBytes > float64(srv.MemBytes)+1e-3 {
-						t.Fatalf("%s/%s at %v: %s used %+v", sn, pn, now, srv.Name, u)
-					}
-				}
-				seen := map[int]bool{}
-				r.EachPlacement(func(j *scheduler.Job, a *scheduler.Allocation) {
-					if seen[j.ID] {
-						t.Fatalf("job %d placed twice", j.ID)
-					}
-					seen[j.ID] = true
-					tot := a.Total()
-					if tot.GPUs != j.GPUs {
-						t.Fatalf("job %d got %d GPUs of %d", j.ID, tot.GPUs, j.GPUs)
-					}
-					if sn == "tune" {
-						minCPU := math.Min(fair.CPUs, j.IdealCPUsPerGPU) * float64(j.GPUs)
-						minMem := math.Min(fair.MemBytes, j.IdealMemBytesPerGPU) * float64(j.GPUs)
-						if tot.CPUs < minCPU-1e-9 || tot.MemBytes < minMem-1e-3 {
-							t.Fatalf("job %d below fair share: %+v", j.ID, tot)
-						}
-					}
-				})
+				check(now, r, queue)
 			}
 			res, err := Run(cfg, g)
 			if err != nil {

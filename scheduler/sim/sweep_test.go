@@ -2,37 +2,27 @@ package sim
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
 
 func TestParseWindow(t *testing.T) {
-	cases := []struct {
-		in     string
-		replay bool
-		want   Window
-		err    string
-	}{
-		{"", false, Window{4000, 4999}, ""}, // Synergy's default for a generated workload
-		{"", true, All, ""},                 // a replay reports on every job
-		{"all", false, All, ""},
-		{" 100 - 199 ", false, Window{100, 199}, ""},
-		{"7-7", true, Window{7, 7}, ""},
-		{"5-2", false, Window{}, `"5-2" is not FIRST-LAST`},
-		{"-1-3", false, Window{}, "is not FIRST-LAST"},
-		{"10", false, Window{}, "is not FIRST-LAST"},
-		{"a-b", false, Window{}, "is not FIRST-LAST"},
+	valid := map[[2]string]Window{
+		{"", "generated"}:            {4000, 4999}, // Synergy's default for a generated workload
+		{"", "replay"}:               All,          // a replay reports on every job
+		{"all", "generated"}:         All,
+		{" 100 - 199 ", "generated"}: {100, 199},
+		{"7-7", "replay"}:            {7, 7},
 	}
-	for _, c := range cases {
-		got, err := ParseWindow(c.in, c.replay)
-		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("%q: error %v, want %q", c.in, err, c.err)
-			}
-			continue
+	for in, want := range valid {
+		if got, err := ParseWindow(in[0], in[1] == "replay"); err != nil || got != want {
+			t.Errorf("%q (%s): %+v, %v; want %+v", in[0], in[1], got, err, want)
 		}
-		if err != nil || got != c.want {
-			t.Errorf("%q replay=%v: %+v, %v; want %+v", c.in, c.replay, got, err, c.want)
+	}
+	for _, in := range []string{"5-2", "-1-3", "10", "a-b"} {
+		if _, err := ParseWindow(in, false); err == nil || !strings.Contains(err.Error(), strconv.Quote(in)+" is not FIRST-LAST") {
+			t.Errorf("%q: error %v", in, err)
 		}
 	}
 }
