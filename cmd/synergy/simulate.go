@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -378,7 +377,7 @@ func runSimulate(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	if o.json {
-		return writeSweepJSON(stdout, res)
+		return res.WriteJSON(stdout)
 	}
 	return printSweep(stdout, res)
 }
@@ -392,7 +391,7 @@ func (o *simulateOptions) save(res *sim.SweepResult, rec *recorder) error {
 		}
 	}
 	if o.out != "" {
-		if err := writeAtomic(o.out, func(w io.Writer) error { return writeSweepJSON(w, res) }); err != nil {
+		if err := writeAtomic(o.out, func(w io.Writer) error { return res.WriteJSON(w) }); err != nil {
 			return badFlag(simFlagOut, err)
 		}
 	}
@@ -439,15 +438,6 @@ func writeAtomic(path string, write func(w io.Writer) error) (err error) {
 func writesToTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && isTerminal(f)
-}
-
-func writeSweepJSON(w io.Writer, res *sim.SweepResult) error {
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode results: %w", err)
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
 }
 
 // printProgress draws a progress bar on stderr: rewritten in place on a

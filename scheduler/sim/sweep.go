@@ -2,7 +2,9 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/synergy-sched/synergy/scheduler"
@@ -60,6 +62,17 @@ type Run1 struct {
 // SweepResult is what `synergy simulate` writes.
 type SweepResult struct {
 	Runs []Run1 `json:"runs"`
+}
+
+// WriteJSON writes the sweep's results, indented, with a trailing newline
+// (the --out file of `synergy simulate`).
+func (r *SweepResult) WriteJSON(w io.Writer) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode results: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // Sweep runs every point on up to workers goroutines. base is copied for
