@@ -66,6 +66,17 @@ type OrderContext struct {
 	LargestFirst bool
 }
 
+// NewOrderContext is the context in which jobs are ordered for strategy s
+// at nowSeconds with freeGPUs free: the strategy's FairRates and
+// LargestFirst.
+func NewOrderContext(s Strategy, nowSeconds float64, freeGPUs int) OrderContext {
+	ctx := OrderContext{NowSeconds: nowSeconds, FreeGPUs: freeGPUs, FairRates: s.FairRates()}
+	if lf, ok := s.(LargestFirst); ok {
+		ctx.LargestFirst = lf.LargestFirst()
+	}
+	return ctx
+}
+
 // Policy orders the runnable jobs each round.
 type Policy interface {
 	Name() string

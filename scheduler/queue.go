@@ -211,10 +211,10 @@ func PlaceQueue(q Queue) (*QueuePlan, error) {
 }
 
 func (q *Queue) validate() error {
-	switch {
-	case q.Cluster == nil:
+	if q.Cluster == nil {
 		return errors.New("place queue: no cluster")
-	case q.Strategy == nil:
+	}
+	if q.Strategy == nil {
 		return errors.New("place queue: no strategy")
 	}
 	if err := q.Cluster.Validate(); err != nil {
@@ -244,10 +244,7 @@ func (q *Queue) offer(policy Policy, r *Round) (offer, left []*Job) {
 	for k, j := range q.Jobs {
 		actives[k] = NewActive(j, IdealDemand(j, shape).Speedup)
 	}
-	ctx := OrderContext{NowSeconds: q.NowSeconds, FreeGPUs: r.FreeGPUs(), FairRates: q.Strategy.FairRates()}
-	if lf, ok := q.Strategy.(LargestFirst); ok {
-		ctx.LargestFirst = lf.LargestFirst()
-	}
+	ctx := NewOrderContext(q.Strategy, q.NowSeconds, r.FreeGPUs())
 	offered := Offer(policy, q.Strategy, actives, q.Cluster, ctx)
 	in := make(map[*Job]bool, len(offered))
 	for _, a := range offered {

@@ -42,15 +42,54 @@ func Schedule(r *Round, s Strategy, jobs []*Job) []Decision {
 	if b, ok := s.(BatchStrategy); ok {
 		return b.PlaceAll(r, jobs)
 	}
-	out := make([]Decision, 0, len(jobs))
-	for _, j := range jobs {
+	out := make([]Decision, len(jobs))
+	offerEach(r, s, jobs, out)
+	return out
+}
+
+// SchedulePlaced is Schedule for a caller that reads the placements from r
+// (EachPlacement) and needs no decisions, as the simulator does every
+// round: it returns how many jobs were placed and spends nothing on the
+// jobs left waiting.
+func SchedulePlaced(r *Round, s Strategy, jobs []*Job) int {
+	if b, ok := s.(BatchStrategy); ok {
+		n := 0
+		for _, d := range b.PlaceAll(r, jobs) {
+			if d.Placed {
+				n++
+			}
+		}
+		return n
+	}
+	return offerEach(r, s, jobs, nil)
+}
+
+// offerEach offers jobs to s one at a time, in order, each only when its
+// GPUs fit the GPUs still free, and counts the jobs placed. out, when not
+// nil, receives each job's decision at its index.
+func offerEach(r *Round, s Strategy, jobs []*Job, out []Decision) (placed int) {
+	for k, j := range jobs {
 		if j.GPUs > r.FreeGPUs() {
-			out = append(out, Decision{JobID: j.ID, Note: "waiting", Shortfalls: []Shortfall{{Resource: "gpu", Need: float64(j.GPUs), Free: float64(r.FreeGPUs())}}})
+			if out != nil {
+				out[k] = waitingForGPUs(r, j)
+			}
 			continue
 		}
-		out = append(out, s.Place(r, j))
+		d := s.Place(r, j)
+		if d.Placed {
+			placed++
+		}
+		if out != nil {
+			out[k] = d
+		}
 	}
-	return out
+	return placed
+}
+
+// waitingForGPUs is the decision for a job not offered: more GPUs than are
+// free.
+func waitingForGPUs(r *Round, j *Job) Decision {
+	return Decision{JobID: j.ID, Note: "waiting", Shortfalls: []Shortfall{{Resource: "gpu", Need: float64(j.GPUs), Free: float64(r.FreeGPUs())}}}
 }
 
 // Fair is GPU-proportional allocation: every GPU comes with the cluster's

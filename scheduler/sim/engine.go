@@ -189,10 +189,7 @@ func start(cfg Config, src Source) (*run, error) {
 	}
 	s := &run{cfg: cfg, src: src, shape: scheduler.ShapeOf(cfg.Cluster), totals: cfg.Cluster.Totals(), more: true,
 		index: map[*scheduler.Job]*scheduler.Active{}, ideal: map[*scheduler.Job]float64{}}
-	s.order = scheduler.OrderContext{FreeGPUs: s.totals.GPUs, FairRates: cfg.Strategy.FairRates()}
-	if lf, ok := cfg.Strategy.(scheduler.LargestFirst); ok {
-		s.order.LargestFirst = lf.LargestFirst()
-	}
+	s.order = scheduler.NewOrderContext(cfg.Strategy, 0, s.totals.GPUs)
 	if err := s.fetch(); err != nil {
 		return nil, err
 	}
@@ -283,11 +280,8 @@ func (s *run) place() (*scheduler.Round, error) {
 	for _, a := range offer {
 		s.offer = append(s.offer, a.Job)
 	}
-	placedAny := false
-	for _, d := range scheduler.Schedule(r, s.cfg.Strategy, s.offer) {
-		placedAny = placedAny || d.Placed
-	}
-	if !placedAny && s.pending == nil && !s.more {
+	placed := scheduler.SchedulePlaced(r, s.cfg.Strategy, s.offer)
+	if placed == 0 && s.pending == nil && !s.more {
 		a := offer
 		if len(a) == 0 {
 			a = s.queue
