@@ -14,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/synergy-sched/synergy/internal/atomicfile"
 	"github.com/synergy-sched/synergy/report"
 	"github.com/synergy-sched/synergy/scheduler"
 	"github.com/synergy-sched/synergy/scheduler/sim"
@@ -386,12 +387,12 @@ func runSimulate(ctx context.Context, c *cli.Command) error {
 // the plot, as the flags ask.
 func (o *simulateOptions) save(res *sim.SweepResult, rec *recorder) error {
 	if rec != nil {
-		if err := writeAtomic(o.recordTrace, func(w io.Writer) error { return sim.WriteTrace(w, rec.jobs) }); err != nil {
+		if err := atomicfile.WriteWith(o.recordTrace, 0o644, func(w io.Writer) error { return sim.WriteTrace(w, rec.jobs) }); err != nil {
 			return badFlag(simFlagRecordTrace, err)
 		}
 	}
 	if o.out != "" {
-		if err := writeAtomic(o.out, func(w io.Writer) error { return res.WriteJSON(w) }); err != nil {
+		if err := atomicfile.WriteWith(o.out, 0o644, func(w io.Writer) error { return res.WriteJSON(w) }); err != nil {
 			return badFlag(simFlagOut, err)
 		}
 	}
@@ -401,36 +402,6 @@ func (o *simulateOptions) save(res *sim.SweepResult, rec *recorder) error {
 		}
 	}
 	return nil
-}
-
-// writeAtomic writes a file (mode 0644) by write to a temporary file beside
-// it, renamed into place only when complete; on failure the temporary file
-// is removed and path is untouched.
-func writeAtomic(path string, write func(w io.Writer) error) (err error) {
-	dir := "."
-	if i := strings.LastIndexByte(path, '/'); i >= 0 {
-		dir = path[:i+1]
-	}
-	f, err := os.CreateTemp(dir, ".synergy-*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err := write(f); err != nil {
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }
 
 // writesToTerminal reports whether w is a terminal (progress is then
