@@ -261,18 +261,21 @@ func (o *simulateOptions) parseOutput(c *cli.Command) error {
 	return nil
 }
 
+// parsePositiveList reads a comma-separated list of positive numbers (or
+// non-negative ones, with allowZero).
 func parsePositiveList(s string, allowZero ...bool) ([]float64, error) {
-	var out []float64
-	for _, f := range splitList(s) {
+	fields := splitList(s)
+	if len(fields) == 0 {
+		return nil, errors.New("no values given")
+	}
+	zeroOK := len(allowZero) > 0 && allowZero[0]
+	out := make([]float64, len(fields))
+	for i, f := range fields {
 		v, err := strconv.ParseFloat(f, 64)
-		zeroOK := len(allowZero) > 0 && allowZero[0] && v == 0
-		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) || (!(v > 0) && !zeroOK) {
+		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) || (!(v > 0) && !(zeroOK && v == 0)) {
 			return nil, fmt.Errorf("%q is not a positive number", f)
 		}
-		out = append(out, v)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no values given")
+		out[i] = v
 	}
 	return out, nil
 }

@@ -26,6 +26,19 @@ func mustJob(t testing.TB, id int, model string, arrival float64, iters int64, g
 	return j
 }
 
+// drain reads every job of src, which must yield exactly n.
+func drain(t *testing.T, src Source, n int) []*scheduler.Job {
+	t.Helper()
+	var jobs []*scheduler.Job
+	for j, ok := src.Next(); ok; j, ok = src.Next() {
+		jobs = append(jobs, j)
+	}
+	if len(jobs) != n {
+		t.Fatalf("%d jobs, want %d", len(jobs), n)
+	}
+	return jobs
+}
+
 // roundChecker returns an OnRound hook that fails t (naming label) when a
 // round puts a server over capacity or places a job twice or on another
 // GPU count than it asked for; each, when set, then sees every placement.
