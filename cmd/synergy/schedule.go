@@ -16,15 +16,6 @@ import (
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
-// Flag names of `synergy schedule`.
-const (
-	schedFlagCluster  = "cluster"
-	schedFlagStrategy = "strategy"
-	schedFlagJSON     = "json"
-	schedFlagUsed     = "used"
-	schedFlagPolicy   = "policy"
-)
-
 func scheduleCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "schedule",
@@ -47,6 +38,15 @@ func scheduleCommand() *cli.Command {
 		Action: runSchedule,
 	}
 }
+
+// Flag names of `synergy schedule`.
+const (
+	schedFlagCluster  = "cluster"
+	schedFlagStrategy = "strategy"
+	schedFlagJSON     = "json"
+	schedFlagUsed     = "used"
+	schedFlagPolicy   = "policy"
+)
 
 // parseJobArg splits "PATH[:gpus=N]" or "zoo:NAME[:gpus=N]".
 func parseJobArg(arg string) (source, name string, gpus int, err error) {
