@@ -86,12 +86,8 @@ type Policy interface {
 	Order(queue []*Active, ctx OrderContext) []*Active
 }
 
-// orderBy sets each job's sort key and sorts queue by it, stably (ties
-// keep their previous order, as the original's list.sort does).
-func orderBy(queue []*Active, key func(a *Active) [3]float64) {
-	for _, a := range queue {
-		a.key = key(a)
-	}
+// sortByKey stably sorts queue by the key fields already filled in.
+func sortByKey(queue []*Active) {
 	less := func(a, b *Active) int {
 		for k := range a.key {
 			if a.key[k] < b.key[k] {
@@ -116,7 +112,10 @@ func (FIFO) Name() string { return "fifo" }
 
 // Order implements Policy.
 func (FIFO) Order(queue []*Active, _ OrderContext) []*Active {
-	orderBy(queue, func(a *Active) [3]float64 { return [3]float64{a.Job.ArrivalSeconds} })
+	for _, a := range queue {
+		a.key = [3]float64{a.Job.ArrivalSeconds}
+	}
+	sortByKey(queue)
 	return queue
 }
 
@@ -128,9 +127,10 @@ func (SRTF) Name() string { return "srtf" }
 
 // Order implements Policy.
 func (SRTF) Order(queue []*Active, ctx OrderContext) []*Active {
-	orderBy(queue, func(a *Active) [3]float64 {
-		return [3]float64{-float64(a.Priority), a.RemainingSeconds(ctx.FairRates), a.Job.ArrivalSeconds}
-	})
+	for _, a := range queue {
+		a.key = [3]float64{-float64(a.Priority), a.RemainingSeconds(ctx.FairRates), a.Job.ArrivalSeconds}
+	}
+	sortByKey(queue)
 	return queue
 }
 
@@ -145,9 +145,10 @@ func (LAS) Name() string { return "las" }
 
 // Order implements Policy.
 func (LAS) Order(queue []*Active, ctx OrderContext) []*Active {
-	orderBy(queue, func(a *Active) [3]float64 {
-		return [3]float64{-float64(a.Priority), a.AttainedSeconds * float64(a.Job.GPUs), a.Job.ArrivalSeconds}
-	})
+	for _, a := range queue {
+		a.key = [3]float64{-float64(a.Priority), a.AttainedSeconds * float64(a.Job.GPUs), a.Job.ArrivalSeconds}
+	}
+	sortByKey(queue)
 	var offer []*Active
 	free := ctx.FreeGPUs
 	for _, a := range queue {
@@ -180,12 +181,13 @@ func (f FTF) Name() string {
 
 // Order implements Policy.
 func (f FTF) Order(queue []*Active, ctx OrderContext) []*Active {
-	orderBy(queue, func(a *Active) [3]float64 {
+	for _, a := range queue {
 		rho := a.FinishTimeFairness(ctx.NowSeconds, ctx.FairRates)
 		if !f.Ascending {
 			rho = -rho
 		}
-		return [3]float64{-float64(a.Priority), rho, a.Job.ArrivalSeconds}
-	})
+		a.key = [3]float64{-float64(a.Priority), rho, a.Job.ArrivalSeconds}
+	}
+	sortByKey(queue)
 	return queue
 }
