@@ -119,8 +119,8 @@ func IdealDemand(j *Job, s Shape) Demand {
 	}
 	wide := j.GPUs > s.PerServer.GPUs
 	var cappedCPU, cappedMem bool
-	d.Ideal.CPUs, cappedCPU = capAtServer(d.Ideal.CPUs, s.PerServer.CPUs, g*s.Fair.CPUs, wide)
-	d.Ideal.MemBytes, cappedMem = capAtServer(d.Ideal.MemBytes, s.PerServer.MemBytes, g*s.Fair.MemBytes, wide)
+	d.Ideal.CPUs, cappedCPU = capAtServer(d.Ideal.CPUs, s.PerServer.CPUs, s.Fair.CPUs, g, wide)
+	d.Ideal.MemBytes, cappedMem = capAtServer(d.Ideal.MemBytes, s.PerServer.MemBytes, s.Fair.MemBytes, g, wide)
 	line := (cappedCPU || cappedMem) && !wide
 	if wide {
 		d.Speedup = 1
@@ -137,14 +137,14 @@ func IdealDemand(j *Job, s Shape) Demand {
 }
 
 // capAtServer caps one dimension of an ideal demand at the server's size,
-// or, for a job wider than a server, at its GPU-proportional amount fair;
-// capped says whether it did.
-func capAtServer(ideal, server, fair float64, wide bool) (v float64, capped bool) {
+// or, for a job of gpus GPUs wider than a server, at its GPU-proportional
+// amount (fairPerGPU × gpus); capped says whether it did.
+func capAtServer(ideal, server, fairPerGPU, gpus float64, wide bool) (v float64, capped bool) {
 	switch {
 	case !(ideal > server):
 		return ideal, false
 	case wide:
-		return fair, true
+		return gpus * fairPerGPU, true
 	}
 	return server, true
 }

@@ -43,16 +43,21 @@ func Schedule(r *Round, s Strategy, jobs []*Job) []Decision {
 		return b.PlaceAll(r, jobs)
 	}
 	out := make([]Decision, len(jobs))
-	offerEach(r, s, jobs, out)
+	offerEach(r, s, jobs, func(j *Job) *Job { return j }, out)
 	return out
 }
 
-// SchedulePlaced is Schedule for a caller that reads the placements from r
-// (EachPlacement) and needs no decisions, as the simulator does every
-// round: it returns how many jobs were placed and spends nothing on the
-// jobs left waiting.
-func SchedulePlaced(r *Round, s Strategy, jobs []*Job) int {
+// SchedulePlaced is Schedule over a policy's offer (Offer) for a caller
+// that reads the placements from r (EachPlacement) and needs no decisions,
+// as the simulator does every round: it returns how many jobs were placed,
+// spends nothing on the jobs left waiting and stops offering once no GPU is
+// free.
+func SchedulePlaced(r *Round, s Strategy, offer []*Active) int {
 	if b, ok := s.(BatchStrategy); ok {
+		jobs := make([]*Job, len(offer))
+		for k, a := range offer {
+			jobs[k] = a.Job
+		}
 		n := 0
 		for _, d := range b.PlaceAll(r, jobs) {
 			if d.Placed {
@@ -61,14 +66,19 @@ func SchedulePlaced(r *Round, s Strategy, jobs []*Job) int {
 		}
 		return n
 	}
-	return offerEach(r, s, jobs, nil)
+	return offerEach(r, s, offer, func(a *Active) *Job { return a.Job }, nil)
 }
 
-// offerEach offers jobs to s one at a time, in order, each only when its
-// GPUs fit the GPUs still free, and counts the jobs placed. out, when not
-// nil, receives each job's decision at its index.
-func offerEach(r *Round, s Strategy, jobs []*Job, out []Decision) (placed int) {
-	for k, j := range jobs {
+// offerEach offers the jobs of offer to s one at a time, in order, each
+// only when its GPUs fit the GPUs still free, and counts the jobs placed.
+// out, when not nil, receives each job's decision at its index; when nil,
+// offering stops once no GPU is free (every job needs at least one).
+func offerEach[T any](r *Round, s Strategy, offer []T, job func(T) *Job, out []Decision) (placed int) {
+	for k, x := range offer {
+		if out == nil && r.FreeGPUs() == 0 {
+			break
+		}
+		j := job(x)
 		if j.GPUs > r.FreeGPUs() {
 			if out != nil {
 				out[k] = waitingForGPUs(r, j)

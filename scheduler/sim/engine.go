@@ -172,7 +172,6 @@ type run struct {
 	index   map[*scheduler.Job]*scheduler.Active
 	// ideal is each queued job's speed-up at its ideal demand.
 	ideal                  map[*scheduler.Job]float64
-	offer                  []*scheduler.Job // this round's, reused
 	finished               []done
 	windowSeen, windowDone int
 	util                   utilAcc
@@ -263,24 +262,21 @@ func (s *run) skipIdle() {
 // the offered jobs on an empty cluster. It fails when nothing can ever be
 // placed (nothing placed, and no job left to arrive).
 func (s *run) place() (*scheduler.Round, error) {
-	s.order.NowSeconds = s.now
+	now, starved, ideal := s.now, s.cfg.StarvationSeconds, s.ideal
+	s.order.NowSeconds = now
 	offer := scheduler.Offer(s.cfg.Policy, s.cfg.Strategy, s.queue, s.cfg.Cluster, s.order)
 	for _, a := range s.queue {
-		since := s.now - a.Job.ArrivalSeconds
+		since := now - a.Job.ArrivalSeconds
 		if a.LastRunEndSeconds >= 0 {
-			since = s.now - a.LastRunEndSeconds
+			since = now - a.LastRunEndSeconds
 		}
-		if since > s.cfg.StarvationSeconds {
+		if since > starved {
 			a.Priority = 1
 		}
-		a.Speedup = s.ideal[a.Job]
+		a.Speedup = ideal[a.Job]
 	}
 	r := scheduler.NewRound(s.cfg.Cluster)
-	s.offer = s.offer[:0]
-	for _, a := range offer {
-		s.offer = append(s.offer, a.Job)
-	}
-	placed := scheduler.SchedulePlaced(r, s.cfg.Strategy, s.offer)
+	placed := scheduler.SchedulePlaced(r, s.cfg.Strategy, offer)
 	if placed == 0 && s.pending == nil && !s.more {
 		a := offer
 		if len(a) == 0 {
