@@ -17,18 +17,21 @@ type DRF struct {
 	Tune bool
 }
 
-func (d DRF) Name() string {
-	if d.Tune {
-		return "drf+tune"
-	}
-	return "drf"
-}
+func (d DRF) Name() string { return withTune("drf", d.Tune) }
 
 // FairRates implements Strategy: Synergy runs DRF without `fair`.
 func (DRF) FairRates() bool { return false }
 
 // LargestFirst implements LargestFirst: off, as in the original's DRF.
 func (DRF) LargestFirst() bool { return false }
+
+// withTune names a strategy's variant that places as TUNE does.
+func withTune(name string, tune bool) string {
+	if tune {
+		return name + "+tune"
+	}
+	return name
+}
 
 // DominantShare is a demand's largest fraction of the cluster's totals, in
 // [0, 1] for a demand that fits the cluster.

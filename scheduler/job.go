@@ -118,28 +118,12 @@ func IdealDemand(j *Job, s Shape) Demand {
 		Speedup: j.Speedup,
 	}
 	wide := j.GPUs > s.PerServer.GPUs
-	line := false
-	if d.Ideal.CPUs > s.PerServer.CPUs {
-		d.Ideal.CPUs = s.PerServer.CPUs
-		line = true
-		if wide {
-			d.Ideal.CPUs = g * s.Fair.CPUs
-			d.Speedup = 1
-			line = false
-		}
-	}
-	if d.Ideal.MemBytes > s.PerServer.MemBytes {
-		d.Ideal.MemBytes = s.PerServer.MemBytes
-		line = true
-		if wide {
-			d.Ideal.MemBytes = g * s.Fair.MemBytes
-			d.Speedup = 1
-			line = false
-		}
-	}
+	var cappedCPU, cappedMem bool
+	d.Ideal.CPUs, cappedCPU = capAtServer(d.Ideal.CPUs, s.PerServer.CPUs, s.Fair.CPUs, g, wide)
+	d.Ideal.MemBytes, cappedMem = capAtServer(d.Ideal.MemBytes, s.PerServer.MemBytes, s.Fair.MemBytes, g, wide)
+	line := (cappedCPU || cappedMem) && !wide
 	if wide {
 		d.Speedup = 1
-		line = false
 	}
 	if line {
 		idealCPU := g * j.IdealCPUsPerGPU
@@ -150,6 +134,19 @@ func IdealDemand(j *Job, s Shape) Demand {
 		}
 	}
 	return d
+}
+
+// capAtServer caps one dimension of an ideal demand at the server's size,
+// or, for a job of gpus GPUs wider than a server, at its GPU-proportional
+// amount (fairPerGPU × gpus); capped says whether it did.
+func capAtServer(ideal, server, fairPerGPU, gpus float64, wide bool) (v float64, capped bool) {
+	switch {
+	case !(ideal > server):
+		return ideal, false
+	case wide:
+		return gpus * fairPerGPU, true
+	}
+	return server, true
 }
 
 // FairDemand is the GPU-proportional share of the job's GPUs.

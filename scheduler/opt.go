@@ -47,7 +47,7 @@ func (Opt) PlaceAll(r *Round, jobs []*Job) []Decision {
 		// No LP answer: place the admitted jobs as TUNE would, saying why.
 		for i, j := range jobs {
 			if j.GPUs > r.FreeGPUs() {
-				out[i] = Decision{JobID: j.ID, Note: "waiting", Shortfalls: []Shortfall{{Resource: "gpu", Need: float64(j.GPUs), Free: float64(r.FreeGPUs())}}}
+				out[i] = waitingForGPUs(r, j)
 				continue
 			}
 			out[i] = Tune{}.Place(r, j)
@@ -391,7 +391,7 @@ func (c *optClass) fairOption() optOption {
 func (p *OptPlan) Apply(r *Round, jobs []*Job, out []Decision) {
 	for _, i := range p.Waiting {
 		j := jobs[i]
-		out[i] = Decision{JobID: j.ID, Note: "waiting", Shortfalls: []Shortfall{{Resource: "gpu", Need: float64(j.GPUs), Free: float64(r.FreeGPUs())}}}
+		out[i] = waitingForGPUs(r, j)
 	}
 	order := make([]int, len(p.Targets))
 	for k := range order {

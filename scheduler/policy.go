@@ -1,10 +1,6 @@
 package scheduler
 
-import (
-	"fmt"
-	"slices"
-	"strings"
-)
+import "slices"
 
 // Active is a job's state while it is in the system: what a Policy orders
 // by.
@@ -70,6 +66,17 @@ type OrderContext struct {
 	LargestFirst bool
 }
 
+// NewOrderContext is the context in which jobs are ordered for strategy s
+// at nowSeconds with freeGPUs free: the strategy's FairRates and
+// LargestFirst.
+func NewOrderContext(s Strategy, nowSeconds float64, freeGPUs int) OrderContext {
+	ctx := OrderContext{NowSeconds: nowSeconds, FreeGPUs: freeGPUs, FairRates: s.FairRates()}
+	if lf, ok := s.(LargestFirst); ok {
+		ctx.LargestFirst = lf.LargestFirst()
+	}
+	return ctx
+}
+
 // Policy orders the runnable jobs each round.
 type Policy interface {
 	Name() string
@@ -78,27 +85,6 @@ type Policy interface {
 	// and returns the jobs to offer this round, in order.
 	Order(queue []*Active, ctx OrderContext) []*Active
 }
-
-// NewPolicy returns the policy called name: fifo, srtf, las, ftf, or
-// ftf-synergy (FTF with the original's ascending order; see FTF).
-func NewPolicy(name string) (Policy, error) {
-	switch name {
-	case "fifo":
-		return FIFO{}, nil
-	case "srtf":
-		return SRTF{}, nil
-	case "las":
-		return LAS{}, nil
-	case "ftf":
-		return FTF{}, nil
-	case "ftf-synergy":
-		return FTF{Ascending: true}, nil
-	}
-	return nil, fmt.Errorf("unknown policy %q (have %s)", name, strings.Join(PolicyNames(), ", "))
-}
-
-// PolicyNames lists the policies NewPolicy knows.
-func PolicyNames() []string { return []string{"fifo", "srtf", "las", "ftf", "ftf-synergy"} }
 
 // sortByKey stably sorts queue by the key fields already filled in.
 func sortByKey(queue []*Active) {

@@ -2,13 +2,16 @@ package scheduler_test
 
 import (
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/synergy-sched/synergy/scheduler"
 	"github.com/synergy-sched/synergy/scheduler/sim"
 )
 
-func genJobs(t *testing.T, n int, multi bool, seed uint64) []*scheduler.Job {
+// genJobs is n jobs from Synergy's generator (9 jobs/h, split 20/70/10),
+// single-GPU or multi-GPU (1/2/4/8), each with its zoo matrix.
+func genJobs(t testing.TB, n int, multi bool, seed uint64) []*scheduler.Job {
 	t.Helper()
 	g, err := sim.NewGenerator(sim.GeneratorConfig{JobsPerHour: 9, Split: [3]float64{20, 70, 10}, Seed: seed, MultiGPU: multi, NumJobs: n})
 	if err != nil {
@@ -101,6 +104,37 @@ func TestOpt_BoundsTuneAndFair(t *testing.T) {
 		}
 		if opt > plan.BoundThroughput+1e-6 || opt < fair-1e-6 {
 			t.Errorf("opt realised %v outside [fair %v, bound %v]", opt, fair, plan.BoundThroughput)
+		}
+	}
+}
+
+// TestSchedulePlaced_SameRoundAsSchedule: for every strategy, placing a
+// policy's offer with SchedulePlaced (the simulator's call, which stops
+// once no GPU is free) leaves the round exactly as Schedule does, and
+// counts Schedule's placed decisions.
+func TestSchedulePlaced_SameRoundAsSchedule(t *testing.T) {
+	c, _ := scheduler.Preset("default")
+	for _, multi := range []bool{false, true} {
+		jobs := genJobs(t, 300, multi, 3)
+		offer := make([]*scheduler.Active, len(jobs))
+		for k, j := range jobs {
+			offer[k] = scheduler.NewActive(j, j.Speedup)
+		}
+		for _, name := range scheduler.StrategyNames() {
+			s, _ := scheduler.NewStrategy(name)
+			r1, r2 := scheduler.NewRound(&c), scheduler.NewRound(&c)
+			want := 0
+			for _, d := range scheduler.Schedule(r1, s, jobs) {
+				if d.Placed {
+					want++
+				}
+			}
+			if got := scheduler.SchedulePlaced(r2, s, offer); got != want || want == 0 {
+				t.Errorf("%s multi=%v: SchedulePlaced placed %d, Schedule %d", name, multi, got, want)
+			}
+			if a, b := r1.Allocations(), r2.Allocations(); !reflect.DeepEqual(a, b) {
+				t.Errorf("%s multi=%v: the rounds differ (%d and %d allocations)", name, multi, len(a), len(b))
+			}
 		}
 	}
 }

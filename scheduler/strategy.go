@@ -3,7 +3,6 @@ package scheduler
 import (
 	"fmt"
 	"sort"
-	"strings"
 )
 
 // Strategy decides how much CPU and memory each offered job gets alongside
@@ -43,44 +42,64 @@ func Schedule(r *Round, s Strategy, jobs []*Job) []Decision {
 	if b, ok := s.(BatchStrategy); ok {
 		return b.PlaceAll(r, jobs)
 	}
-	out := make([]Decision, 0, len(jobs))
-	for _, j := range jobs {
-		if j.GPUs > r.FreeGPUs() {
-			out = append(out, Decision{JobID: j.ID, Note: "waiting", Shortfalls: []Shortfall{{Resource: "gpu", Need: float64(j.GPUs), Free: float64(r.FreeGPUs())}}})
-			continue
-		}
-		out = append(out, s.Place(r, j))
-	}
+	out := make([]Decision, len(jobs))
+	offerEach(r, s, jobs, func(j *Job) *Job { return j }, out)
 	return out
 }
 
-// NewStrategy returns the strategy called name: fair, greedy, tune, opt,
-// drf, drf+tune, tetris or tetris+tune.
-func NewStrategy(name string) (Strategy, error) {
-	switch name {
-	case "fair":
-		return Fair{}, nil
-	case "greedy":
-		return Greedy{}, nil
-	case "tune":
-		return Tune{}, nil
-	case "opt":
-		return Opt{}, nil
-	case "drf":
-		return DRF{}, nil
-	case "drf+tune":
-		return DRF{Tune: true}, nil
-	case "tetris":
-		return Tetris{}, nil
-	case "tetris+tune":
-		return Tetris{Tune: true}, nil
+// SchedulePlaced is Schedule over a policy's offer (Offer) for a caller
+// that reads the placements from r (EachPlacement) and needs no decisions,
+// as the simulator does every round: it returns how many jobs were placed,
+// spends nothing on the jobs left waiting and stops offering once no GPU is
+// free.
+func SchedulePlaced(r *Round, s Strategy, offer []*Active) int {
+	if b, ok := s.(BatchStrategy); ok {
+		jobs := make([]*Job, len(offer))
+		for k, a := range offer {
+			jobs[k] = a.Job
+		}
+		n := 0
+		for _, d := range b.PlaceAll(r, jobs) {
+			if d.Placed {
+				n++
+			}
+		}
+		return n
 	}
-	return nil, fmt.Errorf("unknown strategy %q (have %s)", name, strings.Join(StrategyNames(), ", "))
+	return offerEach(r, s, offer, func(a *Active) *Job { return a.Job }, nil)
 }
 
-// StrategyNames lists the strategies NewStrategy knows.
-func StrategyNames() []string {
-	return []string{"fair", "greedy", "tune", "opt", "drf", "drf+tune", "tetris", "tetris+tune"}
+// offerEach offers the jobs of offer to s one at a time, in order, each
+// only when its GPUs fit the GPUs still free, and counts the jobs placed.
+// out, when not nil, receives each job's decision at its index; when nil,
+// offering stops once no GPU is free (every job needs at least one).
+func offerEach[T any](r *Round, s Strategy, offer []T, job func(T) *Job, out []Decision) (placed int) {
+	for k, x := range offer {
+		if out == nil && r.FreeGPUs() == 0 {
+			break
+		}
+		j := job(x)
+		if j.GPUs > r.FreeGPUs() {
+			if out != nil {
+				out[k] = waitingForGPUs(r, j)
+			}
+			continue
+		}
+		d := s.Place(r, j)
+		if d.Placed {
+			placed++
+		}
+		if out != nil {
+			out[k] = d
+		}
+	}
+	return placed
+}
+
+// waitingForGPUs is the decision for a job not offered: more GPUs than are
+// free.
+func waitingForGPUs(r *Round, j *Job) Decision {
+	return Decision{JobID: j.ID, Note: "waiting", Shortfalls: []Shortfall{{Resource: "gpu", Need: float64(j.GPUs), Free: float64(r.FreeGPUs())}}}
 }
 
 // Fair is GPU-proportional allocation: every GPU comes with the cluster's

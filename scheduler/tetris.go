@@ -20,12 +20,7 @@ type Tetris struct {
 	Tune bool
 }
 
-func (t Tetris) Name() string {
-	if t.Tune {
-		return "tetris+tune"
-	}
-	return "tetris"
-}
+func (t Tetris) Name() string { return withTune("tetris", t.Tune) }
 
 // FairRates implements Strategy: Synergy runs TETRIS without `fair`.
 func (Tetris) FairRates() bool { return false }

@@ -1,10 +1,8 @@
 package sensitivity
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -29,11 +27,6 @@ func ExportFormats() []string {
 
 // SynergyGridVersion tags the synergy-grid JSON.
 const SynergyGridVersion = "synergy-grid/v1"
-
-// IdealFraction is the share of the best throughput the slurm and k8s
-// exports (and the grid's ideal allocation) must reach: the smallest
-// allocation reaching 95% of the best, as scheduler.IdealFraction.
-const IdealFraction = 0.95
 
 // ServerShape is one server of a cluster: CPU cores, DRAM bytes and GPUs.
 type ServerShape struct {
@@ -109,79 +102,41 @@ type SynergyGrid struct {
 	ProfiledMemBytes [2]float64 `json:"profiled_mem_bytes_per_gpu"`
 }
 
-// perGPUMatrix is the profile's matrix per GPU (CPUs and bytes divided by
-// the job's GPUs).
-func perGPUMatrix(p *Profile) (Matrix, int, error) {
-	m, err := p.Matrix()
-	if err != nil {
-		return Matrix{}, 0, err
-	}
-	g := p.Job.GPUs
-	if g < 1 {
-		g = 1
-	}
-	for i := range m.CPUs {
-		m.CPUs[i] /= float64(g)
-	}
-	for i := range m.MemBytes {
-		m.MemBytes[i] /= float64(g)
-	}
-	m.PerGPU = true
-	return m, g, nil
-}
-
 // ExportSynergyGrid builds p's Synergy table for server shape s. p must be
 // filled (every cell of its grid has a value: see Fill).
 func ExportSynergyGrid(p *Profile, s ServerShape) (*SynergyGrid, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	m, g, err := perGPUMatrix(p)
+	fc, fm := s.FairShare()
+	v, err := AtFairShare(p, fc, fm)
 	if err != nil {
-		return nil, err
-	}
-	if p.Job.Batch < 1 {
-		return nil, fmt.Errorf("job.batch: %d: the grid's iter_seconds needs the per-GPU batch", p.Job.Batch)
+		return nil, fmt.Errorf("synergy-grid: %w", err)
 	}
 	def := DefaultServer()
 	dc, dm := def.FairShare()
-	fc, fm := s.FairShare()
-	out := &SynergyGrid{Format: SynergyGridVersion, Name: p.Job.Name, Server: s, FairCPUsPerGPU: fc, FairMemBytesPerGPU: fm,
-		Batch: p.Job.Batch, GPUs: g,
-		ProfiledCPUs:     [2]float64{m.CPUs[0], m.CPUs[len(m.CPUs)-1]},
-		ProfiledMemBytes: [2]float64{m.MemBytes[0], m.MemBytes[len(m.MemBytes)-1]}}
+	out := &SynergyGrid{Format: SynergyGridVersion, Name: v.Name, Server: s, FairCPUsPerGPU: fc, FairMemBytesPerGPU: fm,
+		FairSamplesPerS: v.FairSamplesPerS, FairClamped: v.FairClamped, IterSeconds: v.IterSeconds,
+		Batch: v.Batch, GPUs: v.GPUs, ProfiledCPUs: v.ProfiledCPUs, ProfiledMemBytes: v.ProfiledMemBytes}
 	for i, c := range SynergyGridCPUs() {
 		out.CPUsPerGPU[i] = c * fc / dc
 	}
 	for j, gb := range SynergyGridMemGB() {
 		out.MemBytesPerGPU[j] = math.Round(gb * 1e9 * fm / dm)
 	}
-	ref, inRange := m.At(fc, fm)
-	out.FairClamped = !inRange
-	if !(ref > 0) {
-		return nil, fmt.Errorf("synergy-grid: throughput at the fair share (%g CPUs, %s per GPU) is %v; cannot normalise", fc, gb(fm), ref)
-	}
-	out.FairSamplesPerS = ref
-	out.IterSeconds = float64(p.Job.Batch*g) / ref
-	best := math.Inf(-1)
 	for i, c := range out.CPUsPerGPU {
 		for j, b := range out.MemBytesPerGPU {
-			v, ok := m.At(c, b)
-			out.Table[i][j] = round6(v / ref)
+			x, ok := v.PerGPU.At(c, b)
+			out.Table[i][j] = round6(x / v.FairSamplesPerS)
 			if !ok {
 				out.Clamped[i][j] = true
 				out.ClampedCells++
 			}
-			best = math.Max(best, out.Table[i][j])
 		}
 	}
-	for i := range out.Table {
-		for j := range out.Table[i] {
-			if out.Table[i][j] >= best*IdealFraction && out.Speedup == 0 {
-				out.IdealCPUsPerGPU, out.IdealMemBytesPerGPU, out.Speedup = out.CPUsPerGPU[i], int64(out.MemBytesPerGPU[j]), out.Table[i][j]
-			}
-		}
-	}
+	table := out.Matrix()
+	c, b, speed := smallestReaching(&table)
+	out.IdealCPUsPerGPU, out.IdealMemBytesPerGPU, out.Speedup = c, int64(b), speed
 	return out, nil
 }
 
@@ -292,156 +247,6 @@ func ExportGavel(p *Profile, s ServerShape, gpuType string) (Gavel, error) {
 	}
 	steps := grid.FairSamplesPerS / float64(grid.Batch*grid.GPUs)
 	return Gavel{gpuType: {GavelKey(GavelJobType(p), grid.GPUs): {"null": round6(steps)}}}, nil
-}
-
-// Allocation is the smallest grid point reaching a fraction of the best.
-type Allocation struct {
-	CPUs            float64 // cores, for the whole job
-	MemBytes        int64   // bytes for the whole job (the host's DRAM for "unlimited")
-	MemUnlimited    bool    // the smallest was the unlimited column
-	GPUs            int
-	SamplesPerS     float64
-	BestSamplesPerS float64
-}
-
-// SmallestAllocation returns the cheapest cell of p's grid (fewest CPUs,
-// then least memory) reaching frac of the best throughput.
-func SmallestAllocation(p *Profile, frac float64) (Allocation, error) {
-	m, err := p.Matrix()
-	if err != nil {
-		return Allocation{}, err
-	}
-	best, _, _ := m.Max()
-	if !(best > 0) {
-		return Allocation{}, errors.New("profile: every cell is 0 samples/s: no allocation reaches a share of the best")
-	}
-	c, b := m.Smallest(frac)
-	v, _ := m.At(c, b)
-	a := Allocation{CPUs: c, MemBytes: int64(b), GPUs: max(p.Job.GPUs, 1), SamplesPerS: v, BestSamplesPerS: best}
-	a.MemUnlimited = b == m.MemBytes[len(m.MemBytes)-1] && Unlimited(p.Axes.MemLimitBytes[len(p.Axes.MemLimitBytes)-1])
-	return a, nil
-}
-
-const mebi = 1 << 20
-
-// slurmMem formats bytes for Slurm, rounded up: whole GiB as "NG", else "NM".
-func slurmMem(b int64) string {
-	mi := (b + mebi - 1) / mebi
-	if mi%1024 == 0 {
-		return fmt.Sprintf("%dG", mi/1024)
-	}
-	return fmt.Sprintf("%dM", mi)
-}
-
-// ExportSlurm returns the sbatch/srun flags for the smallest allocation
-// reaching IdealFraction of the best: "--cpus-per-gpu=N --mem-per-gpu=X",
-// CPUs rounded up to whole cores, memory up to whole MiB (G when whole
-// GiB). An unlimited memory column stands at the host's DRAM.
-func ExportSlurm(p *Profile) (string, Allocation, error) {
-	a, err := SmallestAllocation(p, IdealFraction)
-	if err != nil {
-		return "", a, err
-	}
-	cpg := int(math.Ceil(a.CPUs/float64(a.GPUs) - 1e-9))
-	mpg := (a.MemBytes + int64(a.GPUs) - 1) / int64(a.GPUs)
-	return fmt.Sprintf("--cpus-per-gpu=%d --mem-per-gpu=%s", cpg, slurmMem(mpg)), a, nil
-}
-
-var slurmRE = regexp.MustCompile(`^--cpus-per-gpu=(\d+) --mem-per-gpu=(\d+)([MG])$`)
-
-// ParseSlurm reads ExportSlurm's flags back: CPUs and bytes per GPU.
-func ParseSlurm(s string) (cpusPerGPU int, memBytesPerGPU int64, err error) {
-	m := slurmRE.FindStringSubmatch(strings.TrimSpace(s))
-	if m == nil {
-		return 0, 0, fmt.Errorf("slurm flags %q: want --cpus-per-gpu=N --mem-per-gpu=N[MG]", s)
-	}
-	cpusPerGPU, _ = strconv.Atoi(m[1])
-	n, _ := strconv.ParseInt(m[2], 10, 64)
-	unit := int64(mebi)
-	if m[3] == "G" {
-		unit = 1 << 30
-	}
-	return cpusPerGPU, n * unit, nil
-}
-
-// ExportK8s returns a Kubernetes resources block (YAML, written by hand)
-// for the smallest allocation reaching IdealFraction of the best: CPU in
-// millicores and memory in MiB (rounded up), requests equal to limits (the
-// profile was measured under hard limits), and the job's GPUs as
-// nvidia.com/gpu.
-func ExportK8s(p *Profile) (string, Allocation, error) {
-	a, err := SmallestAllocation(p, IdealFraction)
-	if err != nil {
-		return "", a, err
-	}
-	milli := int64(math.Ceil(a.CPUs*1000 - 1e-6))
-	mi := (a.MemBytes + mebi - 1) / mebi
-	var b strings.Builder
-	fmt.Fprintf(&b, "# synergy: %s: smallest allocation reaching %g%% of the best throughput\n", yamlComment(p.Job.Name), IdealFraction*100)
-	fmt.Fprintf(&b, "# (%.1f of %.1f samples/s", a.SamplesPerS, a.BestSamplesPerS)
-	if a.MemUnlimited {
-		b.WriteString("; memory unlimited when profiled: the host's DRAM")
-	}
-	b.WriteString(")\n")
-	b.WriteString("resources:\n")
-	for _, sect := range []string{"requests", "limits"} {
-		fmt.Fprintf(&b, "  %s:\n", sect)
-		fmt.Fprintf(&b, "    cpu: \"%dm\"\n", milli)
-		fmt.Fprintf(&b, "    memory: \"%dMi\"\n", mi)
-		fmt.Fprintf(&b, "    nvidia.com/gpu: \"%d\"\n", a.GPUs)
-	}
-	return b.String(), a, nil
-}
-
-func yamlComment(s string) string { return strings.NewReplacer("\n", " ", "\r", " ").Replace(s) }
-
-// K8sResources is what ParseK8s reads back.
-type K8sResources struct {
-	Requests, Limits map[string]string
-}
-
-// ParseK8s reads the resources block ExportK8s writes (that shape only:
-// two levels of two-space indentation, quoted scalars, # comments).
-func ParseK8s(r io.Reader) (*K8sResources, error) {
-	out := &K8sResources{Requests: map[string]string{}, Limits: map[string]string{}}
-	var sect map[string]string
-	sc := bufio.NewScanner(r)
-	n := 0
-	seenRoot := false
-	for sc.Scan() {
-		n++
-		line := sc.Text()
-		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
-			continue
-		}
-		switch {
-		case line == "resources:":
-			seenRoot = true
-		case line == "  requests:":
-			sect = out.Requests
-		case line == "  limits:":
-			sect = out.Limits
-		case strings.HasPrefix(line, "    ") && sect != nil:
-			k, v, ok := strings.Cut(strings.TrimSpace(line), ": ")
-			if !ok {
-				return nil, fmt.Errorf("k8s line %d: %q is not key: value", n, line)
-			}
-			uq, err := strconv.Unquote(v)
-			if err != nil {
-				return nil, fmt.Errorf("k8s line %d: value %s is not a quoted string", n, v)
-			}
-			sect[k] = uq
-		default:
-			return nil, fmt.Errorf("k8s line %d: unexpected %q", n, line)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	if !seenRoot {
-		return nil, errors.New("k8s: no resources: block")
-	}
-	return out, nil
 }
 
 // ExportOptions are the inputs of the formats beyond the profile.

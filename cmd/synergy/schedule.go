@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
@@ -14,16 +13,7 @@ import (
 
 	"github.com/synergy-sched/synergy/models/zoo"
 	"github.com/synergy-sched/synergy/scheduler"
-	"github.com/synergy-sched/synergy/scheduler/sim"
 	"github.com/synergy-sched/synergy/sensitivity"
-)
-
-// Flag names of `synergy schedule`.
-const (
-	schedFlagCluster  = "cluster"
-	schedFlagStrategy = "strategy"
-	schedFlagJSON     = "json"
-	schedFlagUsed     = "used"
 )
 
 func scheduleCommand() *cli.Command {
@@ -33,13 +23,15 @@ func scheduleCommand() *cli.Command {
 		ArgsUsage: "JOB...",
 		Description: "Each JOB is a profile JSON from `synergy profile` (PATH, or PATH:gpus=N to ask for N GPUs) or a model\n" +
 			"of Synergy's zoo (zoo:NAME or zoo:NAME:gpus=N; " + strings.Join(zoo.Names(), ", ") + ").\n" +
-			"Jobs are offered in the order given (drf and tetris re-order them, as in the simulator) to the\n" +
-			"strategy, on all of the cluster's resources or on what --used leaves free. Printed: each placement with\n" +
-			"the CPUs and memory given against the GPU-proportional share and the predicted speed-up, and why any\n" +
-			"job is left waiting.",
+			"Jobs are offered in --policy's order (fifo: as given; drf and tetris then re-order them, as in the\n" +
+			"simulator) to the strategy, on all of the cluster's resources or on what --used leaves free. Printed:\n" +
+			"each placement with the CPUs and memory given against the GPU-proportional share and the predicted\n" +
+			"speed-up, and why any job is left waiting.\n\n" +
+			namedHelp("Strategies", scheduler.StrategyHelp()) + "\n" + namedHelp("Policies", scheduler.PolicyHelp()),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: schedFlagCluster, Value: "default", Usage: "cluster JSON file or preset (" + strings.Join(scheduler.PresetNames(), ", ") + ")"},
 			&cli.StringFlag{Name: schedFlagStrategy, Value: "tune", Usage: "allocation strategy: " + strings.Join(scheduler.StrategyNames(), ", ")},
+			&cli.StringFlag{Name: schedFlagPolicy, Value: "fifo", Usage: "job-ordering policy: " + strings.Join(scheduler.PolicyNames(), ", ")},
 			&cli.BoolFlag{Name: schedFlagJSON, Usage: "print the placement as JSON instead of a table"},
 			&cli.StringFlag{Name: schedFlagUsed, Usage: `JSON of resources already in use: {"servers": [{"server": "server-3", "gpus": 4, "cpus": 12, "mem_bytes": 250000000000}]}`},
 		},
@@ -47,12 +39,14 @@ func scheduleCommand() *cli.Command {
 	}
 }
 
-// scheduleJob is one queued job and where it came from.
-type scheduleJob struct {
-	arg  string
-	job  *scheduler.Job
-	name string
-}
+// Flag names of `synergy schedule`.
+const (
+	schedFlagCluster  = "cluster"
+	schedFlagStrategy = "strategy"
+	schedFlagJSON     = "json"
+	schedFlagUsed     = "used"
+	schedFlagPolicy   = "policy"
+)
 
 // parseJobArg splits "PATH[:gpus=N]" or "zoo:NAME[:gpus=N]".
 func parseJobArg(arg string) (source, name string, gpus int, err error) {
@@ -76,95 +70,44 @@ func parseJobArg(arg string) (source, name string, gpus int, err error) {
 	return "profile", rest, gpus, nil
 }
 
-// loadJobs turns the JOB arguments into jobs for a cluster of shape s;
-// warnings say where a profile had to be clamped.
-func loadJobs(args []string, s scheduler.Shape) ([]scheduleJob, []string, error) {
+// loadJobs turns the JOB arguments into jobs (ID = the argument's index)
+// for a cluster of shape s.
+func loadJobs(args []string, s scheduler.Shape) ([]*scheduler.Job, error) {
 	if len(args) == 0 {
-		return nil, nil, errors.New("no jobs given: name profile JSON files or zoo:MODEL")
+		return nil, errors.New("no jobs given: name profile JSON files or zoo:MODEL")
 	}
-	var out []scheduleJob
-	var warnings []string
+	var out []*scheduler.Job
 	for id, arg := range args {
 		kind, name, gpus, err := parseJobArg(arg)
 		if err != nil {
-			return nil, nil, fmt.Errorf("job %d: %w", id, err)
+			return nil, fmt.Errorf("job %d: %w", id, err)
 		}
 		var j *scheduler.Job
 		switch kind {
 		case "zoo":
-			if gpus == 0 {
-				gpus = 1
-			}
-			if j, err = sim.ZooJob(id, name, 0, 1, gpus, nil); err != nil {
-				return nil, nil, fmt.Errorf("job %d %q: %w", id, arg, err)
+			if j, err = scheduler.ZooJob(id, name, 0, 1, max(gpus, 1), nil); err != nil {
+				return nil, fmt.Errorf("job %d %q: %w", id, arg, err)
 			}
 		default:
 			p, err := sensitivity.LoadFilled(name) // as matrix reads it: holes predicted
 			if err != nil {
-				return nil, nil, fmt.Errorf("job %d: %w", id, err)
+				return nil, fmt.Errorf("job %d: %w", id, err)
 			}
 			if j, err = scheduler.JobFromProfile(id, p, s); err != nil {
-				return nil, nil, fmt.Errorf("job %d %s: %w", id, name, err)
+				return nil, fmt.Errorf("job %d %s: %w", id, name, err)
 			}
 			if gpus > 0 {
 				// The matrix is per GPU: asking for more GPUs scales the
 				// demand, not the sensitivity.
 				j.GPUs = gpus
 			}
-			for _, w := range j.Warnings {
-				warnings = append(warnings, fmt.Sprintf("job %d (%s): %s", id, j.Model, w))
-			}
 		}
 		if err := j.Validate(); err != nil {
-			return nil, nil, fmt.Errorf("job %d %q: %w", id, arg, err)
+			return nil, fmt.Errorf("job %d %q: %w", id, arg, err)
 		}
-		out = append(out, scheduleJob{arg: arg, job: j, name: j.Model})
+		out = append(out, j)
 	}
-	return out, warnings, nil
-}
-
-// usedFile is --used: resources held per server.
-type usedFile struct {
-	Servers []struct {
-		Server   string  `json:"server"`
-		GPUs     int     `json:"gpus"`
-		CPUs     float64 `json:"cpus"`
-		MemBytes float64 `json:"mem_bytes"`
-	} `json:"servers"`
-}
-
-// reserveUsed marks --used's resources as taken on r.
-func reserveUsed(r *scheduler.Round, path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	var u usedFile
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&u); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	c := r.Cluster()
-	index := map[string]int{}
-	for i, s := range c.Servers {
-		index[s.Name] = i
-	}
-	for k, s := range u.Servers {
-		i, ok := index[s.Server]
-		if !ok {
-			return fmt.Errorf("%s: servers[%d].server = %q: no such server in cluster %s", path, k, s.Server, c.Name)
-		}
-		if s.GPUs < 0 || s.CPUs < 0 || s.MemBytes < 0 {
-			return fmt.Errorf("%s: servers[%d]: negative usage", path, k)
-		}
-		held := &scheduler.Job{ID: -1 - k, Model: "in use", GPUs: max(s.GPUs, 1)}
-		a := scheduler.Allocation{JobID: held.ID, Servers: []scheduler.ServerAlloc{{Server: i, GPUs: s.GPUs, CPUs: s.CPUs, MemBytes: s.MemBytes}}, Speedup: 1}
-		if err := r.Reserve(held, a); err != nil {
-			return fmt.Errorf("%s: servers[%d]: %w", path, k, err)
-		}
-	}
-	return nil
+	return out, nil
 }
 
 // schedulePlacement is one placed job in the output.
@@ -173,7 +116,7 @@ type schedulePlacement struct {
 	Name     string                  `json:"name"`
 	Arg      string                  `json:"arg"`
 	GPUs     int                     `json:"gpus"`
-	Servers  []schedulePlacementPart `json:"servers"`
+	Servers  []scheduler.ServerShare `json:"servers"`
 	CPUs     float64                 `json:"cpus"`
 	MemBytes float64                 `json:"mem_bytes"`
 	// FairCPUs and FairMemBytes are the GPU-proportional share of the
@@ -182,13 +125,6 @@ type schedulePlacement struct {
 	FairMemBytes float64 `json:"fair_mem_bytes"`
 	Speedup      float64 `json:"speedup"`
 	Note         string  `json:"note"`
-}
-
-type schedulePlacementPart struct {
-	Server   string  `json:"server"`
-	GPUs     int     `json:"gpus"`
-	CPUs     float64 `json:"cpus"`
-	MemBytes float64 `json:"mem_bytes"`
 }
 
 type scheduleWaiting struct {
@@ -204,6 +140,7 @@ type scheduleWaiting struct {
 type scheduleResult struct {
 	Cluster    string              `json:"cluster"`
 	Strategy   string              `json:"strategy"`
+	Policy     string              `json:"policy"`
 	FairShare  scheduler.PerGPU    `json:"fair_share_per_gpu"`
 	Placements []schedulePlacement `json:"placements"`
 	Waiting    []scheduleWaiting   `json:"waiting"`
@@ -214,108 +151,69 @@ type scheduleResult struct {
 }
 
 func runSchedule(ctx context.Context, c *cli.Command) error {
-	flagErr := func(name string, err error) error { return fmt.Errorf("--%s: %w", name, err) }
 	cluster, err := scheduler.LoadCluster(c.String(schedFlagCluster))
 	if err != nil {
-		return flagErr(schedFlagCluster, err)
+		return badFlag(schedFlagCluster, err)
 	}
-	strategy, err := scheduler.NewStrategy(c.String(schedFlagStrategy))
-	if err != nil {
-		return flagErr(schedFlagStrategy, err)
+	q := scheduler.Queue{Cluster: &cluster}
+	if q.Strategy, err = scheduler.NewStrategy(c.String(schedFlagStrategy)); err != nil {
+		return badFlag(schedFlagStrategy, err)
 	}
-	newRound := func() (*scheduler.Round, error) {
-		r := scheduler.NewRound(&cluster)
-		if path := c.String(schedFlagUsed); path != "" {
-			if err := reserveUsed(r, path); err != nil {
-				return nil, flagErr(schedFlagUsed, err)
-			}
+	if q.Policy, err = scheduler.NewPolicy(c.String(schedFlagPolicy)); err != nil {
+		return badFlag(schedFlagPolicy, err)
+	}
+	used := c.String(schedFlagUsed)
+	if used != "" {
+		if q.InUse, err = scheduler.LoadUsage(used); err != nil {
+			return badFlag(schedFlagUsed, err)
 		}
-		return r, nil
 	}
-	r, err := newRound()
-	if err != nil {
-		return err
+	args := c.Args().Slice()
+	if q.Jobs, err = loadJobs(args, scheduler.ShapeOf(&cluster)); err != nil {
+		return fmt.Errorf("schedule: %w", err)
 	}
-	var probe *scheduler.Round
-	if _, ok := strategy.(scheduler.Opt); ok {
-		probe, _ = newRound()
+	plan, err := scheduler.PlaceQueue(q)
+	if ue := (*scheduler.InUseError)(nil); errors.As(err, &ue) {
+		return badFlag(schedFlagUsed, fmt.Errorf("%s: %w", used, ue.Err))
 	}
-	shape := r.Shape()
-	queue, warnings, err := loadJobs(c.Args().Slice(), shape)
 	if err != nil {
 		return fmt.Errorf("schedule: %w", err)
 	}
-	res, err := schedule(r, probe, strategy, queue)
-	if err != nil {
-		return err
-	}
-	res.Warnings = append(warnings, res.Warnings...)
+	res := scheduleResultOf(plan, args)
+	w := c.Root().Writer
 	if c.Bool(schedFlagJSON) {
 		b, err := json.MarshalIndent(res, "", "  ")
 		if err != nil {
 			return fmt.Errorf("encode placement: %w", err)
 		}
-		_, err = os.Stdout.Write(append(b, '\n'))
+		_, err = w.Write(append(b, '\n'))
 		return err
 	}
-	return printSchedule(os.Stdout, res)
+	return printSchedule(w, res)
 }
 
-// schedule offers the queue (in order, as FIFO arrivals; DRF and Tetris
-// re-order it) to the strategy on r. probe, when set, is a copy of r on
-// which OPT's LP bound is computed.
-func schedule(r, probe *scheduler.Round, s scheduler.Strategy, queue []scheduleJob) (*scheduleResult, error) {
-	c := r.Cluster()
-	shape := r.Shape()
-	res := &scheduleResult{Cluster: c.Name, Strategy: s.Name(), FairShare: shape.Fair, Placements: []schedulePlacement{}, Waiting: []scheduleWaiting{}, Warnings: []string{}}
-	var actives []*scheduler.Active
-	byID := map[int]scheduleJob{}
-	for k, q := range queue {
-		q.job.ArrivalSeconds = float64(k)
-		actives = append(actives, scheduler.NewActive(q.job, scheduler.IdealDemand(q.job, shape).Speedup))
-		byID[q.job.ID] = q
-		if q.job.GPUs > c.Totals().GPUs {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("job %d (%s) needs %d GPUs; the cluster has %d", q.job.ID, q.name, q.job.GPUs, c.Totals().GPUs))
-		}
-	}
-	offer := scheduler.Offer(scheduler.FIFO{}, s, actives, c, scheduler.OrderContext{FreeGPUs: r.FreeGPUs(), FairRates: s.FairRates()})
-	jobs := make([]*scheduler.Job, len(offer))
-	for k, a := range offer {
-		jobs[k] = a.Job
-	}
-	if probe != nil {
-		if plan, err := scheduler.SolveOpt(probe, jobs); err == nil {
-			res.OptBound = &plan.BoundThroughput
-		}
-	}
-	decisions := scheduler.Schedule(r, s, jobs)
-	// Final allocations: TUNE may have reverted earlier placements.
-	final := map[int]scheduler.Allocation{}
-	r.EachPlacement(func(j *scheduler.Job, a *scheduler.Allocation) { final[j.ID] = *a })
-	for _, d := range decisions {
-		q := byID[d.JobID]
-		if !d.Placed {
-			res.Waiting = append(res.Waiting, scheduleWaiting{Job: d.JobID, Name: q.name, Arg: q.arg, GPUs: q.job.GPUs, Reason: d.Reason(), Shortfalls: d.Shortfalls})
+// scheduleResultOf splits a plan into placed and waiting jobs, each with
+// its JOB argument (job IDs are argument indices).
+func scheduleResultOf(plan *scheduler.QueuePlan, args []string) *scheduleResult {
+	res := &scheduleResult{Cluster: plan.Cluster, Strategy: plan.Strategy, Policy: plan.Policy, FairShare: plan.FairShare,
+		Placements: []schedulePlacement{}, Waiting: []scheduleWaiting{}, Warnings: plan.Warnings, OptBound: plan.OptBound}
+	for _, o := range plan.Jobs {
+		if !o.Placed {
+			res.Waiting = append(res.Waiting, scheduleWaiting{Job: o.JobID, Name: o.Model, Arg: args[o.JobID], GPUs: o.GPUs, Reason: o.Reason, Shortfalls: o.Shortfalls})
 			continue
 		}
-		a := final[d.JobID]
-		fair := shape.Fair.Times(q.job.GPUs)
-		p := schedulePlacement{Job: d.JobID, Name: q.name, Arg: q.arg, GPUs: q.job.GPUs, FairCPUs: fair.CPUs, FairMemBytes: fair.MemBytes, Speedup: a.Speedup, Note: d.Note}
-		if a.Reverted {
-			p.Note += "; later reverted to fair share to make room"
-		}
-		for _, sa := range a.Servers {
-			p.Servers = append(p.Servers, schedulePlacementPart{Server: c.Servers[sa.Server].Name, GPUs: sa.GPUs, CPUs: sa.CPUs, MemBytes: sa.MemBytes})
-			p.CPUs += sa.CPUs
-			p.MemBytes += sa.MemBytes
-		}
-		res.Placements = append(res.Placements, p)
+		res.Placements = append(res.Placements, schedulePlacement{Job: o.JobID, Name: o.Model, Arg: args[o.JobID], GPUs: o.GPUs,
+			Servers: o.Servers, CPUs: o.CPUs, MemBytes: o.MemBytes, FairCPUs: o.FairCPUs, FairMemBytes: o.FairMemBytes, Speedup: o.Speedup, Note: o.Note})
 	}
-	return res, nil
+	return res
 }
 
 func printSchedule(w io.Writer, res *scheduleResult) error {
-	fmt.Fprintf(w, "%s: strategy %s; GPU-proportional share %s CPUs and %s per GPU\n", res.Cluster, res.Strategy, fnum(res.FairShare.CPUs), gbText(res.FairShare.MemBytes))
+	how := "strategy " + res.Strategy
+	if res.Policy != (scheduler.FIFO{}).Name() {
+		how += ", policy " + res.Policy
+	}
+	fmt.Fprintf(w, "%s: %s; GPU-proportional share %s CPUs and %s per GPU\n", res.Cluster, how, fnum(res.FairShare.CPUs), gbText(res.FairShare.MemBytes))
 	for _, warn := range res.Warnings {
 		fmt.Fprintln(w, "warning:", warn)
 	}
@@ -350,6 +248,14 @@ func printSchedule(w io.Writer, res *scheduleResult) error {
 		fmt.Fprintf(w, "waiting: job %d (%s, %d GPUs): %s\n", q.Job, q.Name, q.GPUs, q.Reason)
 	}
 	return nil
+}
+
+// badFlag says which flag err is about.
+func badFlag(name string, err error) error { return fmt.Errorf("--%s: %w", name, err) }
+
+// namedHelp lists a registry's help lines under a title, indented.
+func namedHelp(title, lines string) string {
+	return title + ":\n  " + strings.ReplaceAll(strings.TrimSuffix(lines, "\n"), "\n", "\n  ")
 }
 
 func fnum(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }

@@ -3,22 +3,12 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
 const goldenProfile = "../../sensitivity/testdata/profile_v1.golden.json"
-
-func runSynergy(t *testing.T, b *binaries, args ...string) (stdout, stderr string, err error) {
-	t.Helper()
-	cmd := exec.Command(b.synergy, args...)
-	var o, e strings.Builder
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err = cmd.Run()
-	return o.String(), e.String(), err
-}
 
 func writeFile(t *testing.T, name, body string) string {
 	t.Helper()
@@ -32,8 +22,7 @@ func writeFile(t *testing.T, name, body string) string {
 // TestScheduleE2E_DemoProfile is the Makefile demo: a profile measured on a
 // 2-core machine, placed on the default cluster, with the range warning.
 func TestScheduleE2E_DemoProfile(t *testing.T) {
-	b := buildBinaries(t)
-	out, stderr, err := runSynergy(t, b, "schedule", "--cluster", "default", goldenProfile)
+	out, stderr, err := runCLI(t, "schedule", "--cluster", "default", goldenProfile)
 	if err != nil {
 		t.Fatalf("%v\n%s%s", err, out, stderr)
 	}
@@ -52,12 +41,11 @@ func TestScheduleE2E_DemoProfile(t *testing.T) {
 }
 
 func TestScheduleE2E_JSONPlacementAgainstFairShare(t *testing.T) {
-	b := buildBinaries(t)
 	// 2 servers × (4 GPUs, 12 CPUs, 250 GB): fair share 3 CPUs, 62.5 GB.
 	cluster := writeFile(t, "cluster.json", `{"name": "lab", "groups": [{"count": 2, "gpus": 4, "cpus": 12, "mem_bytes": 250000000000}]}`)
 	for _, strategy := range []string{"tune", "opt", "drf+tune", "tetris+tune", "fair"} {
 		t.Run(strategy, func(t *testing.T) {
-			out, stderr, err := runSynergy(t, b, "schedule", "--cluster", cluster, "--strategy", strategy, "--json",
+			out, stderr, err := runCLI(t, "schedule", "--cluster", cluster, "--strategy", strategy, "--json",
 				goldenProfile+":gpus=2", "zoo:res18", "zoo:alexnet:gpus=4", "zoo:gnmt")
 			if err != nil {
 				t.Fatalf("%v\n%s", err, stderr)
@@ -112,12 +100,11 @@ func TestScheduleE2E_JSONPlacementAgainstFairShare(t *testing.T) {
 }
 
 func TestScheduleE2E_WaitingReasons(t *testing.T) {
-	b := buildBinaries(t)
 	cluster := writeFile(t, "one.json", `{"servers": [{"name": "box", "gpus": 2, "cpus": 6, "mem_bytes": 250000000000}]}`)
 	used := writeFile(t, "used.json", `{"servers": [{"server": "box", "gpus": 1, "cpus": 2, "mem_bytes": 0}]}`)
 	// Free: 1 GPU, 4 CPUs. Greedy wants res18's ideal capped at the
 	// server's 6 CPUs: "cpu: need 6, free 4 on box". gnmt×2 needs 2 GPUs.
-	out, stderr, err := runSynergy(t, b, "schedule", "--cluster", cluster, "--used", used, "--strategy", "greedy", "zoo:res18", "zoo:gnmt:gpus=2")
+	out, stderr, err := runCLI(t, "schedule", "--cluster", cluster, "--used", used, "--strategy", "greedy", "zoo:res18", "zoo:gnmt:gpus=2")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
@@ -131,14 +118,13 @@ func TestScheduleE2E_WaitingReasons(t *testing.T) {
 		}
 	}
 	// Tune drops res18 to its fair share (3 CPUs) and places it.
-	out, _, err = runSynergy(t, b, "schedule", "--cluster", cluster, "--used", used, "zoo:res18")
+	out, _, err = runCLI(t, "schedule", "--cluster", cluster, "--used", used, "zoo:res18")
 	if err != nil || !strings.Contains(out, "dropped to fair share") {
 		t.Errorf("tune: %v\n%s", err, out)
 	}
 }
 
 func TestScheduleE2E_BadInputNamesTheFlag(t *testing.T) {
-	b := buildBinaries(t)
 	badUsed := writeFile(t, "used.json", `{"servers": [{"server": "server-99", "gpus": 1}]}`)
 	overUsed := writeFile(t, "over.json", `{"servers": [{"server": "server-0", "gpus": 9}]}`)
 	cases := []struct {
@@ -146,6 +132,7 @@ func TestScheduleE2E_BadInputNamesTheFlag(t *testing.T) {
 		want string
 	}{
 		{[]string{"--strategy", "best"}, "--strategy: unknown strategy \"best\""},
+		{[]string{"--policy", "lifo", "zoo:res18"}, "--policy: unknown policy \"lifo\""},
 		{[]string{"--cluster", "nowhere"}, "--cluster: cluster \"nowhere\": neither a file nor a preset"},
 		{[]string{"zoo:res18:gpus=0"}, "gpus=0 is not a positive integer"},
 		{[]string{"zoo:resnet"}, "zoo: no model \"resnet\""},
@@ -155,9 +142,9 @@ func TestScheduleE2E_BadInputNamesTheFlag(t *testing.T) {
 		{nil, "no jobs given"},
 	}
 	for _, c := range cases {
-		_, stderr, err := runSynergy(t, b, append([]string{"schedule"}, c.args...)...)
-		if err == nil || !strings.Contains(stderr, c.want) {
-			t.Errorf("%v: err %v, stderr %q; want %q", c.args, err, stderr, c.want)
+		_, _, err := runCLI(t, append([]string{"schedule"}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err %v; want %q", c.args, err, c.want)
 		}
 	}
 }
@@ -165,12 +152,15 @@ func TestScheduleE2E_BadInputNamesTheFlag(t *testing.T) {
 // TestSimulateE2E_NewStrategiesAndPlot runs the strategies of this part by
 // name through `synergy simulate` and draws the CDF.
 func TestSimulateE2E_NewStrategiesAndPlot(t *testing.T) {
-	b := buildBinaries(t)
 	svg := filepath.Join(t.TempDir(), "cdf.svg")
-	out, stderr, err := runSynergy(t, b, "simulate", "--strategies", "opt,drf,drf+tune,tetris,tetris+tune", "--policies", "fifo",
+	out, stderr, err := runCLI(t, "simulate", "--strategies", "opt,drf,drf+tune,tetris,tetris+tune", "--policies", "fifo",
 		"--loads", "6", "--num-jobs", "60", "--window", "all", "--workers", "2", "--plot", svg)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
+	}
+	// Progress goes to the error writer, one line per run off a terminal.
+	if !strings.Contains(stderr, "] 5/5 runs") || strings.Contains(out, "runs,") {
+		t.Errorf("progress not on the error writer:\nstdout %s\nstderr %s", out, stderr)
 	}
 	for _, name := range []string{"opt", "drf+tune", "tetris+tune"} {
 		if !strings.Contains(out, " "+name+" ") {
@@ -184,7 +174,7 @@ func TestSimulateE2E_NewStrategiesAndPlot(t *testing.T) {
 	if !strings.HasPrefix(string(data), "<?xml") || !strings.Contains(string(data), "tetris+tune+fifo") {
 		t.Errorf("plot is not an SVG naming the runs: %.80q", data)
 	}
-	if _, stderr, err := runSynergy(t, b, "simulate", "--plot", "cdf.gif"); err == nil || !strings.Contains(stderr, "--plot: cdf.gif: unknown plot format") {
-		t.Errorf("bad --plot: %v %s", err, stderr)
+	if _, _, err := runCLI(t, "simulate", "--plot", "cdf.gif"); err == nil || !strings.Contains(err.Error(), "--plot: cdf.gif: unknown plot format") {
+		t.Errorf("bad --plot: %v", err)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/synergy-sched/synergy/internal/atomicfile"
 	"github.com/synergy-sched/synergy/report"
 	"github.com/synergy-sched/synergy/scheduler"
 	"github.com/synergy-sched/synergy/scheduler/sim"
@@ -52,7 +52,8 @@ func simulateCommand() *cli.Command {
 		Usage: "simulate scheduling strategies and policies on a cluster, over Synergy's generator, a Philly job log or a recorded trace",
 		Description: "Rounds of --round (300 s) with Synergy's semantics: every round the policy orders the runnable jobs and the\n" +
 			"strategy re-packs them on the empty cluster. Results are over the job ids in --window. A sweep over\n" +
-			"--strategies × --policies × --loads × --seed runs in parallel. Same flags and seed: identical output.",
+			"--strategies × --policies × --loads × --seed runs in parallel. Same flags and seed: identical output.\n\n" +
+			namedHelp("Strategies", scheduler.StrategyHelp()) + "\n" + namedHelp("Policies", scheduler.PolicyHelp()),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: simFlagCluster, Value: "default", Usage: "cluster JSON file or preset (" + strings.Join(scheduler.PresetNames(), ", ") + ")"},
 			&cli.StringFlag{Name: simFlagTrace, Usage: "Synergy recorded trace CSV (job_id,model,arrival_s,iterations,gpus) instead of the generator"},
@@ -83,7 +84,7 @@ func simulateCommand() *cli.Command {
 // simulateOptions is the command's flags, checked.
 type simulateOptions struct {
 	cluster     scheduler.Cluster
-	catalog     *sim.Catalog
+	catalog     *scheduler.Catalog
 	profiles    []string
 	trace       []*scheduler.Job
 	tracePath   string
@@ -113,147 +114,170 @@ type simulateOptions struct {
 // parseSimulateFlags turns flags into options; every error names its flag.
 func parseSimulateFlags(c *cli.Command) (simulateOptions, error) {
 	var o simulateOptions
-	var err error
-	flagErr := func(name string, err error) error { return fmt.Errorf("--%s: %w", name, err) }
-	if o.cluster, err = scheduler.LoadCluster(c.String(simFlagCluster)); err != nil {
-		return o, flagErr(simFlagCluster, err)
+	for _, parse := range []func(*cli.Command) error{o.parseWorkload, o.parseGenerator, o.parseSweep, o.parseOutput} {
+		if err := parse(c); err != nil {
+			return o, err
+		}
 	}
-	o.catalog = sim.NewCatalog(scheduler.ShapeOf(&o.cluster))
-	for _, path := range c.StringSlice(simFlagProfile) {
+	return o, nil
+}
+
+// parseWorkload reads the cluster, the profiles and the workload's source
+// (a trace, a Philly log, or else the generator).
+func (o *simulateOptions) parseWorkload(c *cli.Command) error {
+	var err error
+	if o.cluster, err = scheduler.LoadCluster(c.String(simFlagCluster)); err != nil {
+		return badFlag(simFlagCluster, err)
+	}
+	if err := o.loadProfiles(c.StringSlice(simFlagProfile)); err != nil {
+		return badFlag(simFlagProfile, err)
+	}
+	if c.String(simFlagTrace) != "" && c.String(simFlagPhilly) != "" {
+		return badFlag(simFlagPhilly, fmt.Errorf("cannot be used with --%s: give one workload", simFlagTrace))
+	}
+	if o.tracePath = c.String(simFlagTrace); o.tracePath != "" {
+		if o.trace, err = sim.LoadTrace(o.tracePath, o.catalog); err != nil {
+			return badFlag(simFlagTrace, err)
+		}
+	}
+	if o.phillyPath = c.String(simFlagPhilly); o.phillyPath != "" {
+		if len(o.profiles) > 0 {
+			return badFlag(simFlagPhilly, fmt.Errorf("cannot be used with --%s: Philly jobs take zoo models by --%s", simFlagProfile, simFlagSplit))
+		}
+		if o.philly, o.phillySkips, err = sim.LoadPhilly(o.phillyPath, sim.PhillyOptions{MultiGPU: c.Bool(simFlagMultiGPU)}); err != nil {
+			return badFlag(simFlagPhilly, err)
+		}
+	}
+	if o.phillyArr = c.Bool(simFlagPhillyArr); o.phillyArr && o.phillyPath == "" {
+		return badFlag(simFlagPhillyArr, fmt.Errorf("needs --%s", simFlagPhilly))
+	}
+	switch d := c.String(simFlagPhillyDur); {
+	case d != "" && o.phillyPath == "":
+		return badFlag(simFlagPhillyDur, fmt.Errorf("needs --%s", simFlagPhilly))
+	case d == "":
+		o.phillyGavel = !o.phillyArr
+	case d == "gavel" || d == "log":
+		o.phillyGavel = d == "gavel"
+	default:
+		return badFlag(simFlagPhillyDur, fmt.Errorf("%q is neither gavel nor log", d))
+	}
+	return nil
+}
+
+// loadProfiles adds each profile to the catalog as a model named by its
+// job name, keeping the warnings.
+func (o *simulateOptions) loadProfiles(paths []string) error {
+	o.catalog = scheduler.NewCatalog(scheduler.ShapeOf(&o.cluster))
+	for _, path := range paths {
 		p, err := sensitivity.LoadFilled(path) // as matrix reads it: holes predicted
 		if err != nil {
-			return o, flagErr(simFlagProfile, err)
+			return err
 		}
 		warns, err := o.catalog.AddProfile(p)
 		if err != nil {
-			return o, flagErr(simFlagProfile, fmt.Errorf("%s: %w", path, err))
+			return fmt.Errorf("%s: %w", path, err)
 		}
 		for _, w := range warns {
 			o.warnings = append(o.warnings, fmt.Sprintf("profile %s: %s", p.Job.Name, w))
 		}
 	}
 	o.profiles = o.catalog.Profiles()
-	if c.String(simFlagTrace) != "" && c.String(simFlagPhilly) != "" {
-		return o, flagErr(simFlagPhilly, fmt.Errorf("cannot be used with --%s: give one workload", simFlagTrace))
-	}
-	if o.tracePath = c.String(simFlagTrace); o.tracePath != "" {
-		if o.trace, err = sim.LoadTrace(o.tracePath, o.catalog); err != nil {
-			return o, flagErr(simFlagTrace, err)
-		}
-	}
-	if o.phillyPath = c.String(simFlagPhilly); o.phillyPath != "" {
-		if len(o.profiles) > 0 {
-			return o, flagErr(simFlagPhilly, fmt.Errorf("cannot be used with --%s: Philly jobs take zoo models by --%s", simFlagProfile, simFlagSplit))
-		}
-		if o.philly, o.phillySkips, err = sim.LoadPhilly(o.phillyPath, sim.PhillyOptions{MultiGPU: c.Bool(simFlagMultiGPU)}); err != nil {
-			return o, flagErr(simFlagPhilly, err)
-		}
-	}
-	if o.phillyArr = c.Bool(simFlagPhillyArr); o.phillyArr && o.phillyPath == "" {
-		return o, flagErr(simFlagPhillyArr, fmt.Errorf("needs --%s", simFlagPhilly))
-	}
-	switch d := c.String(simFlagPhillyDur); {
-	case d != "" && o.phillyPath == "":
-		return o, flagErr(simFlagPhillyDur, fmt.Errorf("needs --%s", simFlagPhilly))
-	case d == "":
-		o.phillyGavel = !o.phillyArr
-	case d == "gavel" || d == "log":
-		o.phillyGavel = d == "gavel"
-	default:
-		return o, flagErr(simFlagPhillyDur, fmt.Errorf("%q is neither gavel nor log", d))
-	}
+	return nil
+}
+
+// parseGenerator reads the generator's loads, size, split, GPU demands and
+// seeds.
+func (o *simulateOptions) parseGenerator(c *cli.Command) error {
+	var err error
 	if o.loads, err = parsePositiveList(c.String(simFlagLoads)); err != nil {
-		return o, flagErr(simFlagLoads, err)
+		return badFlag(simFlagLoads, err)
 	}
 	if o.numJobs = c.Int(simFlagNumJobs); o.numJobs < 0 {
-		return o, flagErr(simFlagNumJobs, fmt.Errorf("%d is negative", o.numJobs))
+		return badFlag(simFlagNumJobs, fmt.Errorf("%d is negative", o.numJobs))
 	}
 	split, err := parsePositiveList(c.String(simFlagSplit), true)
 	if err != nil {
-		return o, flagErr(simFlagSplit, err)
+		return badFlag(simFlagSplit, err)
 	}
 	if len(split) != 3 {
-		return o, flagErr(simFlagSplit, fmt.Errorf("%d values; want image,language,speech percentages", len(split)))
+		return badFlag(simFlagSplit, fmt.Errorf("%d values; want image,language,speech percentages", len(split)))
 	}
 	copy(o.split[:], split)
 	o.multiGPU = c.Bool(simFlagMultiGPU)
 	for _, s := range splitList(c.String(simFlagSeed)) {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			return o, flagErr(simFlagSeed, fmt.Errorf("%q is not a non-negative integer", s))
+			return badFlag(simFlagSeed, fmt.Errorf("%q is not a non-negative integer", s))
 		}
 		o.seeds = append(o.seeds, v)
 	}
 	if len(o.seeds) == 0 {
-		return o, flagErr(simFlagSeed, errors.New("no seed given"))
-	}
-	if o.window, err = parseWindow(c.String(simFlagWindow), o.trace != nil || o.phillyArr); err != nil {
-		return o, flagErr(simFlagWindow, err)
-	}
-	if o.strategies, err = checkNames(c.String(simFlagStrategies), func(n string) error { _, err := scheduler.NewStrategy(n); return err }); err != nil {
-		return o, flagErr(simFlagStrategies, err)
-	}
-	if o.policies, err = checkNames(c.String(simFlagPolicies), func(n string) error { _, err := scheduler.NewPolicy(n); return err }); err != nil {
-		return o, flagErr(simFlagPolicies, err)
-	}
-	if o.roundS = c.Duration(simFlagRound).Seconds(); !(o.roundS > 0) {
-		return o, flagErr(simFlagRound, fmt.Errorf("%v is not a positive duration", c.Duration(simFlagRound)))
-	}
-	o.out = c.String(simFlagOut)
-	o.recordTrace = c.String(simFlagRecordTrace)
-	if o.recordTrace != "" && (o.trace != nil || (!o.phillyArr && (len(o.loads) != 1 || len(o.seeds) != 1))) {
-		return o, flagErr(simFlagRecordTrace, errors.New("needs the generator with a single --loads value and a single --seed (or --philly likewise, or --philly-arrivals)"))
-	}
-	o.stopIdle = c.Bool(simFlagStopWhenIdle)
-	if o.workers = c.Int(simFlagWorkers); o.workers < 1 {
-		return o, flagErr(simFlagWorkers, fmt.Errorf("%d: need at least 1", o.workers))
-	}
-	o.json = c.Bool(simFlagJSON)
-	if o.plot = c.String(simFlagPlot); o.plot != "" {
-		if _, err := report.FormatOf(o.plot); err != nil {
-			return o, flagErr(simFlagPlot, err)
-		}
+		return badFlag(simFlagSeed, errors.New("no seed given"))
 	}
 	if o.trace == nil {
 		g := sim.GeneratorConfig{JobsPerHour: o.loads[0], NumJobs: o.numJobs, Split: o.split}
 		if err := g.Validate(); err != nil {
-			return o, flagErr(simFlagSplit, err)
+			return badFlag(simFlagSplit, err)
 		}
 	}
-	return o, nil
+	return nil
 }
 
-func parsePositiveList(s string, allowZero ...bool) ([]float64, error) {
-	var out []float64
-	for _, f := range splitList(s) {
-		v, err := strconv.ParseFloat(f, 64)
-		zeroOK := len(allowZero) > 0 && allowZero[0] && v == 0
-		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) || (!(v > 0) && !zeroOK) {
-			return nil, fmt.Errorf("%q is not a positive number", f)
-		}
-		out = append(out, v)
+// parseSweep reads the window, the strategies and policies, and the round.
+func (o *simulateOptions) parseSweep(c *cli.Command) error {
+	var err error
+	if o.window, err = sim.ParseWindow(c.String(simFlagWindow), o.replay()); err != nil {
+		return badFlag(simFlagWindow, err)
 	}
-	if len(out) == 0 {
+	if o.strategies, err = checkNames(c.String(simFlagStrategies), func(n string) error { _, err := scheduler.NewStrategy(n); return err }); err != nil {
+		return badFlag(simFlagStrategies, err)
+	}
+	if o.policies, err = checkNames(c.String(simFlagPolicies), func(n string) error { _, err := scheduler.NewPolicy(n); return err }); err != nil {
+		return badFlag(simFlagPolicies, err)
+	}
+	if o.roundS = c.Duration(simFlagRound).Seconds(); !(o.roundS > 0) {
+		return badFlag(simFlagRound, fmt.Errorf("%v is not a positive duration", c.Duration(simFlagRound)))
+	}
+	return nil
+}
+
+// parseOutput reads where results go and how the sweep runs.
+func (o *simulateOptions) parseOutput(c *cli.Command) error {
+	o.out = c.String(simFlagOut)
+	o.recordTrace = c.String(simFlagRecordTrace)
+	if o.recordTrace != "" && (o.trace != nil || (!o.phillyArr && (len(o.loads) != 1 || len(o.seeds) != 1))) {
+		return badFlag(simFlagRecordTrace, errors.New("needs the generator with a single --loads value and a single --seed (or --philly likewise, or --philly-arrivals)"))
+	}
+	o.stopIdle = c.Bool(simFlagStopWhenIdle)
+	if o.workers = c.Int(simFlagWorkers); o.workers < 1 {
+		return badFlag(simFlagWorkers, fmt.Errorf("%d: need at least 1", o.workers))
+	}
+	o.json = c.Bool(simFlagJSON)
+	if o.plot = c.String(simFlagPlot); o.plot != "" {
+		if _, err := report.FormatOf(o.plot); err != nil {
+			return badFlag(simFlagPlot, err)
+		}
+	}
+	return nil
+}
+
+// parsePositiveList reads a comma-separated list of positive numbers (or
+// non-negative ones, with allowZero).
+func parsePositiveList(s string, allowZero ...bool) ([]float64, error) {
+	fields := splitList(s)
+	if len(fields) == 0 {
 		return nil, errors.New("no values given")
 	}
+	zeroOK := len(allowZero) > 0 && allowZero[0]
+	out := make([]float64, len(fields))
+	for i, f := range fields {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) || (!(v > 0) && !(zeroOK && v == 0)) {
+			return nil, fmt.Errorf("%q is not a positive number", f)
+		}
+		out[i] = v
+	}
 	return out, nil
-}
-
-// parseWindow reads FIRST-LAST or "all"; empty means the default.
-func parseWindow(s string, trace bool) (sim.Window, error) {
-	switch s = strings.TrimSpace(s); {
-	case s == "" && trace, s == "all":
-		return sim.All, nil
-	case s == "":
-		return sim.Window{First: 4000, Last: 4999}, nil
-	}
-	a, b, ok := strings.Cut(s, "-")
-	first, err1 := strconv.Atoi(strings.TrimSpace(a))
-	last, err2 := strconv.Atoi(strings.TrimSpace(b))
-	if !ok || err1 != nil || err2 != nil || first < 0 || last < first {
-		return sim.Window{}, fmt.Errorf("%q is not FIRST-LAST with 0 <= FIRST <= LAST, or all", s)
-	}
-	return sim.Window{First: first, Last: last}, nil
 }
 
 func checkNames(s string, check func(string) error) ([]string, error) {
@@ -269,36 +293,54 @@ func checkNames(s string, check func(string) error) ([]string, error) {
 	return names, nil
 }
 
-// points lists the sweep: strategy × policy × load × seed (a trace, or a
-// Philly log with its own arrivals, has one load and seed).
-func (o *simulateOptions) points() []sim.Point {
-	loads, seeds := o.loads, o.seeds
-	if o.trace != nil || o.phillyArr {
-		loads, seeds = []float64{0}, []uint64{0}
+// replay reports whether the workload brings its own arrivals (a trace, or
+// a Philly log at its submission times).
+func (o *simulateOptions) replay() bool { return o.trace != nil || o.phillyArr }
+
+// source makes the workload of one point of the sweep: the trace, the
+// Philly log, or the generator at the point's load and seed.
+func (o *simulateOptions) source(p sim.Point) (sim.Source, error) {
+	if o.trace != nil {
+		return &sim.List{Jobs: o.trace, Name: "trace " + o.tracePath}, nil
 	}
-	var ps []sim.Point
-	for _, s := range o.strategies {
-		for _, p := range o.policies {
-			for _, l := range loads {
-				for _, seed := range seeds {
-					ps = append(ps, sim.Point{Strategy: s, Policy: p, JobsPerHour: l, Seed: seed})
-				}
-			}
-		}
+	if o.philly != nil {
+		return sim.NewPhillySource(o.philly, sim.PhillyConfig{JobsPerHour: p.JobsPerHour, NumJobs: o.numJobs, Split: o.split, Seed: p.Seed, GavelDurations: o.phillyGavel})
 	}
-	return ps
+	return sim.NewCatalogGenerator(sim.GeneratorConfig{
+		JobsPerHour: p.JobsPerHour, NumJobs: o.numJobs, Split: o.split, MultiGPU: o.multiGPU, Seed: p.Seed, Models: o.profiles,
+	}, o.catalog)
 }
 
-// recorder keeps the jobs a source yields.
+// recorder keeps the jobs of the first workload a source makes
+// (--record-trace; every run of a single load and seed sees the same jobs
+// up to its own end).
 type recorder struct {
-	sim.Source
-	jobs []*scheduler.Job
+	jobs  []*scheduler.Job
+	taken bool
 }
 
-func (r *recorder) Next() (*scheduler.Job, bool) {
-	j, ok := r.Source.Next()
+// wrap returns source with its first workload recorded.
+func (r *recorder) wrap(source func(sim.Point) (sim.Source, error)) func(sim.Point) (sim.Source, error) {
+	return func(p sim.Point) (sim.Source, error) {
+		s, err := source(p)
+		if err != nil || r.taken {
+			return s, err
+		}
+		r.taken = true
+		return recording{Source: s, rec: r}, nil
+	}
+}
+
+// recording is a source whose jobs go to rec as they are yielded.
+type recording struct {
+	sim.Source
+	rec *recorder
+}
+
+func (x recording) Next() (*scheduler.Job, bool) {
+	j, ok := x.Source.Next()
 	if ok {
-		r.jobs = append(r.jobs, j)
+		x.rec.jobs = append(x.rec.jobs, j)
 	}
 	return j, ok
 }
@@ -308,120 +350,68 @@ func runSimulate(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return err
 	}
+	stdout, stderr := c.Root().Writer, c.Root().ErrWriter
 	for _, w := range o.warnings {
-		fmt.Fprintln(os.Stderr, "warning:", w)
+		fmt.Fprintln(stderr, "warning:", w)
 	}
 	if o.philly != nil {
-		fmt.Fprintf(os.Stderr, "philly %s: %d jobs used, %d skipped (%s)\n", o.phillyPath, len(o.philly), o.phillySkips.Total(), o.phillySkips)
+		fmt.Fprintf(stderr, "philly %s: %d jobs used, %d skipped (%s)\n", o.phillyPath, len(o.philly), o.phillySkips.Total(), o.phillySkips)
 	}
 	base := sim.Config{
 		Cluster: &o.cluster, RoundSeconds: o.roundS, Window: o.window,
 		FirstRoundAtZero: o.trace == nil, StopWhenIdle: o.stopIdle,
 	}
+	source := o.source
 	var rec *recorder
-	source := func(p sim.Point) (sim.Source, error) {
-		if o.trace != nil {
-			return &sim.List{Jobs: o.trace, Name: "trace " + o.tracePath}, nil
-		}
-		if o.philly != nil {
-			return sim.NewPhillySource(o.philly, sim.PhillyConfig{JobsPerHour: p.JobsPerHour, NumJobs: o.numJobs, Split: o.split, Seed: p.Seed, GavelDurations: o.phillyGavel})
-		}
-		g, err := sim.NewCatalogGenerator(sim.GeneratorConfig{
-			JobsPerHour: p.JobsPerHour, NumJobs: o.numJobs, Split: o.split, MultiGPU: o.multiGPU, Seed: p.Seed, Models: o.profiles,
-		}, o.catalog)
-		if err != nil {
-			return nil, err
-		}
-		return g, nil
-	}
-	points := o.points()
 	if o.recordTrace != "" {
-		// Record the workload of the first run; every run of a single load
-		// and seed sees the same jobs up to its own end.
-		inner := source
-		var once bool
-		source = func(p sim.Point) (sim.Source, error) {
-			s, err := inner(p)
-			if err != nil || once {
-				return s, err
-			}
-			once = true
-			rec = &recorder{Source: s}
-			return rec, nil
-		}
+		rec = &recorder{}
+		source = rec.wrap(source)
 		o.workers = 1
 	}
-	tty := isTerminal(os.Stderr)
+	points := sim.Grid{Strategies: o.strategies, Policies: o.policies, Loads: o.loads, Seeds: o.seeds, Replay: o.replay()}.Points()
+	tty := writesToTerminal(stderr)
 	start := time.Now()
 	res, err := sim.Sweep(ctx, base, points, o.workers, source, func(done, total int, p sim.Point) {
-		printProgress(os.Stderr, tty, done, total, p, time.Since(start))
+		printProgress(stderr, tty, done, total, p, time.Since(start))
 	})
 	if err != nil {
 		return err
 	}
+	if err := o.save(res, rec); err != nil {
+		return err
+	}
+	if o.json {
+		return res.WriteJSON(stdout)
+	}
+	return printSweep(stdout, res)
+}
+
+// save writes the recorded trace (when rec is set), the results file and
+// the plot, as the flags ask.
+func (o *simulateOptions) save(res *sim.SweepResult, rec *recorder) error {
 	if rec != nil {
-		if err := writeTraceFile(o.recordTrace, rec.jobs); err != nil {
-			return fmt.Errorf("--%s: %w", simFlagRecordTrace, err)
+		if err := atomicfile.WriteWith(o.recordTrace, 0o644, func(w io.Writer) error { return sim.WriteTrace(w, rec.jobs) }); err != nil {
+			return badFlag(simFlagRecordTrace, err)
 		}
 	}
 	if o.out != "" {
-		f, err := os.CreateTemp(dirOf(o.out), ".simulate-*.json")
-		if err != nil {
-			return fmt.Errorf("--%s: %w", simFlagOut, err)
-		}
-		if err := writeSweepJSON(f, res); err != nil {
-			f.Close()
-			os.Remove(f.Name())
-			return fmt.Errorf("--%s: %w", simFlagOut, err)
-		}
-		if err := f.Chmod(0o644); err != nil {
-			f.Close()
-			return fmt.Errorf("--%s: %w", simFlagOut, err)
-		}
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("--%s: %w", simFlagOut, err)
-		}
-		if err := os.Rename(f.Name(), o.out); err != nil {
-			return fmt.Errorf("--%s: %w", simFlagOut, err)
+		if err := atomicfile.WriteWith(o.out, 0o644, func(w io.Writer) error { return res.WriteJSON(w) }); err != nil {
+			return badFlag(simFlagOut, err)
 		}
 	}
 	if o.plot != "" {
 		if err := report.SaveJCTCDF(o.plot, report.SeriesFromSweep(res), report.SimOptions{Title: "JCT CDF, " + o.cluster.Name}); err != nil {
-			return fmt.Errorf("--%s: %w", simFlagPlot, err)
+			return badFlag(simFlagPlot, err)
 		}
 	}
-	if o.json {
-		return writeSweepJSON(os.Stdout, res)
-	}
-	return printSweep(os.Stdout, res)
+	return nil
 }
 
-func dirOf(path string) string {
-	if i := strings.LastIndexByte(path, '/'); i >= 0 {
-		return path[:i+1]
-	}
-	return "."
-}
-
-func writeTraceFile(path string, jobs []*scheduler.Job) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := sim.WriteTrace(f, jobs); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func writeSweepJSON(w io.Writer, res *sim.SweepResult) error {
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode results: %w", err)
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+// writesToTerminal reports whether w is a terminal (progress is then
+// redrawn in place).
+func writesToTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isTerminal(f)
 }
 
 // printProgress draws a progress bar on stderr: rewritten in place on a

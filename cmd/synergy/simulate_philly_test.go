@@ -20,14 +20,8 @@ const phillyLog = "../../scheduler/sim/testdata/philly_cluster_job_log.json"
 
 func TestSimulatePhilly_BadFlagsNameTheFlag(t *testing.T) {
 	dir := t.TempDir()
-	trace := filepath.Join(dir, "t.csv")
-	if err := os.WriteFile(trace, []byte("0,alexnet,0,10,1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bad := filepath.Join(dir, "bad.json")
-	if err := os.WriteFile(bad, []byte(`[{"jobid": "a", "attempts": []}, {"jobid": "b", "submitted_time": "2017-10-03 10:00:00", "attempts": [{"start_time": "2017-13-03 10:00:00", "end_time": "2017-10-03 12:00:00", "detail": []}]}]`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	trace := writeFile(t, "t.csv", "0,alexnet,0,10,1\n")
+	bad := writeFile(t, "bad.json", `[{"jobid": "a", "attempts": []}, {"jobid": "b", "submitted_time": "2017-10-03 10:00:00", "attempts": [{"start_time": "2017-13-03 10:00:00", "end_time": "2017-10-03 12:00:00", "detail": []}]}]`)
 	cases := []struct {
 		args []string
 		want string

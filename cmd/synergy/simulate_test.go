@@ -2,28 +2,23 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
+// runSimulateArgs runs `synergy simulate` in this process (runCLI).
 func runSimulateArgs(t *testing.T, args ...string) error {
 	t.Helper()
-	return newApp().Run(context.Background(), append([]string{"synergy", "simulate"}, args...))
+	_, _, err := runCLI(t, append([]string{"simulate"}, args...)...)
+	return err
 }
 
 func TestSimulate_BadFlagsNameTheFlag(t *testing.T) {
 	dir := t.TempDir()
-	badTrace := filepath.Join(dir, "bad.csv")
-	if err := os.WriteFile(badTrace, []byte("0,alexnet,0,10,1\n1,alexnet,x,10,1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	badCluster := filepath.Join(dir, "c.json")
-	if err := os.WriteFile(badCluster, []byte("{\"servers\": [\n {\"gpus\": 8, \"cpus\": 0, \"mem_bytes\": 1}]}"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	badTrace := writeFile(t, "bad.csv", "0,alexnet,0,10,1\n1,alexnet,x,10,1\n")
+	badCluster := writeFile(t, "c.json", "{\"servers\": [\n {\"gpus\": 8, \"cpus\": 0, \"mem_bytes\": 1}]}")
 	cases := []struct {
 		args []string
 		want string

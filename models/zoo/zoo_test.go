@@ -38,32 +38,29 @@ func TestModels_ScalarsMatchTables(t *testing.T) {
 
 // TestModels_Cells spot-checks cells typed from simulator/models/*_1.py.
 func TestModels_Cells(t *testing.T) {
-	cases := []struct {
-		model    string
-		row, col int
-		want     float64
-	}{
-		{"alexnet", 7, 1, 2},    // 12 CPUs, 62.5 GB
-		{"alexnet", 7, 2, 2.94}, // 12 CPUs, 125 GB
-		{"shufflenet", 8, 4, 2.89},
-		{"res18", 6, 1, 2.4},
-		{"res50", 0, 1, 0.4},
-		{"mobilenet", 4, 3, 1.49},
-		{"m5", 5, 1, 1.5}, // 6 CPUs, 62.5 GB
-		{"m5", 5, 3, 2.5}, // 6 CPUs, 187.5 GB
-		{"m5", 4, 4, 1.4},
-		{"deepspeech", 1, 2, 0.66},
-		{"lstm", 0, 0, 1},
-		{"gnmt", 3, 0, 1},
-		{"res18", 3, 0, 0.1},
+	// cells[model] are (row, column, value): row i is CPUsPerGPU()[i],
+	// column j is MemGBPerGPU()[j].
+	cells := map[string][][3]float64{
+		"alexnet":    {{7, 1, 2}, {7, 2, 2.94}}, // 12 CPUs, 62.5 GB and 125 GB
+		"shufflenet": {{8, 4, 2.89}},
+		"res18":      {{6, 1, 2.4}, {3, 0, 0.1}},
+		"res50":      {{0, 1, 0.4}},
+		"m5":         {{5, 1, 1.5}, {5, 3, 2.5}, {4, 4, 1.4}}, // 6 CPUs, 62.5 GB and 187.5 GB
+		"mobilenet":  {{4, 3, 1.49}},
+		"deepspeech": {{1, 2, 0.66}},
+		"lstm":       {{0, 0, 1}},
+		"gnmt":       {{3, 0, 1}},
 	}
-	for _, c := range cases {
-		m, err := Lookup(c.model)
+	for model, want := range cells {
+		m, err := Lookup(model)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := m.Table[c.row][c.col]; got != c.want {
-			t.Errorf("%s[%d][%d] = %v, want %v", c.model, c.row, c.col, got, c.want)
+		for _, c := range want {
+			row, col := int(c[0]), int(c[1])
+			if got := m.Table[row][col]; got != c[2] {
+				t.Errorf("%s[%d][%d] = %v, want %v", model, row, col, got, c[2])
+			}
 		}
 	}
 	if _, err := Lookup("vgg"); err == nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/synergy-sched/synergy/scheduler"
 )
@@ -21,6 +23,35 @@ var All = Window{First: 0, Last: math.MaxInt32}
 
 // Has reports whether id is in the window.
 func (w Window) Has(id int) bool { return id >= w.First && id <= w.Last }
+
+// DefaultWindow is the window results are summarised over when none is
+// given: Synergy's 4000–4999 for a generated workload (its steady state:
+// the cluster has filled and the tail has not drained), and every job for
+// a replay (a trace, or a log at its own arrival times).
+func DefaultWindow(replay bool) Window {
+	if replay {
+		return All
+	}
+	return Window{First: 4000, Last: 4999}
+}
+
+// ParseWindow reads "FIRST-LAST" (0 <= FIRST <= LAST) or "all"; an empty
+// string is DefaultWindow(replay).
+func ParseWindow(s string, replay bool) (Window, error) {
+	switch s = strings.TrimSpace(s); s {
+	case "":
+		return DefaultWindow(replay), nil
+	case "all":
+		return All, nil
+	}
+	a, b, ok := strings.Cut(s, "-")
+	first, err1 := strconv.Atoi(strings.TrimSpace(a))
+	last, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || err1 != nil || err2 != nil || first < 0 || last < first {
+		return Window{}, fmt.Errorf("%q is not FIRST-LAST with 0 <= FIRST <= LAST, or all", s)
+	}
+	return Window{First: first, Last: last}, nil
+}
 
 // Config is one simulation.
 type Config struct {
@@ -81,198 +112,238 @@ type done struct {
 	arrival, start, finish float64
 }
 
-// Run simulates src on cfg and returns the result.
+// Run simulates src on cfg and returns the result. Every round has four
+// phases: arrive (jobs due by now join the queue), place (the policy
+// orders the queue and the strategy places it on the empty cluster),
+// credit (each placed job runs the round at its allocation's speed) and
+// retire (finished jobs leave the queue at the round's end).
 func Run(cfg Config, src Source) (*Result, error) {
+	s, err := start(cfg, src)
+	if err != nil {
+		return nil, err
+	}
+	maxRounds := cfg.MaxRounds
+	if maxRounds == 0 {
+		maxRounds = 10_000_000
+	}
+	rounds := 0
+	for ; rounds < maxRounds; rounds++ {
+		if err := s.arrive(); err != nil {
+			return nil, err
+		}
+		if len(s.queue) == 0 {
+			if s.pending == nil || s.cfg.StopWhenIdle {
+				break
+			}
+			s.skipIdle()
+			continue
+		}
+		r, err := s.place()
+		if err != nil {
+			return nil, err
+		}
+		s.credit(r)
+		if s.retire() {
+			rounds++
+			break
+		}
+	}
+	if rounds >= maxRounds {
+		return nil, fmt.Errorf("simulate: stopped after %d rounds with %d jobs still queued", maxRounds, len(s.queue))
+	}
+	return summarise(s.cfg, src, s.finished, rounds, s.now, &s.util), nil
+}
+
+// run is one simulation's state between rounds.
+type run struct {
+	cfg    Config
+	src    Source
+	shape  scheduler.Shape
+	totals scheduler.Resources
+	// order carries the strategy's FairRates and LargestFirst; each round
+	// sets its clock.
+	order scheduler.OrderContext
+	// pending is the next job to arrive, fetched only after the previous
+	// one arrived; more is false once the source has ended.
+	pending *scheduler.Job
+	more    bool
+	now     float64
+	queue   []*scheduler.Active
+	index   map[*scheduler.Job]*scheduler.Active
+	// ideal is each queued job's speed-up at its ideal demand.
+	ideal                  map[*scheduler.Job]float64
+	finished               []done
+	windowSeen, windowDone int
+	util                   utilAcc
+}
+
+// start checks cfg, fetches the first job and sets the clock to the first
+// round.
+func start(cfg Config, src Source) (*run, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	if cfg.StarvationSeconds == 0 {
 		cfg.StarvationSeconds = DefaultStarvationSeconds
 	}
-	maxRounds := cfg.MaxRounds
-	if maxRounds == 0 {
-		maxRounds = 10_000_000
-	}
-	c := cfg.Cluster
-	shape := scheduler.ShapeOf(c)
-	totals := c.Totals()
-	R := cfg.RoundSeconds
-	largest := false
-	if lf, ok := cfg.Strategy.(scheduler.LargestFirst); ok {
-		largest = lf.LargestFirst()
-	}
-	fairRates := cfg.Strategy.FairRates()
-
-	// The next job to arrive, fetched only after the previous one arrived.
-	var pending *scheduler.Job
-	more := true
-	fetch := func() error {
-		if !more || pending != nil {
-			return nil
-		}
-		j, ok := src.Next()
-		if !ok {
-			more = false
-			return nil
-		}
-		if err := j.Validate(); err != nil {
-			return fmt.Errorf("simulate: %w", err)
-		}
-		if j.GPUs > totals.GPUs {
-			return fmt.Errorf("simulate: job %d needs %d GPUs; the cluster has %d", j.ID, j.GPUs, totals.GPUs)
-		}
-		pending = j
-		return nil
-	}
-	if err := fetch(); err != nil {
+	s := &run{cfg: cfg, src: src, shape: scheduler.ShapeOf(cfg.Cluster), totals: cfg.Cluster.Totals(), more: true,
+		index: map[*scheduler.Job]*scheduler.Active{}, ideal: map[*scheduler.Job]float64{}}
+	s.order = scheduler.NewOrderContext(cfg.Strategy, 0, s.totals.GPUs)
+	if err := s.fetch(); err != nil {
 		return nil, err
 	}
-	if pending == nil {
+	if s.pending == nil {
 		return nil, errors.New("simulate: the workload has no jobs")
 	}
-	now := 0.0
 	if !cfg.FirstRoundAtZero {
 		// The original starts at the round holding the first job of the
 		// list as given (file order), which is the earliest arrival
 		// unless the file is unsorted.
-		first := pending.ArrivalSeconds
+		first := s.pending.ArrivalSeconds
 		if l, ok := src.(*List); ok && len(l.Jobs) > 0 {
 			first = l.Jobs[0].ArrivalSeconds
 		}
-		now = math.Ceil(first/R) * R
+		s.now = math.Ceil(first/cfg.RoundSeconds) * cfg.RoundSeconds
 	}
-	var (
-		queue      []*scheduler.Active
-		ideal      = map[*scheduler.Job]float64{}
-		finished   []done
-		windowDone int
-		windowSeen int
-		rounds     int
-		util       utilAcc
-	)
-	index := map[*scheduler.Job]*scheduler.Active{}
-	for rounds = 0; rounds < maxRounds; rounds++ {
-		// Arrivals at or before now join the queue (arrival events sort
-		// before the round's schedule event at equal times).
-		for pending != nil && pending.ArrivalSeconds <= now {
-			d := scheduler.IdealDemand(pending, shape)
-			a := scheduler.NewActive(pending, d.Speedup)
-			ideal[pending] = d.Speedup
-			index[pending] = a
-			queue = append(queue, a)
-			if cfg.Window.Has(pending.ID) {
-				windowSeen++
-			}
-			pending = nil
-			if err := fetch(); err != nil {
-				return nil, err
-			}
+	return s, nil
+}
+
+// fetch reads the next job into pending when there is none.
+func (s *run) fetch() error {
+	if !s.more || s.pending != nil {
+		return nil
+	}
+	j, ok := s.src.Next()
+	if !ok {
+		s.more = false
+		return nil
+	}
+	if err := j.Validate(); err != nil {
+		return fmt.Errorf("simulate: %w", err)
+	}
+	if j.GPUs > s.totals.GPUs {
+		return fmt.Errorf("simulate: job %d needs %d GPUs; the cluster has %d", j.ID, j.GPUs, s.totals.GPUs)
+	}
+	s.pending = j
+	return nil
+}
+
+// arrive moves the jobs arriving at or before now into the queue (arrival
+// events sort before the round's schedule event at equal times).
+func (s *run) arrive() error {
+	for s.pending != nil && s.pending.ArrivalSeconds <= s.now {
+		j := s.pending
+		a := scheduler.NewActive(j, scheduler.IdealDemand(j, s.shape).Speedup)
+		s.ideal[j] = a.Speedup
+		s.index[j] = a
+		s.queue = append(s.queue, a)
+		if s.cfg.Window.Has(j.ID) {
+			s.windowSeen++
 		}
-		if len(queue) == 0 {
-			if pending == nil || cfg.StopWhenIdle {
-				break
-			}
-			// Nothing to run: jump to the round holding the next arrival.
-			next := math.Ceil(pending.ArrivalSeconds/R) * R
-			if next > now {
-				util.idle(now, next, R)
-				now = next
-			}
+		s.pending = nil
+		if err := s.fetch(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// skipIdle jumps the clock to the round holding the next arrival when
+// nothing is queued.
+func (s *run) skipIdle() {
+	R := s.cfg.RoundSeconds
+	if next := math.Ceil(s.pending.ArrivalSeconds/R) * R; next > s.now {
+		s.util.idle(s.now, next, R)
+		s.now = next
+	}
+}
+
+// place orders the queue, raises the priority of starved jobs, and places
+// the offered jobs on an empty cluster. It fails when nothing can ever be
+// placed (nothing placed, and no job left to arrive).
+func (s *run) place() (*scheduler.Round, error) {
+	now, starved, ideal := s.now, s.cfg.StarvationSeconds, s.ideal
+	s.order.NowSeconds = now
+	offer := scheduler.Offer(s.cfg.Policy, s.cfg.Strategy, s.queue, s.cfg.Cluster, s.order)
+	for _, a := range s.queue {
+		since := now - a.Job.ArrivalSeconds
+		if a.LastRunEndSeconds >= 0 {
+			since = now - a.LastRunEndSeconds
+		}
+		if since > starved {
+			a.Priority = 1
+		}
+		a.Speedup = ideal[a.Job]
+	}
+	r := scheduler.NewRound(s.cfg.Cluster)
+	placed := scheduler.SchedulePlaced(r, s.cfg.Strategy, offer)
+	if placed == 0 && s.pending == nil && !s.more {
+		a := offer
+		if len(a) == 0 {
+			a = s.queue
+		}
+		return nil, fmt.Errorf("simulate: at %v s no queued job can be placed on an empty cluster (job %d needs %d GPUs)", s.now, a[0].Job.ID, a[0].Job.GPUs)
+	}
+	return r, nil
+}
+
+// credit runs each placed job for the round: floor(round / (iteration
+// time / speed-up)) iterations, attained service, first start and lease
+// end; then records the round's utilisation.
+func (s *run) credit(r *scheduler.Round) {
+	R := s.cfg.RoundSeconds
+	end := s.now + R
+	r.EachPlacement(func(j *scheduler.Job, al *scheduler.Allocation) {
+		a := s.index[j]
+		step := math.Floor(R / (j.IterSeconds / al.Speedup))
+		a.Executed += int64(step)
+		if a.Executed > j.Iterations {
+			a.Executed = j.Iterations
+		}
+		a.AttainedSeconds += R
+		if al.Demoted {
+			a.Speedup = 1
+		}
+		if a.FirstStartSeconds < 0 {
+			a.FirstStartSeconds = s.now
+		}
+		a.LastRunEndSeconds = end
+	})
+	s.util.add(s.now, end, r, s.cfg.Cluster, s.totals)
+	if s.cfg.OnRound != nil {
+		s.cfg.OnRound(s.now, r, s.queue)
+	}
+}
+
+// retire ends the round's leases: finished jobs leave the queue in order
+// and the clock moves to the round's end. It reports whether the run is
+// over: the window's jobs have all finished and no more of them can
+// arrive, or every job has.
+func (s *run) retire() bool {
+	end := s.now + s.cfg.RoundSeconds
+	keep := s.queue[:0]
+	for _, a := range s.queue {
+		if a.Executed < a.Job.Iterations {
+			keep = append(keep, a)
 			continue
 		}
-		ctx := scheduler.OrderContext{NowSeconds: now, FreeGPUs: totals.GPUs, FairRates: fairRates, LargestFirst: largest}
-		offer := scheduler.Offer(cfg.Policy, cfg.Strategy, queue, c, ctx)
-		for _, a := range queue {
-			since := now - a.Job.ArrivalSeconds
-			if a.LastRunEndSeconds >= 0 {
-				since = now - a.LastRunEndSeconds
-			}
-			if since > cfg.StarvationSeconds {
-				a.Priority = 1
-			}
-			a.Speedup = ideal[a.Job]
-		}
-		r := scheduler.NewRound(c)
-		placedAny := false
-		if b, ok := cfg.Strategy.(scheduler.BatchStrategy); ok {
-			// OPT decides the whole round at once.
-			jobs := make([]*scheduler.Job, len(offer))
-			for k, a := range offer {
-				jobs[k] = a.Job
-			}
-			for _, d := range b.PlaceAll(r, jobs) {
-				placedAny = placedAny || d.Placed
-			}
-		} else {
-			for _, a := range offer {
-				if a.Job.GPUs > r.FreeGPUs() {
-					continue
-				}
-				d := cfg.Strategy.Place(r, a.Job)
-				placedAny = placedAny || d.Placed
-			}
-		}
-		end := now + R
-		r.EachPlacement(func(j *scheduler.Job, al *scheduler.Allocation) {
-			a := index[j]
-			step := math.Floor(R / (j.IterSeconds / al.Speedup))
-			a.Executed += int64(step)
-			if a.Executed > j.Iterations {
-				a.Executed = j.Iterations
-			}
-			a.AttainedSeconds += R
-			if al.Demoted {
-				a.Speedup = 1
-			}
-			if a.FirstStartSeconds < 0 {
-				a.FirstStartSeconds = now
-			}
-			a.LastRunEndSeconds = end
-		})
-		if !placedAny && pending == nil && !more {
-			a := offer
-			if len(a) == 0 {
-				a = queue
-			}
-			return nil, fmt.Errorf("simulate: at %v s no queued job can be placed on an empty cluster (job %d needs %d GPUs)", now, a[0].Job.ID, a[0].Job.GPUs)
-		}
-		util.add(now, end, r, c, totals)
-		if cfg.OnRound != nil {
-			cfg.OnRound(now, r, queue)
-		}
-		// Leases end at now+R; finished jobs leave the queue in order.
-		keep := queue[:0]
-		for _, a := range queue {
-			if a.Executed >= a.Job.Iterations {
-				a.FinishSeconds = end
-				finished = append(finished, done{id: a.Job.ID, gpus: a.Job.GPUs, model: a.Job.Model, arrival: a.Job.ArrivalSeconds, start: a.FirstStartSeconds, finish: end})
-				delete(index, a.Job)
-				delete(ideal, a.Job)
-				if cfg.Window.Has(a.Job.ID) {
-					windowDone++
-				}
-				continue
-			}
-			keep = append(keep, a)
-		}
-		for k := len(keep); k < len(queue); k++ {
-			queue[k] = nil
-		}
-		queue = keep
-		now = end
-		if windowSeen > 0 && windowDone == windowSeen && windowComplete(cfg.Window, windowSeen, more, pending) {
-			rounds++
-			break
-		}
-		if !more && pending == nil && len(queue) == 0 {
-			rounds++
-			break
+		a.FinishSeconds = end
+		s.finished = append(s.finished, done{id: a.Job.ID, gpus: a.Job.GPUs, model: a.Job.Model, arrival: a.Job.ArrivalSeconds, start: a.FirstStartSeconds, finish: end})
+		delete(s.index, a.Job)
+		delete(s.ideal, a.Job)
+		if s.cfg.Window.Has(a.Job.ID) {
+			s.windowDone++
 		}
 	}
-	if rounds >= maxRounds {
-		return nil, fmt.Errorf("simulate: stopped after %d rounds with %d jobs still queued", maxRounds, len(queue))
+	for k := len(keep); k < len(s.queue); k++ {
+		s.queue[k] = nil
 	}
-	return summarise(cfg, src, finished, rounds, now, &util), nil
+	s.queue = keep
+	s.now = end
+	if s.windowSeen > 0 && s.windowDone == s.windowSeen && windowComplete(s.cfg.Window, s.windowSeen, s.more, s.pending) {
+		return true
+	}
+	return !s.more && s.pending == nil && len(s.queue) == 0
 }
 
 // windowComplete reports whether no job of the window can still arrive:

@@ -339,7 +339,7 @@ func (s *PhillySource) Next() (*scheduler.Job, bool) {
 	}
 	model := s.models.next(s.cfg.Split)
 	m, _ := zoo.Lookup(model)
-	j, err := ZooJob(s.id, model, arrival, int64(p.DurationS/m.IterSeconds), p.GPUs, s.matrices)
+	j, err := scheduler.ZooJob(s.id, model, arrival, int64(p.DurationS/m.IterSeconds), p.GPUs, s.matrices)
 	if err != nil {
 		panic(err) // the zoo's own names
 	}

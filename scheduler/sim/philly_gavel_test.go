@@ -20,14 +20,7 @@ func TestPhillySource_GavelDurations(t *testing.T) {
 		t.Fatal(err)
 	}
 	long, fromLog := 0, 0
-	for i := 0; ; i++ {
-		j, ok := src.Next()
-		if !ok {
-			if i != n {
-				t.Fatalf("%d jobs, want %d", i, n)
-			}
-			break
-		}
+	for i, j := range drain(t, src, n) {
 		if j.GPUs != jobs[i%len(jobs)].GPUs {
 			t.Fatalf("job %d: %d GPUs, list entry %d has %d", i, j.GPUs, i%len(jobs), jobs[i%len(jobs)].GPUs)
 		}

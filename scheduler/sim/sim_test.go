@@ -19,11 +19,48 @@ func defaultCluster(t testing.TB) *scheduler.Cluster {
 }
 
 func mustJob(t testing.TB, id int, model string, arrival float64, iters int64, gpus int) *scheduler.Job {
-	j, err := ZooJob(id, model, arrival, iters, gpus, nil)
+	j, err := scheduler.ZooJob(id, model, arrival, iters, gpus, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return j
+}
+
+// drain reads every job of src, which must yield exactly n.
+func drain(t *testing.T, src Source, n int) []*scheduler.Job {
+	t.Helper()
+	var jobs []*scheduler.Job
+	for j, ok := src.Next(); ok; j, ok = src.Next() {
+		jobs = append(jobs, j)
+	}
+	if len(jobs) != n {
+		t.Fatalf("%d jobs, want %d", len(jobs), n)
+	}
+	return jobs
+}
+
+// roundChecker returns an OnRound hook that fails t (naming label) when a
+// round puts a server over capacity or places a job twice or on another
+// GPU count than it asked for; each, when set, then sees every placement.
+func roundChecker(t *testing.T, label string, c *scheduler.Cluster, each func(j *scheduler.Job, a *scheduler.Allocation)) func(float64, *scheduler.Round, []*scheduler.Active) {
+	return func(now float64, r *scheduler.Round, _ []*scheduler.Active) {
+		for i, srv := range c.Servers {
+			u := r.Used(i)
+			if u.GPUs > srv.GPUs || u.CPUs > srv.CPUs+1e-9 || u.MemBytes > float64(srv.MemBytes)+1e-3 {
+				t.Fatalf("%s at %v: %s used %+v", label, now, srv.Name, u)
+			}
+		}
+		seen := map[int]bool{}
+		r.EachPlacement(func(j *scheduler.Job, a *scheduler.Allocation) {
+			if seen[j.ID] || a.Total().GPUs != j.GPUs {
+				t.Fatalf("%s: job %d placed twice or on %d GPUs of %d", label, j.ID, a.Total().GPUs, j.GPUs)
+			}
+			seen[j.ID] = true
+			if each != nil {
+				each(j, a)
+			}
+		})
+	}
 }
 
 // TestRun_ClosedForm checks the no-queueing closed form from Synergy's
@@ -110,32 +147,20 @@ func TestRun_Invariants(t *testing.T) {
 			rounds := 0
 			g, _ := NewGenerator(GeneratorConfig{JobsPerHour: 12, Split: [3]float64{40, 40, 20}, Seed: 3, MultiGPU: true, NumJobs: 400})
 			cfg := Config{Cluster: c, Strategy: s, Policy: p, RoundSeconds: 300, Window: All, FirstRoundAtZero: true}
+			check := roundChecker(t, sn+"/"+pn, c, func(j *scheduler.Job, a *scheduler.Allocation) {
+				if sn != "tune" {
+					return
+				}
+				tot := a.Total()
+				minCPU := math.Min(fair.CPUs, j.IdealCPUsPerGPU) * float64(j.GPUs)
+				minMem := math.Min(fair.MemBytes, j.IdealMemBytesPerGPU) * float64(j.GPUs)
+				if tot.CPUs < minCPU-1e-9 || tot.MemBytes < minMem-1e-3 {
+					t.Fatalf("job %d below fair share: %+v", j.ID, tot)
+				}
+			})
 			cfg.OnRound = func(now float64, r *scheduler.Round, queue []*scheduler.Active) {
 				rounds++
-				for i, srv := range c.Servers {
-					u := r.Used(i)
-					if u.GPUs > srv.GPUs || u.CPUs > srv.CPUs+1e-9 || u.MemBytes > float64(srv.MemBytes)+1e-3 {
-						t.Fatalf("%s/%s at %v: %s used %+v", sn, pn, now, srv.Name, u)
-					}
-				}
-				seen := map[int]bool{}
-				r.EachPlacement(func(j *scheduler.Job, a *scheduler.Allocation) {
-					if seen[j.ID] {
-						t.Fatalf("job %d placed twice", j.ID)
-					}
-					seen[j.ID] = true
-					tot := a.Total()
-					if tot.GPUs != j.GPUs {
-						t.Fatalf("job %d got %d GPUs of %d", j.ID, tot.GPUs, j.GPUs)
-					}
-					if sn == "tune" {
-						minCPU := math.Min(fair.CPUs, j.IdealCPUsPerGPU) * float64(j.GPUs)
-						minMem := math.Min(fair.MemBytes, j.IdealMemBytesPerGPU) * float64(j.GPUs)
-						if tot.CPUs < minCPU-1e-9 || tot.MemBytes < minMem-1e-3 {
-							t.Fatalf("job %d below fair share: %+v", j.ID, tot)
-						}
-					}
-				})
+				check(now, r, queue)
 			}
 			res, err := Run(cfg, g)
 			if err != nil {
@@ -198,7 +223,7 @@ func TestRun_ProfileFeedsSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := defaultCluster(t)
-	cat := NewCatalog(scheduler.ShapeOf(c))
+	cat := scheduler.NewCatalog(scheduler.ShapeOf(c))
 	warns, err := cat.AddProfile(p)
 	if err != nil {
 		t.Fatal(err)

@@ -20,21 +20,7 @@ func TestRun_NewStrategiesInvariants(t *testing.T) {
 				c := defaultCluster(t)
 				g, _ := NewGenerator(GeneratorConfig{JobsPerHour: 12, Split: [3]float64{40, 40, 20}, Seed: 5, MultiGPU: true, NumJobs: 100})
 				cfg := Config{Cluster: c, Strategy: s, Policy: p, RoundSeconds: 300, Window: All, FirstRoundAtZero: true}
-				cfg.OnRound = func(now float64, r *scheduler.Round, _ []*scheduler.Active) {
-					for i, srv := range c.Servers {
-						u := r.Used(i)
-						if u.GPUs > srv.GPUs || u.CPUs > srv.CPUs+1e-9 || u.MemBytes > float64(srv.MemBytes)+1e-3 {
-							t.Fatalf("%s/%s at %v: %s used %+v", sn, pn, now, srv.Name, u)
-						}
-					}
-					seen := map[int]bool{}
-					r.EachPlacement(func(j *scheduler.Job, a *scheduler.Allocation) {
-						if seen[j.ID] || a.Total().GPUs != j.GPUs {
-							t.Fatalf("%s/%s: job %d placed twice or on %d GPUs of %d", sn, pn, j.ID, a.Total().GPUs, j.GPUs)
-						}
-						seen[j.ID] = true
-					})
-				}
+				cfg.OnRound = roundChecker(t, sn+"/"+pn, c, nil)
 				res, err := Run(cfg, g)
 				if err != nil {
 					t.Fatalf("%s/%s: %v", sn, pn, err)

@@ -2,7 +2,9 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/synergy-sched/synergy/scheduler"
@@ -17,6 +19,40 @@ type Point struct {
 	Seed        uint64  `json:"seed"`
 }
 
+// Grid is a sweep's axes.
+type Grid struct {
+	Strategies []string
+	Policies   []string
+	// Loads (jobs per hour) and Seeds drive a generated workload.
+	Loads []float64
+	Seeds []uint64
+	// Replay is set for a workload that brings its own arrivals (a trace,
+	// or a Philly log replayed at its submission times): loads and seeds
+	// do not apply, and each strategy and policy runs once (load 0, seed
+	// 0).
+	Replay bool
+}
+
+// Points expands the grid: strategy × policy × load × seed, nested in that
+// order.
+func (g Grid) Points() []Point {
+	loads, seeds := g.Loads, g.Seeds
+	if g.Replay {
+		loads, seeds = []float64{0}, []uint64{0}
+	}
+	var ps []Point
+	for _, s := range g.Strategies {
+		for _, p := range g.Policies {
+			for _, l := range loads {
+				for _, seed := range seeds {
+					ps = append(ps, Point{Strategy: s, Policy: p, JobsPerHour: l, Seed: seed})
+				}
+			}
+		}
+	}
+	return ps
+}
+
 // Run1 is a point's result in a sweep.
 type Run1 struct {
 	Point  Point   `json:"point"`
@@ -26,6 +62,17 @@ type Run1 struct {
 // SweepResult is what `synergy simulate` writes.
 type SweepResult struct {
 	Runs []Run1 `json:"runs"`
+}
+
+// WriteJSON writes the sweep's results, indented, with a trailing newline
+// (the --out file of `synergy simulate`).
+func (r *SweepResult) WriteJSON(w io.Writer) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode results: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // Sweep runs every point on up to workers goroutines. base is copied for

@@ -100,14 +100,7 @@ func TestGenerator_Distribution(t *testing.T) {
 	models := map[string]int{}
 	long := 0
 	var last float64
-	for i := 0; ; i++ {
-		j, ok := g.Next()
-		if !ok {
-			if i != n {
-				t.Fatalf("%d jobs, want %d", i, n)
-			}
-			break
-		}
+	for i, j := range drain(t, g, n) {
 		if j.ID != i || j.GPUs != 1 || j.ArrivalSeconds <= last || j.ArrivalSeconds != math.Trunc(j.ArrivalSeconds) {
 			t.Fatalf("job %d: id %d gpus %d arrival %v after %v", i, j.ID, j.GPUs, j.ArrivalSeconds, last)
 		}
