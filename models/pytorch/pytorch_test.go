@@ -1,6 +1,7 @@
 package pytorch_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,13 +14,19 @@ import (
 	"github.com/synergy-sched/synergy/jobcontract"
 )
 
-// python3 returns the interpreter's path, skipping the test (failing under
-// SYNERGY_REQUIRE=python3) when there is none.
+// python3 returns the interpreter the tests run: $SYNERGY_PYTHON when set,
+// else Debian's /usr/bin/python3 (the python3 first on PATH may be a pyenv
+// interpreter that does not see Debian's python3-torch), skipping the test
+// (failing under SYNERGY_REQUIRE=python3) when there is none.
 func python3(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("python3")
+	p := os.Getenv("SYNERGY_PYTHON")
+	if p == "" {
+		p = "/usr/bin/python3"
+	}
+	p, err := exec.LookPath(p)
 	if err != nil {
-		testreq.Skip(t, "python3", err.Error())
+		testreq.Skip(t, "python3", fmt.Sprintf("%v (set SYNERGY_PYTHON to an interpreter)", err))
 	}
 	return p
 }
@@ -48,10 +55,20 @@ func TestPython_UnitTests(t *testing.T) {
 	t.Logf("%s", m[0])
 }
 
-// TestPython_ScriptsCompile byte-compiles the helper and the reference
-// training script (torch is not installed here, so the script is not run).
+// TestPython_ScriptsCompile byte-compiles every Python file here, so a
+// syntax error fails even where torch is missing and the jobs cannot run.
 func TestPython_ScriptsCompile(t *testing.T) {
-	out, err := pyCmd(t, nil, "-m", "py_compile", "synergy_metrics.py", "train_imagenet.py", "testdata/stdlib_train.py").CombinedOutput()
+	files, err := filepath.Glob("*.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, _ := filepath.Glob("testdata/*.py")
+	probe, _ := filepath.Glob("probe/*.py")
+	files = append(append(files, more...), probe...)
+	if len(files) < 8 {
+		t.Fatalf("only %d Python files found: %v", len(files), files)
+	}
+	out, err := pyCmd(t, nil, append([]string{"-m", "py_compile"}, files...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("python3 -m py_compile: %v\n%s", err, out)
 	}
