@@ -249,7 +249,7 @@ def generate(args, out=sys.stderr):
         if have is None:
             raise SystemExit("gen_data: --dir: %s is not empty and holds no %s: refusing to write into it" % (d, MANIFEST))
         raise SystemExit("gen_data: --dir: %s holds a different dataset (%s): remove it first" % (
-            d, ", ".join("%s=%s" % (k, have.get(k)) for k in sorted(want) if have.get(k) != want[k])))
+            d, "; ".join("%s: %s there, %s asked" % (k, have.get(k), want[k]) for k in sorted(want) if have.get(k) != want[k])))
     os.makedirs(d, exist_ok=True)
     t0 = time.time()
     n, procs = want["files"], _cpus()

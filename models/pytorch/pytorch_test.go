@@ -1,6 +1,7 @@
 package pytorch_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -38,8 +39,22 @@ func pyCmd(t *testing.T, env []string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// TestPython_UnitTests runs test_synergy_metrics.py and fails on any
-// failure, or if no test ran.
+// hasTorch reports whether the interpreter imports what the reference jobs
+// and the probe's real tests need, and why not.
+func hasTorch(t *testing.T) (bool, string) {
+	out, err := pyCmd(t, nil, "-c", "import torch, torchvision, torchaudio, PIL, numpy").CombinedOutput()
+	if err != nil {
+		return false, fmt.Sprintf("%s cannot import torch, torchvision, torchaudio, PIL and numpy (scripts/install-torch.sh installs them): %s",
+			python3(t), strings.TrimSpace(string(out)))
+	}
+	return true, ""
+}
+
+// TestPython_UnitTests runs every test_*.py here (the helper's, the
+// probe's, the generators' and the reference jobs') and fails on any
+// failure, or if too few ran. Python skips the tests that need torch where
+// it is missing; this test then skips too, which SYNERGY_REQUIRE=torch
+// turns into a failure.
 func TestPython_UnitTests(t *testing.T) {
 	out, err := pyCmd(t, nil, "-m", "unittest", "-v").CombinedOutput()
 	if err != nil {
@@ -49,10 +64,68 @@ func TestPython_UnitTests(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no test summary in the output:\n%s", out)
 	}
-	if n, _ := strconv.Atoi(string(m[1])); n < 10 {
+	if n, _ := strconv.Atoi(string(m[1])); n < 50 {
 		t.Fatalf("only %d Python tests ran:\n%s", n, out)
 	}
 	t.Logf("%s", m[0])
+	if s := regexp.MustCompile(`(?m)^OK \(skipped=(\d+)\)`).FindSubmatch(out); s != nil {
+		skips := regexp.MustCompile(`(?m)^.* skipped '.*'$`).FindAll(out, -1)
+		why := fmt.Sprintf("%s Python tests skipped:\n%s", s[1], bytes.Join(skips, []byte("\n")))
+		if ok, reason := hasTorch(t); !ok {
+			why += "\n" + reason
+		}
+		testreq.Skip(t, "torch", why)
+	}
+}
+
+// TestProbe_StreamParses runs an unmodified two-loader script with the
+// probe injected as synergy profile injects it and reads the stream with the
+// profiler's own parser and tailer: every line parses, one per batch of the
+// training loader, and the report says the probe wrote them.
+func TestProbe_StreamParses(t *testing.T) {
+	if ok, why := hasTorch(t); !ok {
+		testreq.Skip(t, "torch", why)
+	}
+	dir := t.TempDir()
+	metrics, report := filepath.Join(dir, "m.jsonl"), filepath.Join(dir, "r.json")
+	probeDir, err := filepath.Abs("probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pyCmd(t, []string{"PYTHONPATH=" + probeDir, "SYNERGY_METRICS_FILE=" + metrics, "SYNERGY_PROBE_REPORT=" + report,
+		"SYNERGY_PROBE_STEP_S=0.003", "SYNERGY_PROBE_MAX_ITERATIONS=9"},
+		"testdata/two_loaders.py", filepath.Join(dir, "seen.json"), "--train", "24", "--batch", "5", "--workers", "1").CombinedOutput()
+	if err != nil {
+		t.Fatalf("two_loaders.py under the probe: %v\n%s", err, out)
+	}
+	tl := jobcontract.NewTailer(metrics)
+	its, err := tl.Poll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(its) != 9 || tl.Bad != 0 {
+		t.Fatalf("%d iterations and %d bad lines (%v), want 9 and 0\n%s", len(its), tl.Bad, tl.Errors, out)
+	}
+	// 24 samples in batches of 5: 5 5 5 5 4 per pass; the loader-only mode
+	// starts the second pass itself.
+	wantSamples := []int{5, 5, 5, 5, 4, 5, 5, 5, 5}
+	for i, it := range its {
+		if it.Iter != i || it.Samples != wantSamples[i] || !it.Emulated || it.StepIntendedS == nil || *it.StepIntendedS != 0.003 {
+			t.Errorf("line %d: %+v, want iter %d, %d samples, emulated with step_intended_s 0.003", i, it, i, wantSamples[i])
+		}
+		if it.StepS < 0.003 {
+			t.Errorf("line %d: step_s %v below the 3 ms asked", i, it.StepS)
+		}
+	}
+	data, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"state": "capped"`, `"stream": "probe"`, `"label": "fixed 3.0 ms"`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("report lacks %s:\n%s", want, data)
+		}
+	}
 }
 
 // TestPython_ScriptsCompile byte-compiles every Python file here, so a

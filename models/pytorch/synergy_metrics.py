@@ -286,10 +286,10 @@ class SynergyMetrics:
             SynergyMetrics.enabled_instances += 1
         self.point = os.environ.get(ENV_POINT, "")
         self.step_source = None
-        if isinstance(emulated, GPUStep):
-            self.step_source = emulated.label
-        elif isinstance(emulated, str) and emulated:
+        if isinstance(emulated, str) and emulated:
             self.step_source = emulated
+        elif isinstance(getattr(emulated, "label", None), str):  # a GPUStep
+            self.step_source = emulated.label
         self.emulated = bool(emulated)
         self._clock, self._wall = clock, wall
         self._fd = None
