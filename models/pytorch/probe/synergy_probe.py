@@ -197,6 +197,7 @@ class Probe:
         self.cfg = config
         self.clock = clock
         self.pid = os.getpid()
+        self.forked = False  # set in a forked child (a loader worker): the probe is passive there
         # The first process of the job owns the report; its children (a
         # launcher's trainer, spawned loader workers) write it only once
         # they iterate a loader.
@@ -261,6 +262,9 @@ class Probe:
         except OSError as e:
             sys.stderr.write("synergy-probe: %s: cannot write the report: %s\n" % (ENV_REPORT, e))
 
+    def after_fork(self):
+        self.forked = True
+
     def at_exit(self):
         if os.getpid() != self.pid or self._exited:
             return
@@ -295,7 +299,7 @@ class Probe:
         self._skip_dirs = (torch_dir, os.path.dirname(os.path.abspath(__file__)))
 
         def __init__(self, *args, **kwargs):
-            if os.getpid() != probe.pid:
+            if probe.forked:
                 return orig_init(self, *args, **kwargs)
             args, kwargs, asked, used, note = probe.override_workers(sig, self, args, kwargs)
             orig_init(self, *args, **kwargs)
@@ -319,7 +323,7 @@ class Probe:
 
         def __next__(self):
             rec = getattr(self, "_synergy_probe_record", None)
-            if rec is None or os.getpid() != probe.pid:
+            if rec is None or probe.forked:
                 return orig_next(self)
             return probe.next_batch(self, rec, orig_next)
 
@@ -394,7 +398,7 @@ class Probe:
 
     def next_batch(self, it, rec, orig_next):
         t0 = self.clock()
-        primary = self.stream != "script" and self.is_primary(rec)
+        primary = rec is self.primary or (self.stream != "script" and self.primary is None and self.is_primary(rec))
         if primary:
             self.end_step(t0)
             self.check_cap()
@@ -582,6 +586,8 @@ def install(env=None):
     else:
         sys.meta_path.insert(0, _Hook(probe))
     atexit.register(probe.at_exit)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=probe.after_fork)
     if probe.owner:
         probe.write_report()
     return probe
