@@ -9,15 +9,16 @@
 # (the plain loop with the probe injected) in turn, REPS times (default 10),
 # and prints each and the probe's cost over the helper's as a share of an
 # iteration.
-#   scripts/bench-probe.sh [--reps N] [--data DIR]
+#   scripts/bench-probe.sh [--reps N] [--data DIR] [--only micro|jpeg]
 # Run it under the host lock: flock /tmp/synergy-real.lock scripts/bench-probe.sh
 set -euo pipefail
 
-reps=10 data=
+reps=10 data= settings="micro jpeg"
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--reps) reps=$2; shift 2 ;;
 	--data) data=$2; shift 2 ;;
+	--only) settings=$2; shift 2 ;;
 	-h | --help) sed -n '2,13s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	*) echo "bench-probe: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -27,7 +28,7 @@ src=$root/models/pytorch
 py=${SYNERGY_PYTHON:-/usr/bin/python3}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/synergy-bench-probe-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-if [[ -z $data ]]; then
+if [[ -z $data && $settings == *jpeg* ]]; then
 	data=$tmp/img
 	"$py" "$src/gen_data.py" image -q --dir "$data" --bytes 64MiB --seed 7
 fi
@@ -46,8 +47,8 @@ run() { # setting mode args...
 
 for ((r = 1; r <= reps; r++)); do
 	for mode in plain helper probe; do
-		run micro $mode --batches 5000 --batch 4 --workers 0
-		run jpeg $mode --batches 150 --batch 32 --workers 2 --step 0.033025 --data "$data"
+		[[ $settings != *micro* ]] || run micro $mode --batches 5000 --batch 4 --workers 0
+		[[ $settings != *jpeg* ]] || run jpeg $mode --batches 150 --batch 32 --workers 2 --step 0.033025 --data "$data"
 	done
 done >"$tmp/results"
 
@@ -59,20 +60,26 @@ for line in open(sys.argv[1]):
     d = json.loads(js)
     rows.setdefault((setting, d["mode"]), []).append(d)
 modes = ("plain", "helper", "probe")
-# micro: the main process's CPU time per batch; the minimum over the runs
-# is the least disturbed one on a shared machine.
-cpu = {m: min(d["cpu_per_batch_us"] for d in rows[("micro", m)]) for m in modes}
-print("micro (in-memory batches of 4, no workers, no step; %d runs each): CPU per batch, min of runs" % len(rows[("micro", "plain")]))
-for m in modes:
-    print("  %-6s %7.1f us" % (m, cpu[m]))
-# jpeg: wall time per iteration, median and spread over the runs.
-wall = {m: statistics.median(d["per_batch_us"] for d in rows[("jpeg", m)]) for m in modes}
-print("jpeg (ImageFolder, batch 32, 2 workers, 33.0 ms emulated V100 step; %d runs each): wall per iteration" % len(rows[("jpeg", "plain")]))
-for m in modes:
-    v = [d["per_batch_us"] / 1e3 for d in rows[("jpeg", m)]]
-    print("  %-6s %7.2f ms median  [%.2f..%.2f]" % (m, wall[m] / 1e3, min(v), max(v)))
-it = wall["helper"]
-print("probe - helper: %+.1f us CPU per batch = %+.3f%% of a %.1f ms iteration (micro); %+.2f%% measured on jpeg (median)" % (
-    cpu["probe"] - cpu["helper"], 100 * (cpu["probe"] - cpu["helper"]) / it, it / 1e3, 100 * (wall["probe"] / wall["helper"] - 1)))
-print("helper - plain: %+.1f us CPU per batch; probe - plain: %+.1f us" % (cpu["helper"] - cpu["plain"], cpu["probe"] - cpu["plain"]))
+cpu = wall = None
+if ("micro", "plain") in rows:
+    # micro: the main process's CPU time per batch; the minimum over the
+    # runs is the least disturbed one on a shared machine.
+    cpu = {m: min(d["cpu_per_batch_us"] for d in rows[("micro", m)]) for m in modes}
+    print("micro (in-memory batches of 4, no workers, no step; %d runs each): CPU per batch, min of runs" % len(rows[("micro", "plain")]))
+    for m in modes:
+        print("  %-6s %7.1f us" % (m, cpu[m]))
+    print("  helper - plain: %+.1f us; probe - plain: %+.1f us; probe - helper: %+.1f us" % (
+        cpu["helper"] - cpu["plain"], cpu["probe"] - cpu["plain"], cpu["probe"] - cpu["helper"]))
+if ("jpeg", "plain") in rows:
+    # jpeg: wall time per iteration, median and spread over the runs.
+    wall = {m: statistics.median(d["per_batch_us"] for d in rows[("jpeg", m)]) for m in modes}
+    print("jpeg (ImageFolder, batch 32, 2 workers, 33.0 ms emulated V100 step; %d runs each): wall per iteration" % len(rows[("jpeg", "plain")]))
+    for m in modes:
+        v = [d["per_batch_us"] / 1e3 for d in rows[("jpeg", m)]]
+        print("  %-6s %7.2f ms median  [%.2f..%.2f]" % (m, wall[m] / 1e3, min(v), max(v)))
+    print("  probe vs helper: %+.2f%% of the iteration time (median)" % (100 * (wall["probe"] / wall["helper"] - 1)))
+it = wall["helper"] if wall else 33025.0
+if cpu:
+    print("probe's extra CPU per batch over the helper's = %+.3f%% of a %.1f ms iteration" % (
+        100 * (cpu["probe"] - cpu["helper"]) / it, it / 1e3))
 PY

@@ -232,7 +232,7 @@ class Probe:
         if not any(r.batches for r in self.loaders):
             d["fallback"] = "wall_clock"
         notes = list(self.notes)
-        if "nvidia.dali" in mods:
+        if "nvidia.dali" in mods and not any("nvidia.dali" in n for n in notes):
             notes.append("nvidia.dali is imported: DALI pipelines are not probed")
         d["notes"] = notes
         return d
