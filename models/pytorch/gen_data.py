@@ -171,13 +171,23 @@ def _token_dtype(vocab):
 def _shard_tokens(seed, index, count, vocab):
     import numpy as np
     rng = _rng(seed, index)
-    # Zipf-distributed unigrams; half the tokens follow their predecessor
-    # at a fixed offset, so there is a sequence to learn.
-    toks = (rng.zipf(1.2, count) - 1) % vocab
+    # Zipf-distributed unigrams (p(k) ~ 1/(k+1)^1.1, drawn through the CDF);
+    # half the tokens follow from their predecessor, so there is a sequence
+    # to learn.
+    toks = np.searchsorted(_zipf_cdf(vocab), rng.random(count)).astype(np.int64)
     follow = rng.random(count) < 0.5
     follow[0] = False
     toks[1:][follow[1:]] = (toks[:-1][follow[1:]] * 7 + 3) % vocab
     return toks.astype(_token_dtype(vocab))
+
+
+@functools.lru_cache(maxsize=2)
+def _zipf_cdf(vocab):
+    import numpy as np
+    cdf = np.cumsum(1.0 / np.arange(1, vocab + 1) ** 1.1)
+    cdf /= cdf[-1]
+    cdf[-1] = 1.0
+    return cdf
 
 
 def _write_text(args):
