@@ -42,7 +42,7 @@ run() { # setting mode args...
 	plain) env -u SYNERGY_METRICS_FILE "$py" "$src/testdata/bench_loop.py" --mode plain "$@" ;;
 	helper) SYNERGY_METRICS_FILE=$tmp/m.jsonl "$py" "$src/testdata/bench_loop.py" --mode helper "$@" ;;
 	probe) PYTHONPATH=$src/probe SYNERGY_METRICS_FILE=$tmp/m.jsonl "$py" "$src/testdata/bench_loop.py" --mode plain "$@" ;;
-	esac | sed "s/^/$setting /"
+	esac | sed "s/^/$setting $mode /"
 }
 
 for ((r = 1; r <= reps; r++)); do
@@ -56,9 +56,8 @@ done >"$tmp/results"
 import json, statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
-    setting, js = line.split(" ", 1)
-    d = json.loads(js)
-    rows.setdefault((setting, d["mode"]), []).append(d)
+    setting, mode, js = line.split(" ", 2)  # the loop says "plain" for the probe's runs too
+    rows.setdefault((setting, mode), []).append(json.loads(js))
 modes = ("plain", "helper", "probe")
 cpu = wall = None
 if ("micro", "plain") in rows:

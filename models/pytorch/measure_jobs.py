@@ -43,15 +43,17 @@ def parse_size(text):
     return parse_bytes(text, "size")
 
 
-def throughput(path, warmup=0, min_epoch=None):
-    """samples/s over the stream's iterations from warmup on (or of epoch >=
-    min_epoch), and the mean data-wait fraction; None when too few lines."""
+def throughput(path, warmup=0, min_epoch=None, max_epoch=None):
+    """samples/s over the stream's iterations from warmup on, of those whose
+    epoch is in [min_epoch, max_epoch] when given, and the mean data-wait
+    fraction; None when too few lines."""
     with open(path) as f:
         lines = [json.loads(l) for l in f if l.endswith("\n")]
     if min_epoch is not None:
         lines = [l for l in lines if l.get("epoch", 0) >= min_epoch]
-    else:
-        lines = lines[warmup:]
+    if max_epoch is not None:
+        lines = [l for l in lines if l.get("epoch", 0) <= max_epoch]
+    lines = lines[warmup:]
     if len(lines) < 3:
         return None, None, len(lines)
     span = lines[-1]["ts"] - lines[0]["ts"]
@@ -68,6 +70,24 @@ def job_argv(a, python, script, data, workers, iterations):
     return argv + a.extra
 
 
+def priority(a):
+    """A preexec function giving the job priority over unlocked background
+    work: its own session, hence its own scheduler autogroup (with
+    kernel.sched_autogroup_enabled, niceness acts only inside an autogroup),
+    at niceness a.nice, and the job's processes at that niceness too."""
+    def enter():
+        if not a.nice:
+            return
+        os.setsid()
+        try:
+            with open("/proc/self/autogroup", "w") as f:
+                f.write(str(a.nice))
+        except OSError:
+            pass
+        os.nice(a.nice)
+    return enter
+
+
 def run_cores(a):
     rows = {c: [] for c in a.cpus}
     tmp = tempfile.mkdtemp(prefix="synergy-measure-")
@@ -81,7 +101,8 @@ def run_cores(a):
             env = dict(os.environ, OMP_NUM_THREADS=str(n), MKL_NUM_THREADS=str(n), SYNERGY_METRICS_FILE=metrics,
                        SYNERGY_POINT="cpus=%s" % cpus, PYTHONDONTWRITEBYTECODE="1")
             if a.docker:
-                argv = ["docker", "run", "--rm", "--cpuset-cpus", cpus, "--shm-size", "1g",
+                shares = ["--cpu-shares", "262144"] if a.nice < 0 else []
+                argv = ["docker", "run", "--rm", "--cpuset-cpus", cpus, "--shm-size", "1g"] + shares + [
                         "-v", "%s:/data:ro" % os.path.abspath(a.data), "-v", "%s:/m" % tmp,
                         "-e", "OMP_NUM_THREADS=%d" % n, "-e", "MKL_NUM_THREADS=%d" % n,
                         "-e", "SYNERGY_METRICS_FILE=/m/m.jsonl", "-e", "SYNERGY_POINT=cpus=%s" % cpus, a.docker] + \
@@ -90,7 +111,7 @@ def run_cores(a):
                 argv = ["taskset", "-c", cpus] + job_argv(a, a.python, os.path.join(HERE, JOBS[a.job]), a.data, n,
                                                           a.iterations)
             t0 = time.time()
-            p = subprocess.run(argv, env=env, capture_output=True, text=True)
+            p = subprocess.run(argv, env=env, capture_output=True, text=True, preexec_fn=None if a.docker else priority(a))
             if p.returncode != 0:
                 sys.exit("measure_jobs: %s failed (%d):\n%s" % (" ".join(argv), p.returncode, p.stderr[-3000:]))
             tput, wait, n_lines = throughput(metrics, warmup=a.warmup)
@@ -173,33 +194,39 @@ def run_memory(a):
                     os.remove(metrics)
                 env = dict(os.environ, OMP_NUM_THREADS=str(n), SYNERGY_METRICS_FILE=metrics, PYTHONDONTWRITEBYTECODE="1")
 
-                def enter(mem=mem, blk=blk):
+                def enter(mem=mem, blk=blk, prio=priority(a)):
                     for g in (mem, blk):
                         with open(os.path.join(g, "cgroup.procs"), "w") as f:
                             f.write(str(os.getpid()))
+                    prio()
 
                 # No iteration cap: the job runs --epochs passes.
-                argv = ["taskset", "-c", a.cpus[0]] + job_argv(a, a.python, os.path.join(HERE, JOBS[a.job]), a.data, n,
-                                                               0) + ["--epochs", str(a.epochs)]
+                argv = ["taskset", "-c", a.cpus[0]] + job_argv(
+                    a, a.python, os.path.join(HERE, JOBS[a.job]), a.data, n, 0) + ["--epochs", str(a.epochs)]
                 t0 = time.time()
                 p = subprocess.run(argv, env=env, capture_output=True, text=True, preexec_fn=enter)
                 with open(os.path.join(mem, "memory.max_usage_in_bytes")) as f:
                     peak = int(f.read())
                 with open(os.path.join(mem, "memory.failcnt")) as f:
                     failcnt = int(f.read())
+                with open(os.path.join(mem, "memory.stat")) as f:
+                    stat = dict(l.split() for l in f)
                 if p.returncode != 0:
                     print("measure_jobs: limit %d MiB: exit %d (OOM-killed?):\n%s" % (
                         limit >> 20, p.returncode, p.stderr[-2000:]), file=sys.stderr)
                     out["points"].append({"mem_limit_bytes": limit, "exit": p.returncode})
                     continue
-                first, _, _ = throughput(metrics, min_epoch=0)
+                first, _, _ = throughput(metrics, warmup=a.warmup, max_epoch=0)
                 tput, wait, n_lines = throughput(metrics, min_epoch=1)
                 out["points"].append({"mem_limit_bytes": limit, "samples_per_s": tput, "first_pass_samples_per_s": first,
                                       "data_wait_frac": wait, "peak_bytes": peak, "failcnt": failcnt,
+                                      "end_cache_bytes": int(stat.get("cache", 0)),
                                       "evicted_files": evicted, "wall_s": time.time() - t0})
                 print("  limit %5d MiB rep %d: %7.1f samples/s after the first pass (first pass %.1f), data wait %.0f%%, "
-                      "peak %d MiB, %d lines, %.0f s" % (limit >> 20, rep + 1, tput or 0, first or 0, 100 * (wait or 0),
-                                                         peak >> 20, n_lines, time.time() - t0), file=sys.stderr, flush=True)
+                      "peak %d MiB, page cache at exit %d MiB, %d lines, %.0f s" % (
+                          limit >> 20, rep + 1, tput or 0, first or 0, 100 * (wait or 0), peak >> 20,
+                          int(stat.get("cache", 0)) >> 20, n_lines, time.time() - t0),
+                      file=sys.stderr, flush=True)
             finally:
                 for g in (mem, blk):
                     for _ in range(50):
@@ -239,6 +266,10 @@ def main():
     p.add_argument("--read-bps", dest="read_bps", type=lambda s: parse_size(s) if s else 0, default=0,
                    help="memory: read bandwidth limit on the dataset's disk, e.g. 16MB")
     p.add_argument("--epochs", type=int, default=2, help="memory: passes over the data (default 2)")
+    p.add_argument("--nice", type=int, default=0,
+                   help="run the job in its own session (scheduler autogroup) at this niceness, e.g. -20: on a machine "
+                        "shared with unlocked background work the job's pinned cores then go to it first; with "
+                        "--docker, the container gets the most CPU shares instead")
     p.add_argument("--json", default="", help="write the figures here")
     p.add_argument("extra", nargs="*", help="more arguments for the job (after --)")
     a = p.parse_args()
