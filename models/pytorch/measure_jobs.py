@@ -89,6 +89,30 @@ def priority(a):
 
 
 def run_cores(a):
+    parent = None
+    if a.docker and a.nice < 0:
+        # Containers' processes sit in cgroups, where autogroup niceness does
+        # not reach, under /docker (cpu.shares 1024): give them a parent
+        # group of their own with the most shares instead.
+        parent = "synergy-measure-%d" % os.getpid()
+        d = "/sys/fs/cgroup/cpu/" + parent
+        os.makedirs(d)
+        with open(os.path.join(d, "cpu.shares"), "w") as f:
+            f.write("262144")
+    try:
+        return _run_cores(a, parent)
+    finally:
+        if parent:
+            for c in os.listdir("/sys/fs/cgroup"):
+                d = os.path.join("/sys/fs/cgroup", c, parent)
+                if os.path.isdir(d):
+                    try:
+                        os.rmdir(d)
+                    except OSError as e:
+                        print("measure_jobs: cannot remove %s: %s" % (d, e), file=sys.stderr)
+
+
+def _run_cores(a, parent):
     rows = {c: [] for c in a.cpus}
     tmp = tempfile.mkdtemp(prefix="synergy-measure-")
     for rep in range(a.reps):
@@ -101,7 +125,7 @@ def run_cores(a):
             env = dict(os.environ, OMP_NUM_THREADS=str(n), MKL_NUM_THREADS=str(n), SYNERGY_METRICS_FILE=metrics,
                        SYNERGY_POINT="cpus=%s" % cpus, PYTHONDONTWRITEBYTECODE="1")
             if a.docker:
-                shares = ["--cpu-shares", "262144"] if a.nice < 0 else []
+                shares = ["--cgroup-parent", "/" + parent] if parent else []
                 argv = ["docker", "run", "--rm", "--cpuset-cpus", cpus, "--shm-size", "1g"] + shares + [
                         "-v", "%s:/data:ro" % os.path.abspath(a.data), "-v", "%s:/m" % tmp,
                         "-e", "OMP_NUM_THREADS=%d" % n, "-e", "MKL_NUM_THREADS=%d" % n,
@@ -269,7 +293,7 @@ def main():
     p.add_argument("--nice", type=int, default=0,
                    help="run the job in its own session (scheduler autogroup) at this niceness, e.g. -20: on a machine "
                         "shared with unlocked background work the job's pinned cores then go to it first; with "
-                        "--docker, the container gets the most CPU shares instead")
+                        "--docker, the containers run under a cgroup parent with the most CPU shares instead")
     p.add_argument("--json", default="", help="write the figures here")
     p.add_argument("extra", nargs="*", help="more arguments for the job (after --)")
     a = p.parse_args()
