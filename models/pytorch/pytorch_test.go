@@ -1,6 +1,8 @@
 package pytorch_test
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,13 +15,19 @@ import (
 	"github.com/synergy-sched/synergy/jobcontract"
 )
 
-// python3 returns the interpreter's path, skipping the test (failing under
-// SYNERGY_REQUIRE=python3) when there is none.
+// python3 returns the interpreter the tests run: $SYNERGY_PYTHON when set,
+// else Debian's /usr/bin/python3 (the python3 first on PATH may be a pyenv
+// interpreter that does not see Debian's python3-torch), skipping the test
+// (failing under SYNERGY_REQUIRE=python3) when there is none.
 func python3(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("python3")
+	p := os.Getenv("SYNERGY_PYTHON")
+	if p == "" {
+		p = "/usr/bin/python3"
+	}
+	p, err := exec.LookPath(p)
 	if err != nil {
-		testreq.Skip(t, "python3", err.Error())
+		testreq.Skip(t, "python3", fmt.Sprintf("%v (set SYNERGY_PYTHON to an interpreter)", err))
 	}
 	return p
 }
@@ -31,8 +39,22 @@ func pyCmd(t *testing.T, env []string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// TestPython_UnitTests runs test_synergy_metrics.py and fails on any
-// failure, or if no test ran.
+// hasTorch reports whether the interpreter imports what the reference jobs
+// and the probe's real tests need, and why not.
+func hasTorch(t *testing.T) (bool, string) {
+	out, err := pyCmd(t, nil, "-c", "import torch, torchvision, torchaudio, PIL, numpy").CombinedOutput()
+	if err != nil {
+		return false, fmt.Sprintf("%s cannot import torch, torchvision, torchaudio, PIL and numpy (scripts/install-torch.sh installs them): %s",
+			python3(t), strings.TrimSpace(string(out)))
+	}
+	return true, ""
+}
+
+// TestPython_UnitTests runs every test_*.py here (the helper's, the
+// probe's, the generators' and the reference jobs') and fails on any
+// failure, or if too few ran. Python skips the tests that need torch where
+// it is missing; this test then skips too, which SYNERGY_REQUIRE=torch
+// turns into a failure.
 func TestPython_UnitTests(t *testing.T) {
 	out, err := pyCmd(t, nil, "-m", "unittest", "-v").CombinedOutput()
 	if err != nil {
@@ -42,16 +64,84 @@ func TestPython_UnitTests(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no test summary in the output:\n%s", out)
 	}
-	if n, _ := strconv.Atoi(string(m[1])); n < 10 {
+	if n, _ := strconv.Atoi(string(m[1])); n < 50 {
 		t.Fatalf("only %d Python tests ran:\n%s", n, out)
 	}
 	t.Logf("%s", m[0])
+	if s := regexp.MustCompile(`(?m)^OK \(skipped=(\d+)\)`).FindSubmatch(out); s != nil {
+		skips := regexp.MustCompile(`(?m)^.* skipped '.*'$`).FindAll(out, -1)
+		why := fmt.Sprintf("%s Python tests skipped:\n%s", s[1], bytes.Join(skips, []byte("\n")))
+		if ok, reason := hasTorch(t); !ok {
+			why += "\n" + reason
+		}
+		testreq.Skip(t, "torch", why)
+	}
 }
 
-// TestPython_ScriptsCompile byte-compiles the helper and the reference
-// training script (torch is not installed here, so the script is not run).
+// TestProbe_StreamParses runs an unmodified two-loader script with the
+// probe injected as synergy profile injects it and reads the stream with the
+// profiler's own parser and tailer: every line parses, one per batch of the
+// training loader, and the report says the probe wrote them.
+func TestProbe_StreamParses(t *testing.T) {
+	if ok, why := hasTorch(t); !ok {
+		testreq.Skip(t, "torch", why)
+	}
+	dir := t.TempDir()
+	metrics, report := filepath.Join(dir, "m.jsonl"), filepath.Join(dir, "r.json")
+	probeDir, err := filepath.Abs("probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pyCmd(t, []string{"PYTHONPATH=" + probeDir, "SYNERGY_METRICS_FILE=" + metrics, "SYNERGY_PROBE_REPORT=" + report,
+		"SYNERGY_PROBE_STEP_S=0.003", "SYNERGY_PROBE_MAX_ITERATIONS=9"},
+		"testdata/two_loaders.py", filepath.Join(dir, "seen.json"), "--train", "24", "--batch", "5", "--workers", "1").CombinedOutput()
+	if err != nil {
+		t.Fatalf("two_loaders.py under the probe: %v\n%s", err, out)
+	}
+	tl := jobcontract.NewTailer(metrics)
+	its, err := tl.Poll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(its) != 9 || tl.Bad != 0 {
+		t.Fatalf("%d iterations and %d bad lines (%v), want 9 and 0\n%s", len(its), tl.Bad, tl.Errors, out)
+	}
+	// 24 samples in batches of 5: 5 5 5 5 4 per pass; the loader-only mode
+	// starts the second pass itself.
+	wantSamples := []int{5, 5, 5, 5, 4, 5, 5, 5, 5}
+	for i, it := range its {
+		if it.Iter != i || it.Samples != wantSamples[i] || !it.Emulated || it.StepIntendedS == nil || *it.StepIntendedS != 0.003 {
+			t.Errorf("line %d: %+v, want iter %d, %d samples, emulated with step_intended_s 0.003", i, it, i, wantSamples[i])
+		}
+		if it.StepS < 0.003 {
+			t.Errorf("line %d: step_s %v below the 3 ms asked", i, it.StepS)
+		}
+	}
+	data, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"state": "capped"`, `"stream": "probe"`, `"label": "fixed 3.0 ms"`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("report lacks %s:\n%s", want, data)
+		}
+	}
+}
+
+// TestPython_ScriptsCompile byte-compiles every Python file here, so a
+// syntax error fails even where torch is missing and the jobs cannot run.
 func TestPython_ScriptsCompile(t *testing.T) {
-	out, err := pyCmd(t, nil, "-m", "py_compile", "synergy_metrics.py", "train_imagenet.py", "testdata/stdlib_train.py").CombinedOutput()
+	files, err := filepath.Glob("*.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, _ := filepath.Glob("testdata/*.py")
+	probe, _ := filepath.Glob("probe/*.py")
+	files = append(append(files, more...), probe...)
+	if len(files) < 8 {
+		t.Fatalf("only %d Python files found: %v", len(files), files)
+	}
+	out, err := pyCmd(t, nil, append([]string{"-m", "py_compile"}, files...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("python3 -m py_compile: %v\n%s", err, out)
 	}

@@ -35,7 +35,8 @@ import json
 import os
 import time
 
-__all__ = ["SynergyMetrics", "add_contract_args", "default_workers", "batch_size", "ENV_METRICS_FILE", "ENV_POINT"]
+__all__ = ["SynergyMetrics", "add_contract_args", "add_emulation_args", "default_workers", "batch_size",
+           "GPUStep", "GPU_STEPS", "gpu_step", "emulated_step", "timed_wait", "ENV_METRICS_FILE", "ENV_POINT"]
 
 ENV_METRICS_FILE = "SYNERGY_METRICS_FILE"
 ENV_POINT = "SYNERGY_POINT"
@@ -72,6 +73,179 @@ def batch_size(batch):
         return None
 
 
+# Emulated GPU step (GPEmu's idea): on a machine without a GPU the model's
+# forward + backward + optimiser step is replaced by a timed wait of the time
+# that step was measured to take on a real GPU, while the data path (files,
+# decode, augmentation, workers, page cache) runs for real. The table holds
+# measured figures only, each with its source; a batch the source did not
+# measure is scaled linearly from the nearest batch it did (a GPU is less
+# efficient at small batches, so a scaled-down step is a slight underestimate)
+# and the label says so.
+#
+# Sources (facts read from the public data; no code taken):
+#   gpemu:   GPEmu (mengwanguc/gpemu), V100 FP32, forward + backward ms:
+#            ResNet-18 b256 66.7 + 197.5; ResNet-50 b64 61.2 + 145.1;
+#            AlexNet b256 21.1 + 37.8.
+#   synergy: Synergy's model zoo (msr-fiddle/synergy simulator/models/*_1.py;
+#            its testbed's GPUs are V100s): iter_time at the fair CPU share
+#            divided by the best speed-up over CPUs (the GPU-bound plateau),
+#            at the zoo's batch.
+#   gavel:   Gavel's scheduler/simulation_throughputs.json (stanford-
+#            futuredata/gavel), isolated single-GPU steps/s; step = 1 / that.
+#            Its ResNet-18 is CIFAR-10 (32 px), so it is not used for the
+#            224 px ImageNet jobs; its LM is a 2-layer LSTM word language
+#            model (Wikitext-2), its Transformer a translation model.
+def _per_s(steps_per_s):
+    return 1.0 / steps_per_s
+
+
+GPU_STEPS = {
+    # (model, gpu): (source, ((batch, step seconds), ...))
+    ("resnet18", "v100"): ("gpemu", ((256, 0.0667 + 0.1975),)),
+    ("resnet50", "v100"): ("gpemu", ((64, 0.0612 + 0.1451),)),
+    ("resnet50", "p100"): ("gavel", ((16, _per_s(9.053)), (32, _per_s(4.888)), (64, _per_s(2.619)), (128, _per_s(1.584)))),
+    ("resnet50", "k80"): ("gavel", ((16, _per_s(2.301)), (32, _per_s(1.237)), (64, _per_s(0.619)), (128, _per_s(0.347)))),
+    ("alexnet", "v100"): ("gpemu", ((256, 0.0211 + 0.0378),)),
+    ("mobilenet", "v100"): ("synergy", ((512, 0.71 / 1.55),)),
+    ("shufflenet", "v100"): ("synergy", ((512, 0.615 / 2.89),)),
+    ("m5", "v100"): ("synergy", ((512, 0.6 / 2.5),)),
+    ("deepspeech", "v100"): ("synergy", ((20, 0.757 / 1.0),)),
+    ("gnmt", "v100"): ("synergy", ((128, 0.12 / 1.0),)),
+    ("lstm", "v100"): ("gavel", ((5, _per_s(109.167)), (10, _per_s(81.652)), (20, _per_s(64.742)), (40, _per_s(45.237)), (80, _per_s(28.24)))),
+    ("lstm", "p100"): ("gavel", ((5, _per_s(90.776)), (10, _per_s(77.085)), (20, _per_s(58.173)), (40, _per_s(35.766)), (80, _per_s(21.158)))),
+    ("lstm", "k80"): ("gavel", ((5, _per_s(25.486)), (10, _per_s(23.794)), (20, _per_s(17.142)), (40, _per_s(11.5)), (80, _per_s(6.054)))),
+    ("transformer", "v100"): ("gavel", ((16, _per_s(11.064)), (32, _per_s(10.621)), (64, _per_s(8.618)), (128, _per_s(5.446)), (256, _per_s(1.595)))),
+    ("transformer", "p100"): ("gavel", ((16, _per_s(9.537)), (32, _per_s(7.869)), (64, _per_s(5.092)), (128, _per_s(3.074)), (256, _per_s(1.678)))),
+    ("transformer", "k80"): ("gavel", ((16, _per_s(5.467)), (32, _per_s(3.507)), (64, _per_s(1.752)), (128, _per_s(0.982)), (256, _per_s(0.458)))),
+}
+
+# Other spellings of the table's model names (torchvision architectures,
+# Synergy's and Gavel's names), after lower-casing and dropping "-", "_", " ".
+_MODEL_ALIASES = {
+    "res18": "resnet18", "res50": "resnet50", "mobilenetv2": "mobilenet", "mobilenetv3small": "mobilenet",
+    "mobilenetv3large": "mobilenet", "shufflenetv2x10": "shufflenet", "shufflenetv2": "shufflenet",
+    "lm": "lstm", "languagemodel": "lstm", "wordlm": "lstm",
+}
+
+
+def _norm_model(name):
+    k = "".join(c for c in str(name).lower() if c not in "-_ .")
+    return _MODEL_ALIASES.get(k, k)
+
+
+def _norm_gpu(name):
+    k = "".join(c for c in str(name).lower() if c not in "-_ ")
+    for g in ("v100", "p100", "k80"):
+        if g in k:  # "tesla-v100-sxm2-16gb" -> v100
+            return g
+    return k
+
+
+class GPUStep:
+    """The emulated step of one model on one GPU at one batch size.
+
+    step_s: seconds to wait per iteration; source: where the figure comes
+    from ("gpemu", "synergy", "gavel" or "fixed"); label: the one-line
+    description the metrics stream carries as "step_source", e.g.
+    "gpemu v100 resnet18 batch 256: 264.2 ms, scaled to batch 32".
+    """
+
+    def __init__(self, step_s, source, label, gpu=None, model=None, batch=None, ref_batch=None):
+        if not step_s > 0:
+            raise ValueError("emulated step: %r s is not a positive duration" % step_s)
+        self.step_s, self.source, self.label = float(step_s), source, label
+        self.gpu, self.model, self.batch, self.ref_batch = gpu, model, batch, ref_batch
+
+    @property
+    def scaled(self):
+        return self.ref_batch is not None and self.batch != self.ref_batch
+
+    def wait(self):
+        """Wait one step; returns the seconds measured (a sleep overshoots,
+        more so under CPU load: GPEmu saw 18.2 ms for 15.5 ms asked)."""
+        return timed_wait(self.step_s)
+
+    def __repr__(self):
+        return "GPUStep(%.6f s, %s)" % (self.step_s, self.label)
+
+
+def timed_wait(seconds, clock=time.perf_counter, sleep=time.sleep):
+    """Sleep for seconds (a blocked wait that uses no CPU, as a GPU step
+    leaves the host CPU free) and return the seconds that actually passed."""
+    t0 = clock()
+    if seconds > 0:
+        sleep(seconds)
+    return clock() - t0
+
+
+def gpu_step(model, gpu, batch):
+    """The emulated step of model on gpu at batch (samples per step) from
+    GPU_STEPS, scaled linearly from the source's nearest measured batch.
+    Raises ValueError naming what is known when the pair is not in the
+    table."""
+    m, g = _norm_model(model), _norm_gpu(gpu)
+    entry = GPU_STEPS.get((m, g))
+    if entry is None:
+        known = sorted("%s@%s" % k for k in GPU_STEPS)
+        raise ValueError("no measured step time for model %r on GPU %r; known (model@gpu): %s" % (
+            model, gpu, ", ".join(known)))
+    if int(batch) < 1:
+        raise ValueError("emulated step: batch %r must be >= 1" % batch)
+    batch = int(batch)
+    source, points = entry
+    # Nearest measured batch by ratio, ties to the larger one.
+    ref_batch, ref_s = min(points, key=lambda p: (max(p[0], batch) / min(p[0], batch), -p[0]))
+    step_s = ref_s * batch / ref_batch
+    label = "%s %s %s batch %d: %.1f ms" % (source, g, m, ref_batch, ref_s * 1e3)
+    if batch != ref_batch:
+        label += ", scaled to batch %d" % batch
+    return GPUStep(step_s, source, label, gpu=g, model=m, batch=batch, ref_batch=ref_batch)
+
+
+def fixed_step(step_s):
+    """A fixed emulated step of step_s seconds (no GPU named)."""
+    step_s = float(step_s)
+    return GPUStep(step_s, "fixed", "fixed %.1f ms" % (step_s * 1e3))
+
+
+def add_emulation_args(parser, model=None):
+    """Add --emulate-gpu NAME, --emulate-step SECONDS and --emulate-model
+    NAME to an argparse parser; emulated_step(args, ...) turns them into a
+    GPUStep. model: the table's model name the script trains (the default
+    of --emulate-model)."""
+    gpus = sorted({g for _, g in GPU_STEPS})
+    parser.add_argument("--emulate-gpu", dest="emulate_gpu", default="", metavar="NAME",
+                        help="without CUDA, replace the model's step with a timed wait of its measured step "
+                             "time on this GPU (%s); with CUDA the real step runs" % ", ".join(gpus))
+    parser.add_argument("--emulate-step", dest="emulate_step", type=float, default=0.0, metavar="SECONDS",
+                        help="without CUDA, replace the step with a fixed wait of this many seconds")
+    parser.add_argument("--emulate-model", dest="emulate_model", default=model, metavar="NAME",
+                        help="model whose step time --emulate-gpu uses (default: %s)" % (model or "the script's"))
+    return parser
+
+
+def emulated_step(args, batch, cuda=False, model=None):
+    """The GPUStep the emulation flags ask for, or None to run the real
+    step: when neither --emulate-gpu nor --emulate-step is given, or when
+    CUDA is in use (the real GPU step runs). Raises ValueError naming the
+    flag on a bad value."""
+    gpu = getattr(args, "emulate_gpu", "")
+    fixed = getattr(args, "emulate_step", 0.0) or 0.0
+    if cuda or (not gpu and not fixed):
+        return None
+    if fixed < 0:
+        raise ValueError("--emulate-step: %r is negative" % fixed)
+    if fixed:
+        return fixed_step(fixed)
+    name = model or getattr(args, "emulate_model", None)
+    if not name:
+        raise ValueError("--emulate-gpu %s: --emulate-model: the script does not say which model it trains" % gpu)
+    try:
+        return gpu_step(name, gpu, batch)
+    except ValueError as e:
+        raise ValueError("--emulate-gpu %s: %s" % (gpu, e)) from None
+
+
 def add_contract_args(parser, batch=32, workers=None, max_iterations=0):
     """Add the flags the profiler appends (docs/job-contract.md) to an
     argparse parser: --batch/-b, --workers/-j, --max-iterations (also
@@ -99,11 +273,23 @@ class SynergyMetrics:
     wall clock for ``ts`` (Unix seconds), injectable for tests.
     """
 
+    # How many enabled instances were created in this process: the injected
+    # DataLoader probe (probe/synergy_probe.py) reads it to leave a script
+    # that writes the stream itself alone.
+    enabled_instances = 0
+
     def __init__(self, path=None, emulated=False, clock=time.perf_counter, wall=time.time):
         if path is None:
             path = os.environ.get(ENV_METRICS_FILE, "")
         self.path = path or None
+        if self.path is not None:
+            SynergyMetrics.enabled_instances += 1
         self.point = os.environ.get(ENV_POINT, "")
+        self.step_source = None
+        if isinstance(emulated, str) and emulated:
+            self.step_source = emulated
+        elif isinstance(getattr(emulated, "label", None), str):  # a GPUStep
+            self.step_source = emulated.label
         self.emulated = bool(emulated)
         self._clock, self._wall = clock, wall
         self._fd = None
@@ -202,6 +388,8 @@ class SynergyMetrics:
             line["step_intended_s"] = max(0.0, float(intended_s))
         if self.emulated:
             line["emulated"] = True
+            if self.step_source:
+                line["step_source"] = self.step_source
         self.iterations += 1
         if self.path is None:
             return

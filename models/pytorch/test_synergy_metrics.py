@@ -183,6 +183,103 @@ class MetricsTest(unittest.TestCase):
         self.assertEqual([l["samples"] for l in self.lines()], [16, 16])
 
 
+class GPUStepTest(unittest.TestCase):
+    def test_table_lookup_and_batch_scaling(self):
+        # (model, gpu, batch) -> (step seconds, reference batch, label)
+        cases = [
+            # GPEmu ResNet-18 V100 b256: 66.7 + 197.5 = 264.2 ms; b32: 264.2 * 32/256 = 33.025 ms
+            ("resnet18", "v100", 256, 0.2642, 256, "gpemu v100 resnet18 batch 256: 264.2 ms"),
+            ("resnet18", "Tesla-V100-SXM2-16GB", 32, 0.033025, 256,
+             "gpemu v100 resnet18 batch 256: 264.2 ms, scaled to batch 32"),
+            # Gavel LM V100 b20: 64.742 steps/s -> 15.446 ms; b32 is nearer 40 (x1.25) than 20 (x1.6):
+            # 1/45.237 * 32/40 = 17.685 ms
+            ("lstm", "v100", 20, 1 / 64.742, 20, "gavel v100 lstm batch 20: 15.4 ms"),
+            ("LM", "v100", 32, 1 / 45.237 * 32 / 40, 40, "gavel v100 lstm batch 40: 22.1 ms, scaled to batch 32"),
+            # Synergy's zoo mobilenet: iter_time 0.71 / speed-up 1.55 at b512 = 458.06 ms; b64: /8
+            ("mobilenet_v2", "v100", 64, 0.71 / 1.55 / 8, 512, "synergy v100 mobilenet batch 512: 458.1 ms, scaled to batch 64"),
+            # Gavel ResNet-50 K80 b64: 0.619 steps/s
+            ("resnet50", "k80", 64, 1 / 0.619, 64, "gavel k80 resnet50 batch 64: 1615.5 ms"),
+            # b24: 32 (x1.33) is nearer by ratio than 16 (x1.5): 1/7.869 * 24/32 = 95.3 ms
+            ("transformer", "p100", 24, 1 / 7.869 * 24 / 32, 32, "gavel p100 transformer batch 32: 127.1 ms, scaled to batch 24"),
+        ]
+        for model, gpu, batch, want_s, want_ref, want_label in cases:
+            with self.subTest(model=model, gpu=gpu, batch=batch):
+                st = synergy_metrics.gpu_step(model, gpu, batch)
+                self.assertAlmostEqual(st.step_s, want_s, places=9)
+                self.assertEqual(st.ref_batch, want_ref)
+                self.assertEqual(st.label, want_label)
+                self.assertEqual(st.scaled, batch != want_ref)
+
+    def test_every_entry_positive_and_sourced(self):
+        for (model, gpu), (source, points) in synergy_metrics.GPU_STEPS.items():
+            with self.subTest(model=model, gpu=gpu):
+                self.assertIn(source, ("gpemu", "synergy", "gavel"))
+                self.assertTrue(points)
+                for b, s in points:
+                    self.assertGreater(b, 0)
+                    self.assertTrue(0.001 < s < 10, "%s on %s: %g s per step" % (model, gpu, s))
+
+    def test_unknown_pair_lists_known(self):
+        with self.assertRaisesRegex(ValueError, r"no measured step time for model 'resnet18' on GPU 'a100'; known.*resnet18@v100"):
+            synergy_metrics.gpu_step("resnet18", "a100", 32)
+        with self.assertRaisesRegex(ValueError, "batch 0 must be >= 1"):
+            synergy_metrics.gpu_step("resnet18", "v100", 0)
+
+    def parse(self, argv, model=None):
+        p = argparse.ArgumentParser()
+        add_contract_args(p)
+        synergy_metrics.add_emulation_args(p, model=model)
+        return p.parse_args(argv)
+
+    def test_emulated_step_from_flags(self):
+        a = self.parse(["--emulate-gpu", "v100", "-b", "64"], model="lstm")
+        st = synergy_metrics.emulated_step(a, a.batch)
+        self.assertEqual((st.model, st.gpu, st.batch, st.ref_batch), ("lstm", "v100", 64, 80))
+        self.assertIsNone(synergy_metrics.emulated_step(a, a.batch, cuda=True), "with CUDA the real step runs")
+        self.assertIsNone(synergy_metrics.emulated_step(self.parse([]), 32), "nothing asked: the real step runs")
+        # --emulate-model overrides the script's model; the script's own argument wins over both.
+        a = self.parse(["--emulate-gpu", "v100", "--emulate-model", "m5"], model="lstm")
+        self.assertEqual(synergy_metrics.emulated_step(a, 32).model, "m5")
+        self.assertEqual(synergy_metrics.emulated_step(a, 32, model="alexnet").model, "alexnet")
+        fixed = synergy_metrics.emulated_step(self.parse(["--emulate-step", "0.02"]), 32)
+        self.assertEqual((fixed.step_s, fixed.source, fixed.label), (0.02, "fixed", "fixed 20.0 ms"))
+
+    def test_emulated_step_errors_name_the_flag(self):
+        with self.assertRaisesRegex(ValueError, r"^--emulate-gpu h100: no measured step time for model 'resnet18'"):
+            synergy_metrics.emulated_step(self.parse(["--emulate-gpu", "h100"]), 32, model="resnet18")
+        with self.assertRaisesRegex(ValueError, r"--emulate-model: the script does not say which model"):
+            synergy_metrics.emulated_step(self.parse(["--emulate-gpu", "v100"]), 32)
+
+    def test_timed_wait_reports_what_passed(self):
+        clock = FakeClock()
+        slept = []
+
+        def sleep(s):
+            slept.append(s)
+            clock.advance(s * 1.2)  # an overshoot, as under load
+
+        got = synergy_metrics.timed_wait(0.05, clock=clock.perf, sleep=sleep)
+        self.assertEqual(slept, [0.05])
+        self.assertAlmostEqual(got, 0.06)
+        self.assertEqual(synergy_metrics.timed_wait(0, clock=clock.perf, sleep=sleep), 0)
+        self.assertEqual(slept, [0.05], "a zero wait does not sleep")
+
+    def test_stream_names_the_source(self):
+        st = synergy_metrics.gpu_step("resnet18", "v100", 32)
+        path = os.path.join(tempfile.mkdtemp(), "m.jsonl")
+        self.addCleanup(os.remove, path)
+        clock = FakeClock()
+        with SynergyMetrics(path, emulated=st, clock=clock.perf, wall=clock.time) as m:
+            for _ in m.wrap([[0] * 32]):
+                clock.advance(0.04)
+                m.step_done(intended_s=st.step_s)
+        with open(path) as f:
+            (line,) = [json.loads(l) for l in f]
+        self.assertEqual((line["emulated"], line["step_source"]), (True, st.label))
+        self.assertAlmostEqual(line["step_intended_s"], 0.033025)
+        self.assertAlmostEqual(line["step_s"], 0.04)
+
+
 class BatchSizeTest(unittest.TestCase):
     def test_table(self):
         cases = [

@@ -14,8 +14,15 @@ synergy's metrics stream through synergy_metrics.py. It is what
   - it exits 0 after --max-iterations iterations, and may be killed at any
     moment before that.
 
+Without CUDA, --emulate-gpu NAME replaces the model's step by a timed wait
+of its measured step time on that GPU (synergy_metrics.GPU_STEPS), so the
+real data path runs at a real GPU's pace and the stream says "emulated"; the
+model is then never built. With CUDA the real step runs.
+
 Run it by hand:
   python3 train_imagenet.py --data /datasets/imagenet/train -b 256 -j 8 --max-iterations 100
+  python3 gen_data.py image --dir /tmp/img --bytes 256MiB
+  python3 train_imagenet.py --data /tmp/img -b 32 --max-iterations 50 --emulate-gpu v100
 Profile it (in an image holding torch, torchvision and both .py files):
   synergy profile --runner docker --docker-img my-train:1 --data /datasets/imagenet/train \\
       --cpus 2,4,8 --mem-limits 16GiB,32GiB -b 256 -- python3 /app/train_imagenet.py --arch resnet50
@@ -26,9 +33,9 @@ Needs torch and torchvision; the helper needs only the standard library.
 import argparse
 import os
 import sys
-import time
 
-from synergy_metrics import SynergyMetrics, add_contract_args, default_workers
+import reference_loop
+from synergy_metrics import add_contract_args, add_emulation_args, default_workers
 
 
 def parse_args(argv=None):
@@ -44,12 +51,11 @@ def parse_args(argv=None):
     p.add_argument("--print-freq", type=int, default=50, help="log every N iterations (0: never)")
     p.add_argument("--device", default="", help="cuda, cuda:N or cpu (default: cuda when available)")
     p.add_argument("--amp", action="store_true", help="mixed precision (CUDA only)")
+    add_emulation_args(p)
     args = p.parse_args(argv)
-    for name in ("batch", "workers", "epochs", "image_size"):
-        if getattr(args, name) < 1 and not (name == "workers" and getattr(args, name) == 0):
-            p.error("--%s: must be >= 1, got %d" % (name.replace("_", "-"), getattr(args, name)))
-    if args.max_iterations < 0:
-        p.error("--max-iterations: must be >= 0 (0: no cap), got %d" % args.max_iterations)
+    reference_loop.check_common(p, args)
+    if args.image_size < 1:
+        p.error("--image-size: must be >= 1, got %d" % args.image_size)
     if not args.synthetic_data:
         if not args.data:
             p.error("--data: required (an ImageFolder directory), or give --synthetic-data")
@@ -101,11 +107,19 @@ def main(argv=None):
 
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     cuda = device.type == "cuda"
+    step = reference_loop.resolve_step("train_imagenet", args, cuda, args.arch)
     if cuda:
         torch.backends.cudnn.benchmark = True
     loader, classes = build_loader(args, torch, torchvision)
     if args.arch not in torchvision.models.list_models(module=torchvision.models):
         sys.exit("train_imagenet: --arch: %r is not a torchvision classification model" % args.arch)
+    reference_loop.banner("train_imagenet", args.arch, args, step, device, torch.get_num_threads(),
+                          ", %d classes" % classes)
+    if step:
+        # The model is never built: no GPU, and its CPU step would compete
+        # with the loader for the point's cores.
+        return reference_loop.run(args, loader, step=step)
+
     model = torchvision.models.get_model(args.arch, num_classes=classes).to(device)
     criterion = torch.nn.CrossEntropyLoss().to(device)
     optimizer = torch.optim.SGD(model.parameters(), args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
@@ -116,32 +130,23 @@ def main(argv=None):
         scaler = torch.cuda.amp.GradScaler(enabled=use_amp)
     model.train()
 
-    point = os.environ.get("SYNERGY_POINT", "")
-    print("train_imagenet: %s on %s, batch %d, %d workers, %d classes%s" % (
-        args.arch, device, args.batch, args.workers, classes, (" [" + point + "]") if point else ""), flush=True)
-    start = time.time()
-    with SynergyMetrics() as metrics:
-        for epoch in range(args.epochs):
-            for images, target in metrics.wrap(loader, epoch=epoch):
-                images = images.to(device, non_blocking=True)
-                target = target.to(device, non_blocking=True)
-                with torch.autocast(device.type, enabled=use_amp):
-                    loss = criterion(model(images), target)
-                optimizer.zero_grad(set_to_none=True)
-                scaler.scale(loss).backward()
-                scaler.step(optimizer)
-                scaler.update()
-                if cuda:
-                    # CUDA runs asynchronously: the step ends when the GPU is
-                    # done, or its time would count as the next data wait.
-                    torch.cuda.synchronize(device)
-                done = metrics.step_done()
-                if args.print_freq and done % args.print_freq == 0:
-                    print("iter %d epoch %d loss %.4f %.1f samples/s" % (
-                        done, epoch, loss.item(), done * args.batch / (time.time() - start)), flush=True)
-                if args.max_iterations and done >= args.max_iterations:
-                    return 0
-    return 0
+    def real_step(batch):
+        images, target = batch
+        images = images.to(device, non_blocking=True)
+        target = target.to(device, non_blocking=True)
+        with torch.autocast(device.type, enabled=use_amp):
+            loss = criterion(model(images), target)
+        optimizer.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        if cuda:
+            # CUDA runs asynchronously: the step ends when the GPU is done,
+            # or its time would count as the next data wait.
+            torch.cuda.synchronize(device)
+        return loss
+
+    return reference_loop.run(args, loader, real_step=real_step)
 
 
 if __name__ == "__main__":
