@@ -264,9 +264,14 @@ func cpuQuantity(cpus float64) resource.Quantity {
 }
 
 // memQuantity is bytes as a Kubernetes quantity, rounded up to a whole
-// byte; binary suffixes where exact ("64Gi"), plain bytes otherwise.
+// byte: binary suffixes for whole MiB ("64Gi", "1536Mi"), decimal ones
+// otherwise ("20G", "62500000k"), as a person would write them.
 func memQuantity(b float64) resource.Quantity {
-	return *resource.NewQuantity(int64(math.Ceil(b-1e-6)), resource.BinarySI)
+	n := int64(math.Ceil(b - 1e-6))
+	if n%(1<<20) == 0 {
+		return *resource.NewQuantity(n, resource.BinarySI)
+	}
+	return *resource.NewQuantity(n, resource.DecimalSI)
 }
 
 // gbText is decimal gigabytes, as synergy's tables count memory.

@@ -143,8 +143,10 @@ func (s *Scheduler) Stats() Stats {
 // is lost (run again, or exit and let the Deployment restart the replica,
 // as kube-scheduler does).
 func (s *Scheduler) Run(ctx context.Context) error {
-	s.events = record.NewBroadcaster(record.WithContext(ctx))
+	s.events = record.NewBroadcaster()
 	s.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.client.CoreV1().Events("")})
+	// Not bound to ctx: the Lease's "stopped leading" event is recorded after
+	// ctx ends. Shutdown stops it when Run returns.
 	defer s.events.Shutdown()
 	s.recorder = s.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: s.cfg.SchedulerName, Host: s.cfg.Identity})
 
@@ -180,6 +182,13 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		Client:     s.client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: s.cfg.Identity, EventRecorder: s.recorder},
 	}
+	// The loop runs in the elector's goroutine; Run waits for it so that
+	// nothing binds or records after Run returns.
+	var (
+		loops    sync.WaitGroup
+		loopsMu  sync.Mutex
+		finished bool
+	)
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   s.cfg.LeaseDuration,
@@ -189,6 +198,14 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		Name:            s.cfg.LeaseName,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lctx context.Context) {
+				loopsMu.Lock()
+				if finished {
+					loopsMu.Unlock()
+					return
+				}
+				loops.Add(1)
+				loopsMu.Unlock()
+				defer loops.Done()
 				s.cfg.Logger.Info("leading", "lease", s.cfg.LeaseNamespace+"/"+s.cfg.LeaseName, "identity", s.cfg.Identity)
 				s.leading.Store(true)
 				s.loop(lctx)
@@ -203,6 +220,10 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		return fmt.Errorf("scheduler: leader election: %w", err)
 	}
 	elector.Run(ctx)
+	loopsMu.Lock()
+	finished = true
+	loopsMu.Unlock()
+	loops.Wait()
 	if ctx.Err() != nil {
 		return nil
 	}

@@ -104,7 +104,8 @@ func (w *Webhook) Admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 			w.Recorder.Event(&pod, corev1.EventTypeWarning, ReasonProfileInvalid, msg)
 		}
 	} else {
-		log.Info("profile applied", "cpus", applied.CPUs, "mem_bytes", applied.MemBytes, "speedup", applied.Speedup, "changes", len(applied.Changes))
+		mq := memQuantity(applied.MemBytes)
+		log.Info("profile applied", "cpus", applied.CPUs, "memory", mq.String(), "speedup", applied.Speedup, "changes", len(applied.Changes))
 		for _, warn := range applied.Warnings {
 			resp.Warnings = append(resp.Warnings, "synergy: "+warn)
 		}
@@ -205,7 +206,7 @@ func (s *WebhookServer) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), syncs...) {
 		return errors.New("webhook: caches did not sync")
 	}
-	events := record.NewBroadcaster(record.WithContext(ctx))
+	events := record.NewBroadcaster()
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.Client.CoreV1().Events("")})
 	defer events.Shutdown()
 	wh := &Webhook{
