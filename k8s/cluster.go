@@ -26,6 +26,10 @@ const (
 	// AnnotationError is written by the webhook when it could not apply
 	// the profile; the pod is admitted as it was.
 	AnnotationError = Prefix + "profile-error"
+	// AnnotationAdmitted is written by the webhook: when it admitted the
+	// pod (RFC 3339 with nanoseconds). The scheduler's queue is in this
+	// order, finer than creationTimestamp's whole seconds.
+	AnnotationAdmitted = Prefix + "admitted"
 	// AnnotationPodGroup names the gang a pod belongs to; the pods of one
 	// group are bound all or none.
 	AnnotationPodGroup = Prefix + "pod-group"

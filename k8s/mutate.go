@@ -56,7 +56,8 @@ type PatchOp struct {
 	Value any    `json:"value,omitempty"`
 }
 
-// PatchFor computes what the webhook sets on pod: the ideal demand of job
+// PatchFor computes what the webhook sets on pod (annotations, set with
+// the AnnotationApplied record and the time of admission, besides): the ideal demand of job
 // (scheduler.IdealDemand on shape s: the smallest allocation reaching 95%
 // of the profile's best throughput, capped at one node) scaled to the pod's
 // share of the job's GPUs, as CPU and memory requests and equal limits
@@ -64,7 +65,7 @@ type PatchOp struct {
 // for nvidia.com/gpu, split among them by their GPUs. CPUs are rounded up
 // to millicores and memory up to whole bytes. Other containers and other
 // resources are left as they are.
-func PatchFor(pod *corev1.Pod, ref string, job *scheduler.Job, s scheduler.Shape) (Applied, []PatchOp, error) {
+func PatchFor(pod *corev1.Pod, ref string, job *scheduler.Job, s scheduler.Shape, annotations map[string]string) (Applied, []PatchOp, error) {
 	podGPUs := DemandOf(pod).GPUs
 	if podGPUs < 1 {
 		return Applied{}, nil, fmt.Errorf("profile %q: the pod asks for no %s", ref, ResourceGPU)
@@ -123,7 +124,11 @@ func PatchFor(pod *corev1.Pod, ref string, job *scheduler.Job, s scheduler.Shape
 	if err != nil {
 		return Applied{}, nil, fmt.Errorf("encode %s: %w", AnnotationApplied, err)
 	}
-	ops = append(ops, annotationOps(pod, map[string]string{AnnotationApplied: string(blob)}, []string{AnnotationError})...)
+	set := map[string]string{AnnotationApplied: string(blob)}
+	for k, v := range annotations {
+		set[k] = v
+	}
+	ops = append(ops, annotationOps(pod, set, []string{AnnotationError})...)
 	return a, ops, nil
 }
 

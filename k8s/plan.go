@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -84,9 +85,9 @@ type entry struct {
 
 // PlanPass makes one scheduling pass over snap: the GPU nodes become the
 // cluster, pods already bound (and those assumed) its used resources, and
-// the pending pods that ask for cfg.SchedulerName one FIFO queue (by
-// creation time, then namespace and name; a pod group at its first
-// member's place) offered to cfg.Placer. Each queued job's CPU and memory
+// the pending pods that ask for cfg.SchedulerName one FIFO queue (by the
+// webhook's admission time or else creation time, then namespace and
+// name; a pod group at its first member's place) offered to cfg.Placer. Each queued job's CPU and memory
 // demand is its pods' requests, which the webhook set from the profile;
 // the profile (or zoo model) gives the speed-up and sensitivity the
 // strategy reads. A pod without a profile annotation is placed by its
@@ -175,7 +176,7 @@ func queue(snap Snapshot, cfg PassConfig) ([]*entry, []Action) {
 		pending = append(pending, p)
 	}
 	slices.SortStableFunc(pending, func(a, b *corev1.Pod) int {
-		if c := a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time); c != 0 {
+		if c := queuedAt(a).Compare(queuedAt(b)); c != 0 {
 			return c
 		}
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
@@ -226,6 +227,17 @@ func queue(snap Snapshot, cfg PassConfig) ([]*entry, []Action) {
 		kept = append(kept, e)
 	}
 	return kept, waits
+}
+
+// queuedAt is when the pod joined the queue: the webhook's admission time
+// when it has one (nanoseconds), else its creation time (whole seconds).
+func queuedAt(p *corev1.Pod) time.Time {
+	if v, ok := p.Annotations[AnnotationAdmitted]; ok {
+		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			return t
+		}
+	}
+	return p.CreationTimestamp.Time
 }
 
 // build makes the entry's job: the profile's job (JobFor, on the pods'

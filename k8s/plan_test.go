@@ -202,7 +202,7 @@ func TestPatchFor_SetsRequestsAndLimitsOnGPUContainersOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, ops, err := PatchFor(pod, "image", job, shape)
+	a, ops, err := PatchFor(pod, "image", job, shape, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,8 +261,12 @@ func testWebhook() *Webhook {
 
 func TestWebhookAdmit(t *testing.T) {
 	wh := testWebhook()
+	wh.Now = func() time.Time { return time.Date(2026, 2, 3, 4, 5, 6, 7, time.UTC) }
 	t.Run("profiled pod is patched", func(t *testing.T) {
 		resp := wh.Admit(review(t, testPod("p", "audio", 1, 0, 0, 0)))
+		if !strings.Contains(string(resp.Patch), `"path":"/metadata/annotations/synergy-sched.github.io~1admitted","value":"2026-02-03T04:05:06.000000007Z"`) {
+			t.Errorf("no admission stamp in %s", resp.Patch)
+		}
 		if !resp.Allowed || resp.UID != "req-1" || resp.PatchType == nil {
 			t.Fatalf("response %+v", resp)
 		}
@@ -561,4 +565,27 @@ func TestPlanPass_HandsThePlacerRequestsAsDemandAndBoundPodsAsUsed(t *testing.T)
 
 func writeFile(dir, name, body string) error {
 	return os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644)
+}
+
+// TestPlanPass_QueueOrderIsAdmissionOrder: creationTimestamp has whole
+// seconds; the webhook's admission stamp orders pods created within one.
+func TestPlanPass_QueueOrderIsAdmissionOrder(t *testing.T) {
+	second := testPod("a-second", "language", 4, 4, 64*gib, 0)
+	first := testPod("b-first", "language", 4, 4, 64*gib, 0)
+	pass, err := PlanPass(Snapshot{Nodes: twoNodes(), Pods: []*corev1.Pod{second, first}}, passConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := nodeOf(t, pass, "a-second"); got != "node-0" {
+		t.Errorf("without admission stamps, a-second (first by name) on %s, want node-0", got)
+	}
+	first.Annotations[AnnotationAdmitted] = "2026-01-01T00:00:00.100000000Z"
+	second.Annotations[AnnotationAdmitted] = "2026-01-01T00:00:00.200000000Z"
+	pass, err = PlanPass(Snapshot{Nodes: twoNodes(), Pods: []*corev1.Pod{second, first}}, passConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := nodeOf(t, pass, "b-first"); got != "node-0" {
+		t.Errorf("b-first, admitted first, on %s, want node-0", got)
+	}
 }

@@ -44,6 +44,15 @@ type Webhook struct {
 	// Recorder, when set, records ProfileInvalid events.
 	Recorder record.EventRecorder
 	Logger   *slog.Logger
+	// Now is the clock of the admitted annotation (time.Now when nil).
+	Now func() time.Time
+}
+
+func (w *Webhook) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
 }
 
 // ServeHTTP implements http.Handler for AdmissionReview v1 POSTs.
@@ -93,13 +102,15 @@ func (w *Webhook) Admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 	if pod.Namespace == "" {
 		pod.Namespace = req.Namespace
 	}
-	ops, applied, err := w.mutate(&pod, ref)
+	stamp := map[string]string{AnnotationAdmitted: w.now().UTC().Format(time.RFC3339Nano)}
+	ops, applied, err := w.mutate(&pod, ref, stamp)
 	log := w.logger().With("pod", pod.Namespace+"/"+podName(&pod), "profile", ref)
 	if err != nil {
 		msg := fmt.Sprintf("requests left as they were: %v", err)
 		log.Warn("profile not applied", "err", err)
 		resp.Warnings = []string{"synergy: " + msg}
-		ops = annotationOps(&pod, map[string]string{AnnotationError: msg}, nil)
+		stamp[AnnotationError] = msg
+		ops = annotationOps(&pod, stamp, nil)
 		if w.Recorder != nil && (req.DryRun == nil || !*req.DryRun) && pod.Name != "" {
 			w.Recorder.Event(&pod, corev1.EventTypeWarning, ReasonProfileInvalid, msg)
 		}
@@ -119,7 +130,7 @@ func (w *Webhook) Admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 	return resp
 }
 
-func (w *Webhook) mutate(pod *corev1.Pod, ref string) ([]PatchOp, Applied, error) {
+func (w *Webhook) mutate(pod *corev1.Pod, ref string, annotations map[string]string) ([]PatchOp, Applied, error) {
 	c, err := w.Cluster()
 	if err != nil {
 		return nil, Applied{}, err
@@ -137,7 +148,7 @@ func (w *Webhook) mutate(pod *corev1.Pod, ref string) ([]PatchOp, Applied, error
 	if err != nil {
 		return nil, Applied{}, err
 	}
-	applied, ops, err := PatchFor(pod, ref, job, shape)
+	applied, ops, err := PatchFor(pod, ref, job, shape, annotations)
 	return ops, applied, err
 }
 

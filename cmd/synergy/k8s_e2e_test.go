@@ -230,7 +230,10 @@ spec:
 	queue := []struct {
 		pod, profile string
 		gpus         int
-	}{{"p1-image", "image", 2}, {"p2-audio", "audio", 1}, {"p3-language", "language", 2}}
+	}{{"c-image", "image", 2}, {"b-audio", "audio", 1}, {"a-language", "language", 2}}
+	// Named against their order: the queue follows the webhook's admission
+	// stamps, not names (creation times have whole seconds). In name order
+	// language would go first, and image would end on the other node.
 	args := []string{"schedule", "--json", "--cluster", filepath.Join(dir, "cluster.json"), "--used", filepath.Join(dir, "used.json")}
 	for _, q := range queue {
 		args = append(args, fmt.Sprintf("%s:gpus=%d", filepath.Join(profiles, q.profile+".json"), q.gpus))
