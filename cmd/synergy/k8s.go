@@ -74,7 +74,8 @@ func k8sCommand() *cli.Command {
 			{
 				Name:  "scheduler",
 				Usage: "place pending pods with schedulerName: synergy on the GPU nodes, as `synergy schedule` places a queue",
-				Description: "Watches pods and nodes; pending pods with the scheduler name are one FIFO queue (by creation time) offered to\n" +
+				Description: "Watches pods and nodes; pending pods with the scheduler name are one FIFO queue (in the order the webhook\n" +
+					"admitted them, else by creation time) offered to\n" +
 					"the strategy on the nodes' free resources, and are bound through pods/binding. A pod that cannot be placed\n" +
 					"gets a FailedScheduling event and a PodScheduled=False condition naming the short resource and node.\n" +
 					"Pods annotated " + k8s.AnnotationPodGroup + " and " + k8s.AnnotationPodGroupSize + " are placed all or none.\n" +
