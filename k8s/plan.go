@@ -290,7 +290,9 @@ func (e *entry) decide(p Placed, strategy string, free map[string]scheduler.Reso
 		a.Message = insufficient(p, free)
 		return a
 	}
-	if p.Demoted || p.Reverted {
+	// TUNE may give a job its GPU-proportional share instead of its ideal
+	// (dropped, or reverted to make room); a pod cannot shrink to that.
+	if !covers(p.Servers, e.job) {
 		var where []string
 		for _, s := range p.Servers {
 			where = append(where, fmt.Sprintf("%s×%d", s.Server, s.GPUs))
@@ -322,6 +324,18 @@ func (e *entry) decide(p Placed, strategy string, free map[string]scheduler.Reso
 	a.Reason = ReasonScheduled
 	a.Message = fmt.Sprintf("%s: %s, %.2f× the GPU-proportional share's throughput", strategy, p.Note, p.Speedup)
 	return a
+}
+
+// covers reports whether every server's share holds the job's requests for
+// its GPUs there (to a millionth, for float sums).
+func covers(servers []Used, j *scheduler.Job) bool {
+	for _, s := range servers {
+		g := float64(s.GPUs)
+		if s.CPUs < j.IdealCPUsPerGPU*g*(1-1e-9) || s.MemBytes < j.IdealMemBytesPerGPU*g*(1-1e-9) {
+			return false
+		}
+	}
+	return true
 }
 
 // insufficient words the strategy's shortfalls as kube-scheduler does

@@ -280,7 +280,8 @@ func (s *Scheduler) snapshot() (Snapshot, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// Forget assumptions the cache has caught up with.
+	// Forget assumptions the cache has caught up with, and what was said
+	// about pods that are gone or bound.
 	live := map[types.UID]*corev1.Pod{}
 	for _, p := range pods {
 		live[p.UID] = p
@@ -288,6 +289,11 @@ func (s *Scheduler) snapshot() (Snapshot, error) {
 	for uid := range s.assumed {
 		if p, ok := live[uid]; !ok || p.Spec.NodeName != "" {
 			delete(s.assumed, uid)
+		}
+	}
+	for uid := range s.said {
+		if p, ok := live[uid]; !ok || p.Spec.NodeName != "" {
+			delete(s.said, uid)
 		}
 	}
 	assumed := make(map[types.UID]string, len(s.assumed))
