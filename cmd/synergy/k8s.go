@@ -14,9 +14,9 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/synergy-sched/synergy/internal/atomicfile"
 	"github.com/synergy-sched/synergy/k8s"
 	"github.com/synergy-sched/synergy/scheduler"
-	"github.com/synergy-sched/synergy/sensitivity"
 )
 
 // Flag names of `synergy k8s`.
@@ -225,7 +225,7 @@ func runK8sCerts(_ context.Context, c *cli.Command) error {
 		data []byte
 		perm os.FileMode
 	}{{"ca.crt", certs.CA, 0o644}, {"tls.crt", certs.Cert, 0o644}, {"tls.key", certs.Key, 0o600}} {
-		if err := sensitivity.WriteFileAtomic(filepath.Join(out, f.name), f.data, f.perm); err != nil {
+		if err := atomicfile.Write(filepath.Join(out, f.name), f.data, f.perm); err != nil {
 			return fmt.Errorf("--%s: %w", k8sFlagOut, err)
 		}
 	}
@@ -265,7 +265,7 @@ func runK8sCluster(ctx context.Context, c *cli.Command) error {
 		if err != nil {
 			return err
 		}
-		if err := sensitivity.WriteFileAtomic(path, append(b, '\n'), 0o644); err != nil {
+		if err := atomicfile.Write(path, append(b, '\n'), 0o644); err != nil {
 			return fmt.Errorf("--%s: %w", k8sFlagUsedOut, err)
 		}
 	}
