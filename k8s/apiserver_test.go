@@ -629,3 +629,140 @@ func samePolicy(got, want admissionregistrationv1.MutatingWebhook) error {
 	}
 	return nil
 }
+
+// TestAPI_DeployRBACIsEnough applies deploy/kubernetes/rbac.yaml for real
+// and runs the webhook and the scheduler as their service accounts
+// (impersonated: there is no kubelet to run the Deployments), with the
+// profiles ConfigMap and the Lease where the manifests put them: a
+// profiled pod is mutated, bound, and both write their events. A missing
+// rule shows as a pod left alone or an error here.
+func TestAPI_DeployRBACIsEnough(t *testing.T) {
+	e := newEnv(t)
+	k := exec.Command(kubectlPath(), "--kubeconfig", kubeconfigPath(), "apply",
+		"-f", filepath.Join("..", "deploy", "kubernetes", "namespace.yaml"), "-f", filepath.Join("..", "deploy", "kubernetes", "rbac.yaml"))
+	if out, err := k.CombinedOutput(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) || strings.Contains(err.Error(), "no such file") {
+			testreq.Skip(t, "k8s", "no kubectl: "+err.Error())
+		}
+		t.Fatalf("kubectl apply rbac: %v\n%s", err, out)
+	}
+	const sys = "synergy-system"
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "synergy-profiles", Namespace: sys}, Data: map[string]string{}}
+	for _, c := range exampleCurves {
+		cm.Data[c.name] = string(exampleJSON(t, c.name))
+	}
+	if _, err := e.c.CoreV1().ConfigMaps(sys).Create(e.ctx, cm, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+		_, err = e.c.CoreV1().ConfigMaps(sys).Update(e.ctx, cm, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.c.CoordinationV1().Leases(sys).Delete(context.Background(), "synergy-scheduler", metav1.DeleteOptions{})
+	})
+	as := func(sa string) kubernetes.Interface {
+		cfg, err := restConfig(kubeconfigPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Impersonate.UserName = "system:serviceaccount:" + sys + ":" + sa
+		cfg.Impersonate.Groups = []string{"system:serviceaccounts", "system:serviceaccounts:" + sys, "system:authenticated"}
+		c, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	e.node("node-0", 4, 16, 128*gib)
+
+	// The webhook as synergy-webhook.
+	whClient := as("synergy-webhook")
+	certs, err := NewServingCerts([]string{"127.0.0.1"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	_ = os.WriteFile(filepath.Join(dir, "tls.crt"), certs.Cert, 0o600)
+	_ = os.WriteFile(filepath.Join(dir, "tls.key"), certs.Key, 0o600)
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	addr := make(chan net.Addr, 1)
+	whDone := make(chan error, 1)
+	go func() {
+		whDone <- (&WebhookServer{Client: whClient, Addr: "127.0.0.1:0", CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key"),
+			NodeSelector: labels.SelectorFromSet(labels.Set{"synergy-test": e.id}), ConfigMapNamespace: sys, ConfigMapName: "synergy-profiles",
+			Logger: testLogger(t, "webhook"), Ready: func(a net.Addr) { addr <- a }}).Run(ctx)
+	}()
+	var a net.Addr
+	select {
+	case a = <-addr:
+	case err := <-whDone:
+		t.Fatalf("webhook as synergy-webhook: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("webhook as synergy-webhook did not start (its informers need list/watch on nodes and the profiles ConfigMap)")
+	}
+	url := fmt.Sprintf("https://%s%s", a, WebhookPath)
+	mwc := WebhookConfiguration("synergy-"+e.id, admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: certs.CA},
+		&metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": e.ns}})
+	if _, err := e.c.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(e.ctx, mwc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.c.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), mwc.Name, metav1.DeleteOptions{})
+	})
+
+	// The scheduler as synergy-scheduler, on the manifests' Lease.
+	src, stopCM, err := WatchConfigMap(ctx, as("synergy-scheduler"), sys, "synergy-profiles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopCM()
+	tune, _ := scheduler.NewStrategy("tune")
+	s, err := NewScheduler(as("synergy-scheduler"), SchedulerConfig{
+		Namespace: e.ns, NodeSelector: labels.SelectorFromSet(labels.Set{"synergy-test": e.id}), Strategy: tune, Profiles: src,
+		BatchWindow: 300 * time.Millisecond, Resync: 2 * time.Second, Identity: "rbac-" + e.id, Logger: testLogger(t, "scheduler"),
+		LeaseNamespace: sys, LeaseName: "synergy-scheduler", LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	schedDone := make(chan error, 1)
+	go func() { schedDone <- s.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-schedDone; err != nil {
+			t.Errorf("scheduler as synergy-scheduler: %v", err)
+		}
+		<-whDone
+	}()
+
+	var pod *corev1.Pod
+	e.eventually(30*time.Second, "webhook (as its service account) mutates a pod", func() (bool, string) {
+		p := testPod("rbac", "image", 1, 0, 0, 0)
+		p.Namespace = e.ns
+		out, err := e.c.CoreV1().Pods(e.ns).Create(e.ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, err.Error()
+		}
+		_, ok := out.Annotations[AnnotationApplied]
+		return ok, fmt.Sprint(out.Annotations)
+	})
+	pod = e.create(testPod("rbac", "image", 1, 0, 0, 0))
+	if cpu, _ := requests(pod, 0); cpu != "6" {
+		t.Errorf("requests cpu %s, want image's 6", cpu)
+	}
+	e.create(testPod("too-big", "image", 8, 0, 0, 0))
+	e.eventually(30*time.Second, "bound and explained by the scheduler as its service account", func() (bool, string) {
+		p, big := e.get("rbac"), e.get("too-big")
+		c := podScheduled(big)
+		ev := e.events("too-big", ReasonFailedScheduling)
+		ok := p.Spec.NodeName != "" && c != nil && c.Reason == ReasonUnschedulable && len(ev) > 0 && len(e.events("rbac", ReasonScheduled)) == 1
+		return ok, fmt.Sprintf("node %q condition %+v events %q", p.Spec.NodeName, c, ev)
+	})
+	lease, err := e.c.CoordinationV1().Leases(sys).Get(e.ctx, "synergy-scheduler", metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "rbac-"+e.id {
+		t.Errorf("lease %+v: %v", lease, err)
+	}
+}
