@@ -31,6 +31,18 @@ pki="$dir/pki"
 kubeconfig="$dir/admin.kubeconfig"
 
 log() { echo "local-k8s: $*" >&2; }
+
+# detached CMD...: run CMD in its own session with no file descriptor but
+# stdin/out/err, so that the daemons hold nothing of the caller's: a lock
+# taken with `flock FILE scripts/local-k8s.sh start` ends with the script,
+# not with the daemons.
+detached() { # run in the background (&): the exec replaces that subshell
+  for fd in /proc/$BASHPID/fd/*; do
+    fd="${fd##*/}"
+    if [ "$fd" -gt 2 ] 2>/dev/null; then eval "exec $fd>&-" 2>/dev/null || true; fi
+  done
+  exec setsid "$@"
+}
 die() { echo "local-k8s: $*" >&2; exit 1; }
 
 # pid_of NAME: the pid in NAME.pid when that process is alive and is ours
@@ -155,7 +167,7 @@ start() {
   mkdir -p "$etcd_data" && chmod 700 "$etcd_data"
 
   log "starting etcd $(etcd --version | sed -n 's/^etcd Version: //p') on 127.0.0.1:$etcd_port (data $etcd_data)"
-  setsid etcd --name synergy-local --data-dir "$etcd_data" \
+  detached etcd --name synergy-local --data-dir "$etcd_data" \
     --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
     --listen-peer-urls "http://127.0.0.1:$((etcd_port + 10))" --initial-advertise-peer-urls "http://127.0.0.1:$((etcd_port + 10))" \
     --initial-cluster "synergy-local=http://127.0.0.1:$((etcd_port + 10))" --initial-cluster-state new \
@@ -171,7 +183,7 @@ start() {
   # not-ready until a kubelet reports), DefaultTolerationSeconds (adds
   # tolerations for those taints). The webhook plugins are on by default.
   log "starting kube-apiserver $version on https://127.0.0.1:$api_port"
-  setsid "$dir/bin/kube-apiserver" \
+  detached "$dir/bin/kube-apiserver" \
     --etcd-servers="http://127.0.0.1:$etcd_port" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$api_port" \
     --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
