@@ -52,8 +52,9 @@ var exampleCurves = []struct {
 	{"language", 128, func(float64, int64) float64 { return 100 }},
 }
 
-// exampleProfile builds one example profile: every cell predicted
-// (measured false), GPU mode none, made by this file, not measured.
+// exampleProfile builds one example profile: every cell of the grid is
+// given (phase grid, as a profile of strategy grid has them) from the
+// curve, GPU mode none, and the profile says it is a synthetic example.
 func exampleProfile(name string, batch int, f func(float64, int64) float64) *sensitivity.Profile {
 	p := &sensitivity.Profile{
 		SchemaVersion: sensitivity.SchemaVersion,
@@ -61,13 +62,13 @@ func exampleProfile(name string, batch int, f func(float64, int64) float64) *sen
 		CreatedAt:     time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 		Job:           sensitivity.JobInfo{Name: name, Command: []string{"example"}, Runner: "none", Batch: batch, GPUs: 1, MaxIterations: 1000},
 		Host:          sensitivity.HostInfo{CPUModel: "example", LogicalCPUs: 16, DRAMBytes: 128 * gib, CgroupMode: "none"},
-		GPU:           sensitivity.GPUInfo{Mode: sensitivity.GPUModeNone, Note: "synthetic example curve for docs, demo and tests; not measured"},
+		GPU:           sensitivity.GPUInfo{Mode: sensitivity.GPUModeNone, Note: "synthetic example for docs, demo and tests: every cell is a curve written by k8s/examples_test.go, not a measurement"},
 		Strategy:      "example",
 		Axes:          sensitivity.Axes{CPUs: []float64{1, 2, 4, 6, 8, 16}, MemLimitBytes: []int64{16 * gib, 32 * gib, 64 * gib, 0}},
 	}
 	for _, c := range p.Axes.CPUs {
 		for _, m := range p.Axes.MemLimitBytes {
-			p.Cells = append(p.Cells, sensitivity.Cell{CPUs: c, MemLimitBytes: m, SamplesPerS: f(c, m)})
+			p.Cells = append(p.Cells, sensitivity.Cell{CPUs: c, MemLimitBytes: m, Measured: true, Phase: sensitivity.PhaseGrid, SamplesPerS: f(c, m)})
 		}
 	}
 	return p

@@ -42,8 +42,8 @@ var ErrNoSource = errors.New("no profile source configured (--profiles-configmap
 // JobFor builds the scheduler's job for a profile reference (a stored
 // profile's name or zoo:MODEL) and a GPU count on a cluster of shape s,
 // exactly as `synergy schedule PROFILE:gpus=N` and `zoo:MODEL:gpus=N` do:
-// a stored profile through scheduler.JobFromProfile with its GPU count
-// replaced, a zoo model through the zoo's tables. Errors name the profile
+// a stored profile (strictly read, its missing cells predicted) through
+// scheduler.JobFromProfile with its GPU count replaced, a zoo model through the zoo's tables. Errors name the profile
 // and what is wrong with it.
 func JobFor(id int, ref string, src ProfileSource, gpus int, s scheduler.Shape) (*scheduler.Job, error) {
 	if gpus < 1 {
@@ -69,6 +69,13 @@ func JobFor(id int, ref string, src ProfileSource, gpus int, s scheduler.Shape) 
 		p, err := sensitivity.Decode(bytes.NewReader(data))
 		if err != nil {
 			return nil, fmt.Errorf("profile %q in %s: %w", ref, src, err)
+		}
+		// A profile cut short has unmeasured cells: predict them, as
+		// synergy schedule does (sensitivity.LoadFilled).
+		if !p.Complete() {
+			if err := sensitivity.Fill(p); err != nil {
+				return nil, fmt.Errorf("profile %q in %s: %w", ref, src, err)
+			}
 		}
 		if j, err = scheduler.JobFromProfile(id, p, s); err != nil {
 			return nil, fmt.Errorf("profile %q in %s: %w", ref, src, err)
