@@ -86,8 +86,9 @@ type entry struct {
 // PlanPass makes one scheduling pass over snap: the GPU nodes become the
 // cluster, pods already bound (and those assumed) its used resources, and
 // the pending pods that ask for cfg.SchedulerName one FIFO queue (by the
-// webhook's admission time or else creation time, then namespace and
-// name; a pod group at its first member's place) offered to cfg.Placer. Each queued job's CPU and memory
+// second they came in; within a second, the pods the webhook stamped in
+// its order, then the others; then namespace and name; a pod group at its
+// first member's place) offered to cfg.Placer. Each queued job's CPU and memory
 // demand is its pods' requests, which the webhook set from the profile;
 // the profile (or zoo model) gives the speed-up and sensitivity the
 // strategy reads. A pod without a profile annotation is placed by its
@@ -176,7 +177,20 @@ func queue(snap Snapshot, cfg PassConfig) ([]*entry, []Action) {
 		pending = append(pending, p)
 	}
 	slices.SortStableFunc(pending, func(a, b *corev1.Pod) int {
-		if c := queuedAt(a).Compare(queuedAt(b)); c != 0 {
+		ta, sa := queuedAt(a)
+		tb, sb := queuedAt(b)
+		// Whole seconds first (all creationTimestamp has); within one
+		// second, the stamped pods in stamp order, then the others.
+		if c := cmp.Compare(ta.Unix(), tb.Unix()); c != 0 {
+			return c
+		}
+		if sa != sb {
+			if sa {
+				return -1
+			}
+			return 1
+		}
+		if c := ta.Compare(tb); c != 0 {
 			return c
 		}
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
@@ -230,14 +244,15 @@ func queue(snap Snapshot, cfg PassConfig) ([]*entry, []Action) {
 }
 
 // queuedAt is when the pod joined the queue: the webhook's admission time
-// when it has one (nanoseconds), else its creation time (whole seconds).
-func queuedAt(p *corev1.Pod) time.Time {
+// when it stamped the pod (nanoseconds), else its creation time (whole
+// seconds).
+func queuedAt(p *corev1.Pod) (t time.Time, stamped bool) {
 	if v, ok := p.Annotations[AnnotationAdmitted]; ok {
 		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-			return t
+			return t, true
 		}
 	}
-	return p.CreationTimestamp.Time
+	return p.CreationTimestamp.Time, false
 }
 
 // build makes the entry's job: the profile's job (JobFor, on the pods'

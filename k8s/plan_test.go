@@ -325,7 +325,7 @@ func TestWebhookAdmit_MalformedProfileInDirectory(t *testing.T) {
 	for name, want := range map[string]string{
 		"broken":  "profile is not JSON",
 		"future":  "newer than this tool reads",
-		"noaxes":  "axes are empty",
+		"noaxes":  "axes.cpus: [] is empty",
 		"unknown": "unknown field",
 	} {
 		resp := wh.Admit(review(t, testPod("p", name, 1, 0, 0, 0)))
@@ -587,5 +587,24 @@ func TestPlanPass_QueueOrderIsAdmissionOrder(t *testing.T) {
 	}
 	if got := nodeOf(t, pass, "b-first"); got != "node-0" {
 		t.Errorf("b-first, admitted first, on %s, want node-0", got)
+	}
+	// A pod the webhook did not see, created in the same second: after
+	// the stamped ones (its creation time has no fraction to compare).
+	third := testPod("0-unstamped", "", 4, 4, 64*gib, 0)
+	pass, err = PlanPass(Snapshot{Nodes: append(twoNodes(), testNode("node-2", 4, 16, 128*gib)), Pods: []*corev1.Pod{third, second, first}}, passConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := nodeOf(t, pass, "0-unstamped"); got != "node-2" {
+		t.Errorf("unstamped pod on %s, want node-2 (after both stamped pods of its second)", got)
+	}
+	// One from an earlier second goes first.
+	third.CreationTimestamp = metav1.NewTime(third.CreationTimestamp.Add(-time.Second))
+	pass, err = PlanPass(Snapshot{Nodes: append(twoNodes(), testNode("node-2", 4, 16, 128*gib)), Pods: []*corev1.Pod{third, second, first}}, passConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := nodeOf(t, pass, "0-unstamped"); got != "node-0" {
+		t.Errorf("pod of the second before on %s, want node-0", got)
 	}
 }
