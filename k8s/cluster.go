@@ -171,24 +171,16 @@ func unusable(n *corev1.Node) string {
 	return ""
 }
 
-// Used is what bound pods hold on one server, as `synergy schedule --used`
-// reads it.
-type Used struct {
-	Server   string  `json:"server"`
-	GPUs     int     `json:"gpus"`
-	CPUs     float64 `json:"cpus"`
-	MemBytes float64 `json:"mem_bytes"`
-}
-
 // UsedOn sums the demand of the non-terminal pods bound to the cluster's
-// servers, by server in cluster order; servers nothing is bound to are
-// left out. Pods bound by any scheduler count.
-func UsedOn(c *scheduler.Cluster, pods []*corev1.Pod) []Used {
+// servers, by server in cluster order, as scheduler.PlaceQueue (and
+// `synergy schedule --used`) reads it; servers nothing is bound to are left
+// out. Pods bound by any scheduler count.
+func UsedOn(c *scheduler.Cluster, pods []*corev1.Pod) []scheduler.Usage {
 	index := map[string]int{}
 	for i, s := range c.Servers {
 		index[s.Name] = i
 	}
-	sums := make([]Used, len(c.Servers))
+	sums := make([]scheduler.Usage, len(c.Servers))
 	seen := make([]bool, len(c.Servers))
 	for _, p := range pods {
 		i, ok := index[p.Spec.NodeName]
@@ -201,7 +193,7 @@ func UsedOn(c *scheduler.Cluster, pods []*corev1.Pod) []Used {
 		sums[i].MemBytes += float64(d.MemBytes)
 		seen[i] = true
 	}
-	var out []Used
+	var out []scheduler.Usage
 	for i, u := range sums {
 		if seen[i] {
 			u.Server = c.Servers[i].Name

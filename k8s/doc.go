@@ -8,9 +8,9 @@
 // The scheduler (Scheduler) is a second scheduler for pods with
 // `schedulerName: synergy`: it watches pods and nodes through informers,
 // turns the GPU nodes into a scheduler.Cluster and the pods already bound
-// into used resources, offers the pending pods as one FIFO queue to a
-// placement strategy of package scheduler (TUNE by default) exactly as
-// `synergy schedule` does, binds what was placed through the pods/binding
+// into used resources, and asks scheduler.PlaceQueue — what `synergy
+// schedule` answers with — to place the pending pods as one FIFO queue
+// (TUNE by default); it binds what was placed through the pods/binding
 // subresource, and writes why a pod waits as an event and a PodScheduled
 // condition. Pods of a pod group are placed all or none. Leader election on
 // a Lease keeps two replicas from binding at once.

@@ -202,7 +202,7 @@ func RunScheduler(ctx context.Context, o SchedulerOptions) error {
 // `synergy schedule --cluster FILE --used FILE` reads.
 type ClusterView struct {
 	Cluster  scheduler.Cluster
-	Used     []Used
+	Used     []scheduler.Usage
 	Excluded []Excluded
 }
 

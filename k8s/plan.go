@@ -70,7 +70,7 @@ func (a Action) Bind() bool { return len(a.Nodes) > 0 }
 type Pass struct {
 	Cluster  scheduler.Cluster
 	Excluded []Excluded
-	Used     []Used
+	Used     []scheduler.Usage
 	Actions  []Action
 }
 
@@ -136,21 +136,29 @@ func PlanPass(snap Snapshot, cfg PassConfig) (Pass, error) {
 	if len(jobs) == 0 {
 		return pass, nil
 	}
-	placed, err := cfg.Placer.Place(Queue{Cluster: pass.Cluster, Used: pass.Used, Jobs: jobs, Strategy: cfg.Strategy})
+	plan, err := cfg.Placer.Place(scheduler.Queue{Cluster: &pass.Cluster, InUse: pass.Used, Jobs: jobs, Strategy: cfg.Strategy})
 	if err != nil {
 		return pass, fmt.Errorf("place %d jobs on %d nodes: %w", len(jobs), len(pass.Cluster.Servers), err)
+	}
+	outcomes := make(map[int]scheduler.JobOutcome, len(plan.Jobs))
+	for _, o := range plan.Jobs {
+		outcomes[o.JobID] = o
 	}
 	// Free resources once the pass's placements are made: what a job left
 	// waiting saw, give or take the jobs placed after it.
 	free := freeAfter(&pass.Cluster, pass.Used)
-	for _, p := range placed {
-		for _, s := range p.Servers {
+	for _, o := range plan.Jobs {
+		for _, s := range o.Servers {
 			f := free[s.Server]
 			free[s.Server] = scheduler.Resources{GPUs: f.GPUs - s.GPUs, CPUs: f.CPUs - s.CPUs, MemBytes: f.MemBytes - s.MemBytes}
 		}
 	}
-	for k, e := range queued {
-		pass.Actions = append(pass.Actions, e.decide(placed[k], cfg.Strategy.Name(), free))
+	for _, e := range queued {
+		o, ok := outcomes[e.job.ID]
+		if !ok {
+			return pass, fmt.Errorf("placement plan has no outcome for job %d (%s)", e.job.ID, e.pods[0].Name)
+		}
+		pass.Actions = append(pass.Actions, e.decide(o, cfg.Strategy.Name(), free))
 	}
 	return pass, nil
 }
@@ -299,7 +307,7 @@ func (e *entry) build(id int, src ProfileSource, s scheduler.Shape) (*scheduler.
 
 // decide turns the strategy's outcome for the entry into bindings, or a
 // reason to wait.
-func (e *entry) decide(p Placed, strategy string, free map[string]scheduler.Resources) Action {
+func (e *entry) decide(p scheduler.JobOutcome, strategy string, free map[string]scheduler.Resources) Action {
 	a := Action{Pods: e.pods, Reason: ReasonUnschedulable}
 	if !p.Placed {
 		a.Message = insufficient(p, free)
@@ -343,7 +351,7 @@ func (e *entry) decide(p Placed, strategy string, free map[string]scheduler.Reso
 
 // covers reports whether every server's share holds the job's requests for
 // its GPUs there (to a millionth, for float sums).
-func covers(servers []Used, j *scheduler.Job) bool {
+func covers(servers []scheduler.ServerShare, j *scheduler.Job) bool {
 	for _, s := range servers {
 		g := float64(s.GPUs)
 		if s.CPUs < j.IdealCPUsPerGPU*g*(1-1e-9) || s.MemBytes < j.IdealMemBytesPerGPU*g*(1-1e-9) {
@@ -356,7 +364,7 @@ func covers(servers []Used, j *scheduler.Job) bool {
 // insufficient words the strategy's shortfalls as kube-scheduler does
 // ("Insufficient nvidia.com/gpu"), naming the node and the amounts; a
 // shortfall of the cluster as a whole lists each node's free amount.
-func insufficient(p Placed, free map[string]scheduler.Resources) string {
+func insufficient(p scheduler.JobOutcome, free map[string]scheduler.Resources) string {
 	if len(p.Shortfalls) == 0 {
 		return p.Reason
 	}
@@ -411,7 +419,7 @@ func num(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 // snapshot still shows pending, each amount capped at the server's size
 // (pods bound past a node's allocatable by others must not make the
 // cluster invalid).
-func usedWithAssumed(c *scheduler.Cluster, snap Snapshot) []Used {
+func usedWithAssumed(c *scheduler.Cluster, snap Snapshot) []scheduler.Usage {
 	pods := snap.Pods
 	if len(snap.Assumed) > 0 {
 		pods = slices.Clone(pods)
@@ -438,7 +446,7 @@ func usedWithAssumed(c *scheduler.Cluster, snap Snapshot) []Used {
 }
 
 // freeAfter is each server's free resources given used.
-func freeAfter(c *scheduler.Cluster, used []Used) map[string]scheduler.Resources {
+func freeAfter(c *scheduler.Cluster, used []scheduler.Usage) map[string]scheduler.Resources {
 	out := map[string]scheduler.Resources{}
 	for _, s := range c.Servers {
 		out[s.Name] = scheduler.Resources{GPUs: s.GPUs, CPUs: s.CPUs, MemBytes: float64(s.MemBytes)}

@@ -185,7 +185,7 @@ func TestUsedOn_SumsBoundNonTerminalPods(t *testing.T) {
 		done, other,
 	}
 	got := UsedOn(&c, pods)
-	want := []Used{{Server: "node-1", GPUs: 3, CPUs: 5, MemBytes: float64(12 * gib)}}
+	want := []scheduler.Usage{{Server: "node-1", GPUs: 3, CPUs: 5, MemBytes: float64(12 * gib)}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("UsedOn = %+v, want %+v", got, want)
 	}
@@ -529,18 +529,22 @@ func TestPlanPass_NamespaceAndNoNodes(t *testing.T) {
 }
 
 // fakePlacer records the queue it was given and answers with a canned
-// placement: the seam to package scheduler's use case.
+// plan: the seam to scheduler.PlaceQueue.
 type fakePlacer struct {
-	got Queue
-	out []Placed
+	got scheduler.Queue
+	out scheduler.QueuePlan
 }
 
-func (f *fakePlacer) Place(q Queue) ([]Placed, error) { f.got = q; return f.out, nil }
+func (f *fakePlacer) Place(q scheduler.Queue) (*scheduler.QueuePlan, error) {
+	f.got = q
+	return &f.out, nil
+}
 
 var _ Placer = (*fakePlacer)(nil)
 
 func TestPlanPass_HandsThePlacerRequestsAsDemandAndBoundPodsAsUsed(t *testing.T) {
-	f := &fakePlacer{out: []Placed{{JobID: 0, Placed: true, Servers: []Used{{Server: "node-1", GPUs: 2, CPUs: 12, MemBytes: float64(64 * gib)}}, Speedup: 1.5, Note: "ideal demand"}}}
+	f := &fakePlacer{out: scheduler.QueuePlan{Jobs: []scheduler.JobOutcome{{JobID: 0, Placed: true,
+		Servers: []scheduler.ServerShare{{Server: "node-1", GPUs: 2, CPUs: 12, MemBytes: float64(64 * gib)}}, Speedup: 1.5, Note: "ideal demand"}}}}
 	cfg := passConfig(t)
 	cfg.Placer = f
 	pods := []*corev1.Pod{bound(testPod("held", "", 1, 3, 8*gib, 0), "node-0"), testPod("image", "image", 2, 12, 64*gib, 1)}
@@ -551,8 +555,11 @@ func TestPlanPass_HandsThePlacerRequestsAsDemandAndBoundPodsAsUsed(t *testing.T)
 	if got := nodeOf(t, pass, "image"); got != "node-1" {
 		t.Errorf("image on %s: the placer's answer is what is bound", got)
 	}
-	if fmt.Sprint(f.got.Used) != fmt.Sprint([]Used{{Server: "node-0", GPUs: 1, CPUs: 3, MemBytes: float64(8 * gib)}}) {
-		t.Errorf("used %+v", f.got.Used)
+	if fmt.Sprint(f.got.InUse) != fmt.Sprint([]scheduler.Usage{{Server: "node-0", GPUs: 1, CPUs: 3, MemBytes: float64(8 * gib)}}) {
+		t.Errorf("in use %+v", f.got.InUse)
+	}
+	if f.got.Policy != nil {
+		t.Errorf("policy %v, want nil (FIFO)", f.got.Policy)
 	}
 	j := f.got.Jobs[0]
 	if j.GPUs != 2 || j.IdealCPUsPerGPU != 6 || j.IdealMemBytesPerGPU != float64(32*gib) || math.Abs(j.Speedup-1.5) > 1e-9 || j.Matrix == nil {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/synergy-sched/synergy/models/zoo"
 	"github.com/synergy-sched/synergy/scheduler"
-	"github.com/synergy-sched/synergy/scheduler/sim"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
@@ -52,7 +51,7 @@ func JobFor(id int, ref string, src ProfileSource, gpus int, s scheduler.Shape) 
 	var j *scheduler.Job
 	if name, ok := strings.CutPrefix(ref, ZooPrefix); ok {
 		var err error
-		if j, err = sim.ZooJob(id, name, 0, 1, gpus, nil); err != nil {
+		if j, err = scheduler.ZooJob(id, name, 0, 1, gpus, nil); err != nil {
 			return nil, fmt.Errorf("profile %q: %w (zoo models: %s)", ref, err, strings.Join(zoo.Names(), ", "))
 		}
 	} else {

@@ -256,10 +256,10 @@ func runK8sCluster(ctx context.Context, c *cli.Command) error {
 	}
 	if path := c.String(k8sFlagUsedOut); path != "" {
 		used := struct {
-			Servers []k8s.Used `json:"servers"`
+			Servers []scheduler.Usage `json:"servers"`
 		}{Servers: v.Used}
 		if used.Servers == nil {
-			used.Servers = []k8s.Used{}
+			used.Servers = []scheduler.Usage{}
 		}
 		b, err := json.MarshalIndent(used, "", "  ")
 		if err != nil {
