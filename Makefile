@@ -14,7 +14,7 @@ DEMO_CPUS   ?= 0.5,1,2
 DEMO_MEM    ?= 64MiB,128MiB,384MiB
 DEMO_READ   ?= 40MB
 
-.PHONY: all build demo test test-short bench fuzz clean
+.PHONY: all build demo demo-k8s test test-short bench fuzz clean
 
 all: build
 
@@ -32,6 +32,13 @@ demo: build
 		-b 16 --data $(DEMO)/data-$(DEMO_PRESET) --max-iterations 100 --point-timeout 60s \
 		--out $(DEMO)/profile.json -- bin/synthtrain --preset $(DEMO_PRESET)
 	bin/synergy schedule --cluster default $(DEMO)/profile.json
+
+# Kubernetes: on the local control plane (scripts/local-k8s.sh: etcd and a
+# kube-apiserver built from the module proxy on first use), three GPU nodes
+# and three profiled pods; runs `synergy k8s webhook` and `synergy k8s
+# scheduler` and prints each pod's requests and node (docs/kubernetes.md).
+demo-k8s: build
+	deploy/demo.sh
 
 test:
 	$(GO) vet ./...

@@ -45,6 +45,7 @@ func newApp() *cli.Command {
 			scheduleCommand(),
 			simulateCommand(),
 			matrixCommand(),
+			k8sCommand(),
 		},
 	}
 }
