@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Prints docs/ARCHITECTURE.md's import table as `go list` sees it (one row per
+# package of this module, the module's packages it imports), to paste into the
+# document when internal/archtest says it is out of date.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+module=$(go list -m)
+echo "| package | imports (ours) |"
+echo "| --- | --- |"
+go list -f '{{.ImportPath}}{{range .Imports}} {{.}}{{end}}' ./... | sort | while read -r pkg imps; do
+	ours=()
+	for i in $imps; do
+		case $i in "$module"/*) ours+=("${i#"$module"/}") ;; esac
+	done
+	cell=none
+	if ((${#ours[@]})); then
+		cell=$(printf '%s\n' "${ours[@]}" | LC_ALL=C sort | sed 's/.*/`&`/' | paste -sd, | sed 's/,/, /g')
+	fi
+	echo "| \`${pkg#"$module"/}\` | $cell |"
+done
