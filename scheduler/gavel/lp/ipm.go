@@ -20,6 +20,7 @@ type structLP struct {
 	a    []float64 // n*k: scale_factor[m] / num_workers[j]
 	g    []float64 // n*k objective (maximise), nil = 0
 	hasZ bool
+	zc   []float64 // n: z's coefficient in each demand row (row equilibration); nil = all 1
 	dem  []bool    // n
 	c    []float64 // n*k demand coefficients
 	b    []float64 // n demand right-hand sides
@@ -79,7 +80,7 @@ func (p *structLP) mulA(v colVec, out rowVec) {
 		out.R[m] = r
 		if p.dem[m] {
 			if p.hasZ {
-				q += v.z[0]
+				q += p.zCoef(m) * v.z[0]
 			}
 			out.Q[m] = q + v.sQ[m]
 		} else {
@@ -103,7 +104,7 @@ func (p *structLP) mulAT(y rowVec, out colVec) {
 		out.sR[m] = y.R[m]
 		if p.dem[m] {
 			out.sQ[m] = y.Q[m]
-			z += y.Q[m]
+			z += p.zCoef(m) * y.Q[m]
 		} else {
 			out.sQ[m] = 0
 		}
@@ -178,8 +179,36 @@ func (p *structLP) numCols() int {
 	return c
 }
 
+// zCoef returns z's coefficient in demand row m.
+func (p *structLP) zCoef(m int) float64 {
+	if p.zc == nil {
+		return 1
+	}
+	return p.zc[m]
+}
+
+// equilibrate divides every demand row (coefficients, right-hand side and z's coefficient) by
+// its largest coefficient, which leaves the LP unchanged and its rows comparable in scale.
+func (p *structLP) equilibrate() {
+	p.zc = make([]float64, p.n)
+	for m := 0; m < p.n; m++ {
+		row := p.c[m*p.k : (m+1)*p.k]
+		s := infNorm(row)
+		p.zc[m] = 1
+		if !p.dem[m] || s == 0 {
+			continue
+		}
+		for j := range row {
+			row[j] /= s
+		}
+		p.b[m] /= s
+		p.zc[m] = 1 / s
+	}
+}
+
 func (p *structLP) check() error {
-	if len(p.a) != p.n*p.k || len(p.dem) != p.n || len(p.c) != p.n*p.k || len(p.b) != p.n {
+	if len(p.a) != p.n*p.k || len(p.dem) != p.n || len(p.c) != p.n*p.k || len(p.b) != p.n ||
+		(p.zc != nil && len(p.zc) != p.n) {
 		return fmt.Errorf("lp: internal: inconsistent problem sizes")
 	}
 	if p.g != nil && len(p.g) != p.n*p.k {

@@ -162,8 +162,9 @@ func TestMinTotalDuration_MatchesSimplex(t *testing.T) {
 				if relDiff(sol.Bound, 1/zStar) > 1e-7 {
 					t.Errorf("%s n=%d w=%v: T* %v, simplex %v", policy, n, w, sol.Bound, 1/zStar)
 				}
-				// Gavel's search ends within 5% above T* (or at its 100 s floor) and X meets T.
-				if sol.Objective < sol.Bound*(1-1e-9) || sol.Objective > math.Max(1.05*sol.Bound, 105) {
+				// Gavel's search ends at most ~5% above T* (more only where a decade boundary
+				// (1e6, 1e7, ...) lies between, or at its 100 s floor), and X meets that T.
+				if sol.Objective < sol.Bound*(1-1e-9) || sol.Objective > 1.1*math.Max(sol.Bound, 100) {
 					t.Errorf("%s: final T %v for T* %v", policy, sol.Objective, sol.Bound)
 				}
 				if got := minRow(coef, sol.X); got*sol.Objective < 1-1e-6 {
@@ -326,4 +327,104 @@ func TestScaleFactor_CountsGPUs(t *testing.T) {
 	if math.Abs(sol.Objective-1) > 1e-7 || sol.X[1][0] < 1-1e-6 || sol.X[0][0] < 1.0/8-1e-6 {
 		t.Errorf("objective %v, x = %v", sol.Objective, sol.X)
 	}
+}
+
+// ftfRatios returns ρ_m(X) for every job with remaining steps, with the isolated throughput
+// derived here from isolated.py's formula.
+func ftfRatios(p Problem, x Allocation) []float64 {
+	n := float64(len(p.Jobs))
+	var out []float64
+	for m, jb := range p.Jobs {
+		sum, iso, tp := 0.0, 0.0, 0.0
+		for j, v := range jb.Throughput {
+			xi := float64(p.Workers[j]) / n / float64(jb.ScaleFactor)
+			sum += xi
+			iso += v * xi
+			tp += v * x[m][j]
+		}
+		if sum > 1 {
+			iso /= sum
+		}
+		e := jb.CumulativeIsolatedTime + jb.RemainingSteps/iso
+		out = append(out, (jb.TimeSinceStart+jb.RemainingSteps/tp)/e)
+	}
+	return out
+}
+
+func TestFinishTimeFairness_MatchesBisectionOverSimplex(t *testing.T) {
+	rng := rand.New(rand.NewSource(8))
+	for _, n := range []int{1, 3, 8, 16} {
+		for _, w := range [][]int{{1, 1, 1}, {4, 4, 4}, {8, 16, 24}} {
+			p := randomProblem(rng, n, w)
+			sol, err := SolveDetail(FinishTimeFairnessPerf, p, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkInvariants(t, p, sol.X)
+			// X achieves the reported ρ.
+			worst := 0.0
+			for _, r := range ftfRatios(p, sol.X) {
+				worst = math.Max(worst, r)
+			}
+			if worst > sol.Objective*(1+1e-7) {
+				t.Errorf("n=%d w=%v: X reaches ρ=%v, reported %v", n, w, worst, sol.Objective)
+			}
+			// Independent: ρ* by bisection with the simplex as the feasibility oracle.
+			iso := ftfRatios(p, isolatedAlloc(p))
+			lo, hi := 0.0, 0.0
+			for _, r := range iso {
+				hi = math.Max(hi, r)
+			}
+			for it := 0; it < 60 && hi-lo > 1e-9*hi; it++ {
+				rho := (lo + hi) / 2
+				if ftfFeasible(t, p, rho) {
+					hi = rho
+				} else {
+					lo = rho
+				}
+			}
+			if relDiff(sol.Objective, hi) > 1e-6 {
+				t.Errorf("n=%d w=%v: ρ* = %v, simplex bisection %v", n, w, sol.Objective, hi)
+			}
+		}
+	}
+}
+
+func isolatedAlloc(p Problem) Allocation {
+	n := float64(len(p.Jobs))
+	x := make(Allocation, len(p.Jobs))
+	for m, jb := range p.Jobs {
+		x[m] = make([]float64, len(p.Types))
+		sum := 0.0
+		for j := range p.Types {
+			x[m][j] = float64(p.Workers[j]) / n / float64(jb.ScaleFactor)
+			sum += x[m][j]
+		}
+		for j := range x[m] {
+			x[m][j] /= math.Max(sum, 1)
+		}
+	}
+	return x
+}
+
+// ftfFeasible: can every job reach ρ_m <= rho? Throughput demand r/(ρE − t) per job.
+func ftfFeasible(t *testing.T, p Problem, rho float64) bool {
+	coef := make([][]float64, len(p.Jobs))
+	ix := isolatedAlloc(p)
+	for m, jb := range p.Jobs {
+		isoTp := 0.0
+		for j, v := range jb.Throughput {
+			isoTp += v * ix[m][j]
+		}
+		e := jb.CumulativeIsolatedTime + jb.RemainingSteps/isoTp
+		slack := rho*e - jb.TimeSinceStart
+		if slack <= 0 {
+			return false
+		}
+		coef[m] = make([]float64, len(jb.Throughput))
+		for j, v := range jb.Throughput {
+			coef[m][j] = v * slack / jb.RemainingSteps
+		}
+	}
+	return refFeasible(t, coef, scaleFactors(p), floats(p.Workers))
 }

@@ -32,6 +32,9 @@ func solveIPM(p *structLP) (ipmResult, error) {
 	if err := p.check(); err != nil {
 		return ipmResult{}, err
 	}
+	if p.zc == nil {
+		p.equilibrate()
+	}
 	st := newIPMState(p)
 	st.start()
 	for it := 0; it < ipmMaxIter; it++ {
@@ -39,7 +42,10 @@ func solveIPM(p *structLP) (ipmResult, error) {
 		if pinf < ipmTol && dinf < ipmTol && gap < ipmTol {
 			return st.result(it), nil
 		}
-		if debugIPM { po, do := st.objectives(); println(it, pinf, dinf, gap, po, do, st.u.z[0]) }
+		if debugIPM {
+			po, do := st.objectives()
+			println(it, pinf, dinf, gap, po, do, st.u.z[0])
+		}
 		if err := st.step(); err != nil {
 			return ipmResult{}, err
 		}
@@ -91,15 +97,27 @@ func (st *ipmState) start() {
 	for m := 0; m < p.n; m++ {
 		st.u.sR[m] = math.Max(1-st.h.R[m], 1e-2)
 		if p.dem[m] {
-			minQ = math.Min(minQ, -st.h.Q[m]-p.b[m]) // c·x − b
+			minQ = math.Min(minQ, (-st.h.Q[m]-p.b[m])/p.zCoef(m)) // (c·x − b)/zc
 		}
 	}
 	if p.hasZ {
-		st.u.z[0] = math.Max(0.5*minQ, 1e-2)
+		// Primal feasible from the start when b = 0 (the max-min problems): z at half the
+		// smallest level and each demand slack exactly what is left.
+		st.u.z[0] = 0.5 * minQ
+		if !(st.u.z[0] > 0) {
+			st.u.z[0] = 1e-2
+		}
 	}
 	for m := 0; m < p.n; m++ {
 		if p.dem[m] {
-			st.u.sQ[m] = math.Max(-st.h.Q[m]-p.b[m]-st.u.z[0], 1e-2)
+			sq := -st.h.Q[m] - p.b[m]
+			if p.hasZ {
+				sq -= p.zCoef(m) * st.u.z[0]
+			}
+			if !(sq > 0) {
+				sq = 1e-2
+			}
+			st.u.sQ[m] = sq
 		}
 	}
 	for j := 0; j < k; j++ {
@@ -162,4 +180,5 @@ func (st *ipmState) result(it int) ipmResult {
 	copy(x, st.u.x)
 	return ipmResult{x: x, z: st.u.z[0], primalObj: pobj, dualObj: dobj, iterations: it}
 }
+
 var debugIPM = false

@@ -64,7 +64,8 @@ func (ne *normalEq) factor(d colVec) error {
 	qBq := 0.0
 	for m := 0; m < p.n; m++ {
 		if p.dem[m] {
-			qBq += ne.eliminateDemandJob(m)
+			zc := p.zCoef(m)
+			qBq += zc * zc * ne.eliminateDemandJob(m, zc)
 		} else {
 			ne.eliminatePlainJob(m)
 		}
@@ -127,8 +128,8 @@ func (ne *normalEq) detB(m, skip int) float64 {
 }
 
 // eliminateDemandJob adds S_m for a job with a demand row, stores B_m⁻¹ and E_m = B_m⁻¹C_m,
-// and returns (B_m⁻¹)_QQ.
-func (ne *normalEq) eliminateDemandJob(m int) float64 {
+// and returns (B_m⁻¹)_QQ. zc is z's coefficient in the job's demand row.
+func (ne *normalEq) eliminateDemandJob(m int, zc float64) float64 {
 	p, k, d := ne.p, ne.p.k, ne.d
 	alpha, beta := d.sR[m], d.sQ[m]
 	c := p.c[m*k : (m+1)*k]
@@ -159,7 +160,7 @@ func (ne *normalEq) eliminateDemandJob(m int) float64 {
 		}
 		ne.er[m*k+j] = dx[j] * a[j] * er / det
 		ne.eq[m*k+j] = dx[j] * a[j] * eq / det
-		ne.e[j] += ne.eq[m*k+j]
+		ne.e[j] += zc * ne.eq[m*k+j]
 		ne.s[j*k+j] += a[j] * a[j] * dx[j] * ne.detB(m, j) / det
 		for l := j + 1; l < k; l++ {
 			v := beta + alpha*c[j]*c[l]
@@ -218,7 +219,7 @@ func (ne *normalEq) solve(h, y rowVec) {
 		vR := ne.i00[m]*h.R[m] + ne.i01[m]*h.Q[m]
 		vQ := ne.i01[m]*h.R[m] + ne.i11[m]*h.Q[m]
 		y.R[m], y.Q[m] = vR, vQ
-		ne.r2[k] -= vQ
+		ne.r2[k] -= p.zCoef(m) * vQ
 		for j := 0; j < k; j++ {
 			dx := ne.d.x[m*k+j]
 			a := p.a[m*k+j]
@@ -236,7 +237,8 @@ func (ne *normalEq) solve(h, y rowVec) {
 	}
 	// y_J = v − E·y_K − p·ζ with p_m = B_m⁻¹q_m = (i01, i11).
 	for m := 0; m < p.n; m++ {
-		fr, fq := ne.i01[m]*zeta, ne.i11[m]*zeta
+		zm := p.zCoef(m) * zeta
+		fr, fq := ne.i01[m]*zm, ne.i11[m]*zm
 		for j := 0; j < k; j++ {
 			fr += ne.er[m*k+j] * ne.y2[j]
 			fq += ne.eq[m*k+j] * ne.y2[j]

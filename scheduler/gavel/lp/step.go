@@ -34,6 +34,9 @@ func (st *ipmState) step() error {
 	st.corrRHS(sigma * mu)
 	st.direction(st.tmp)
 	ap, ad = st.maxStep(stepEta)
+	if debugIPM {
+		println("   step", ap, ad, sigma, mu)
+	}
 	st.eachCol3(st.u, st.du, st.du, func(u, du, _ *float64) { *u += ap * *du })
 	st.eachCol3(st.w, st.dw, st.dw, func(w, dw, _ *float64) { *w += ad * *dw })
 	for m := range st.y.R {
