@@ -25,6 +25,11 @@ type ipmState struct {
 
 const ipmMaxIter = 200
 
+// ipmAcceptTol is the looser tolerance at which an iterate is still returned when the Newton
+// system breaks down (near-degenerate vertices) before ipmTol is reached. ECOS, Gavel's solver,
+// stops at 1e-8 (feastol, reltol) by default.
+const ipmAcceptTol = 1e-7
+
 // solveIPM solves p with Mehrotra's predictor–corrector primal–dual interior-point method
 // (Wright, "Primal-Dual Interior-Point Methods", 1997, ch. 10), using normalEq for the
 // Newton systems. It is deterministic: no randomness, fixed summation order, one goroutine.
@@ -42,16 +47,15 @@ func solveIPM(p *structLP) (ipmResult, error) {
 		if pinf < ipmTol && dinf < ipmTol && gap < ipmTol {
 			return st.result(it), nil
 		}
-		if debugIPM {
-			po, do := st.objectives()
-			println(it, pinf, dinf, gap, po, do, st.u.z[0])
-		}
 		if err := st.step(); err != nil {
+			if pinf < ipmAcceptTol && dinf < ipmAcceptTol && gap < ipmAcceptTol {
+				return st.result(it), nil // the Newton system broke down at an already optimal point
+			}
 			return ipmResult{}, err
 		}
 	}
 	pinf, dinf, gap := st.residuals()
-	if pinf < 1e-7 && dinf < 1e-7 && gap < 1e-7 {
+	if pinf < ipmAcceptTol && dinf < ipmAcceptTol && gap < ipmAcceptTol {
 		return st.result(ipmMaxIter), nil
 	}
 	return ipmResult{}, fmt.Errorf("%w after %d iterations (primal infeasibility %.2g, dual %.2g, gap %.2g)",
@@ -180,5 +184,3 @@ func (st *ipmState) result(it int) ipmResult {
 	copy(x, st.u.x)
 	return ipmResult{x: x, z: st.u.z[0], primalObj: pobj, dualObj: dobj, iterations: it}
 }
-
-var debugIPM = false

@@ -1,6 +1,12 @@
 package lp
 
-import "math"
+import (
+	"errors"
+	"math"
+)
+
+// errStalled reports a Newton direction along which no step is possible.
+var errStalled = errors.New("lp: interior-point method stalled (step length 0)")
 
 // stepEta is the fraction of the distance to the boundary that a step may cover.
 const stepEta = 0.995
@@ -14,7 +20,9 @@ func (st *ipmState) step() error {
 	mu := 0.0
 	p.forEachCol(st.u, st.w, func(u, w *float64) { mu += *u * *w })
 	mu /= st.nCols
-	st.eachCol3(st.d, st.u, st.w, func(d, u, w *float64) { *d = *u / *w })
+	// D = u/w, kept inside [1e-30, 1e30] so that a reduced cost or slack that underflows
+	// cannot turn the normal equations into inf/NaN.
+	st.eachCol3(st.d, st.u, st.w, func(d, u, w *float64) { *d = math.Min(math.Max(*u / *w, 1e-30), 1e30) })
 	if err := st.ne.factor(st.d); err != nil {
 		return err
 	}
@@ -34,8 +42,8 @@ func (st *ipmState) step() error {
 	st.corrRHS(sigma * mu)
 	st.direction(st.tmp)
 	ap, ad = st.maxStep(stepEta)
-	if debugIPM {
-		println("   step", ap, ad, sigma, mu)
+	if !(ap > 1e-12) || !(ad > 1e-12) {
+		return errStalled
 	}
 	st.eachCol3(st.u, st.du, st.du, func(u, du, _ *float64) { *u += ap * *du })
 	st.eachCol3(st.w, st.dw, st.dw, func(w, dw, _ *float64) { *w += ad * *dw })

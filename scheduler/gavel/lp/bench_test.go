@@ -1,0 +1,35 @@
+package lp
+
+import (
+	"math/rand"
+	"testing"
+)
+
+// benchProblem is the policy-runtime study's setup (Gavel paper Fig. 12): n jobs on a cluster
+// with n/4 GPUs of each of 3 types.
+func benchProblem(n int) Problem {
+	w := n / 4
+	return randomProblem(rand.New(rand.NewSource(int64(n))), n, []int{w, w, w})
+}
+
+func benchPolicy(b *testing.B, policy string, n int) {
+	p := benchProblem(n)
+	opts := Options{Prices: []float64{3.06, 1.46, 0.9}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := Solve(policy, p, opts); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkMaxMinFairnessPerf_2048(b *testing.B)   { benchPolicy(b, MaxMinFairnessPerf, 2048) }
+func BenchmarkMaxMinFairnessPerf_1024(b *testing.B)   { benchPolicy(b, MaxMinFairnessPerf, 1024) }
+func BenchmarkMaxMinFairness_2048(b *testing.B)       { benchPolicy(b, MaxMinFairness, 2048) }
+func BenchmarkMinTotalDurationPerf_1024(b *testing.B) { benchPolicy(b, MinTotalDurationPerf, 1024) }
+func BenchmarkMinTotalDurationPerf_2048(b *testing.B) { benchPolicy(b, MinTotalDurationPerf, 2048) }
+func BenchmarkFinishTimeFairnessPerf_1024(b *testing.B) {
+	benchPolicy(b, FinishTimeFairnessPerf, 1024)
+}
+func BenchmarkMaxSumThroughputPerf_2048(b *testing.B) { benchPolicy(b, MaxSumThroughputPerf, 2048) }
