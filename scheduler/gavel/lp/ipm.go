@@ -36,9 +36,13 @@ type ipmResult struct {
 }
 
 // colVec holds one value per LP column (variables and slacks); rowVec one per constraint row.
+// The columns that exist lie contiguously in all, as [x | sR | sK | sQ (with demand rows) |
+// z (with z)], so that element-wise steps are plain loops; x, sR, sK, sQ and z are views into it
+// (sQ and z are zero-filled stand-ins outside all when the LP has no demand rows or no z).
 type colVec struct {
+	all        []float64
 	x          []float64
-	z          []float64 // one element (a slice, so that copies of a colVec share it)
+	z          []float64 // one element
 	sR, sQ, sK []float64
 }
 
@@ -46,8 +50,24 @@ type rowVec struct {
 	R, Q, K []float64
 }
 
-func newCol(n, k int) colVec {
-	return colVec{x: make([]float64, n*k), z: make([]float64, 1), sR: make([]float64, n), sQ: make([]float64, n), sK: make([]float64, k)}
+func newCol(p *structLP) colVec {
+	n, k := p.n, p.k
+	all := make([]float64, p.numCols())
+	v := colVec{all: all}
+	v.x, all = all[:n*k], all[n*k:]
+	v.sR, all = all[:n], all[n:]
+	v.sK, all = all[:k], all[k:]
+	if p.anyDem() {
+		v.sQ, all = all[:n], all[n:]
+	} else {
+		v.sQ = make([]float64, n)
+	}
+	if p.hasZ {
+		v.z = all[:1]
+	} else {
+		v.z = make([]float64, 1)
+	}
+	return v
 }
 
 func newRow(n, k int) rowVec {
@@ -146,38 +166,20 @@ func (p *structLP) rhs(out rowVec) {
 	}
 }
 
-// forEachCol calls fn(u, w) for every column that exists (unused sQ and z are skipped).
-func (p *structLP) forEachCol(u, w colVec, fn func(u, w *float64)) {
-	for i := range u.x {
-		fn(&u.x[i], &w.x[i])
-	}
-	if p.hasZ {
-		fn(&u.z[0], &w.z[0])
-	}
-	for m := 0; m < p.n; m++ {
-		fn(&u.sR[m], &w.sR[m])
-		if p.dem[m] {
-			fn(&u.sQ[m], &w.sQ[m])
-		}
-	}
-	for j := range u.sK {
-		fn(&u.sK[j], &w.sK[j])
-	}
-}
-
 // numCols counts the columns that exist.
 func (p *structLP) numCols() int {
 	c := p.n*p.k + p.n + p.k
+	if p.anyDem() {
+		c += p.n
+	}
 	if p.hasZ {
 		c++
 	}
-	for _, d := range p.dem {
-		if d {
-			c++
-		}
-	}
 	return c
 }
+
+// anyDem says whether the LP has demand rows (then every job has one: check enforces it).
+func (p *structLP) anyDem() bool { return p.n > 0 && p.dem[0] }
 
 // zCoef returns z's coefficient in demand row m.
 func (p *structLP) zCoef(m int) float64 {
@@ -210,6 +212,11 @@ func (p *structLP) check() error {
 	if len(p.a) != p.n*p.k || len(p.dem) != p.n || len(p.c) != p.n*p.k || len(p.b) != p.n ||
 		(p.zc != nil && len(p.zc) != p.n) {
 		return fmt.Errorf("lp: internal: inconsistent problem sizes")
+	}
+	for _, d := range p.dem {
+		if d != p.anyDem() {
+			return fmt.Errorf("lp: internal: demand rows must be on every job or none")
+		}
 	}
 	if p.g != nil && len(p.g) != p.n*p.k {
 		return fmt.Errorf("lp: internal: objective size")

@@ -17,7 +17,6 @@ type ipmState struct {
 	d            colVec // u/w
 	du, dw, tmp  colVec
 	dy, h, hres  rowVec
-	du2, dw2     colVec // affine-scaling step, kept for the corrector
 	ne           *normalEq
 	nCols        float64
 	normR, normF float64
@@ -65,8 +64,8 @@ func solveIPM(p *structLP) (ipmResult, error) {
 func newIPMState(p *structLP) *ipmState {
 	n, k := p.n, p.k
 	st := &ipmState{p: p,
-		u: newCol(n, k), w: newCol(n, k), f: newCol(n, k), rd: newCol(n, k), d: newCol(n, k),
-		du: newCol(n, k), dw: newCol(n, k), tmp: newCol(n, k), du2: newCol(n, k), dw2: newCol(n, k),
+		u: newCol(p), w: newCol(p), f: newCol(p), rd: newCol(p), d: newCol(p),
+		du: newCol(p), dw: newCol(p), tmp: newCol(p),
 		y: newRow(n, k), r: newRow(n, k), rp: newRow(n, k), dy: newRow(n, k), h: newRow(n, k), hres: newRow(n, k),
 		ne: newNormalEq(p), nCols: float64(p.numCols()),
 	}
@@ -127,7 +126,9 @@ func (st *ipmState) start() {
 	for j := 0; j < k; j++ {
 		st.u.sK[j] = math.Max(1-st.h.K[j], 1e-2)
 	}
-	st.p.forEachCol(st.u, st.w, func(_, w *float64) { *w = 1 })
+	for i := range st.w.all {
+		st.w.all[i] = 1
+	}
 }
 
 // residuals updates rp and rd and returns the relative primal and dual infeasibilities and gap.

@@ -16,69 +16,69 @@ const refineSteps = 4
 
 // step takes one predictor–corrector step from the current iterate.
 func (st *ipmState) step() error {
-	p := st.p
+	u, w, d := st.u.all, st.w.all, st.d.all
 	mu := 0.0
-	p.forEachCol(st.u, st.w, func(u, w *float64) { mu += *u * *w })
+	for i := range u {
+		mu += u[i] * w[i]
+		// D = u/w, kept inside [1e-30, 1e30] so that a reduced cost or slack that underflows
+		// cannot turn the normal equations into inf/NaN.
+		d[i] = math.Min(math.Max(u[i]/w[i], 1e-30), 1e30)
+	}
 	mu /= st.nCols
-	// D = u/w, kept inside [1e-30, 1e30] so that a reduced cost or slack that underflows
-	// cannot turn the normal equations into inf/NaN.
-	st.eachCol3(st.d, st.u, st.w, func(d, u, w *float64) { *d = math.Min(math.Max(*u / *w, 1e-30), 1e30) })
 	if err := st.ne.factor(st.d); err != nil {
 		return err
 	}
 	// Predictor (affine scaling): rc = −u∘w.
-	st.eachCol3(st.tmp, st.u, st.w, func(rc, u, w *float64) { *rc = -*u * *w })
+	rc := st.tmp.all
+	for i := range rc {
+		rc[i] = -u[i] * w[i]
+	}
 	st.direction(st.tmp)
 	ap, ad := st.maxStep(1)
+	du, dw := st.du.all, st.dw.all
 	muAff := 0.0
-	st.eachCol4(st.u, st.w, st.du, st.dw, func(u, w, du, dw *float64) {
-		muAff += (*u + ap**du) * (*w + ad**dw)
-	})
+	for i := range u {
+		muAff += (u[i] + ap*du[i]) * (w[i] + ad*dw[i])
+	}
 	muAff /= st.nCols
 	sigma := math.Pow(muAff/mu, 3)
-	copyCol(st.du2, st.du)
-	copyCol(st.dw2, st.dw)
 	// Corrector: rc = σμ − u∘w − Δu_aff∘Δw_aff.
-	st.corrRHS(sigma * mu)
+	for i := range rc {
+		rc[i] = sigma*mu - u[i]*w[i] - du[i]*dw[i]
+	}
 	st.direction(st.tmp)
 	ap, ad = st.maxStep(stepEta)
 	if !(ap > 1e-12) || !(ad > 1e-12) {
 		return errStalled
 	}
-	st.eachCol3(st.u, st.du, st.du, func(u, du, _ *float64) { *u += ap * *du })
-	st.eachCol3(st.w, st.dw, st.dw, func(w, dw, _ *float64) { *w += ad * *dw })
-	for m := range st.y.R {
-		st.y.R[m] += ad * st.dy.R[m]
-		st.y.Q[m] += ad * st.dy.Q[m]
+	for i := range u {
+		u[i] += ap * du[i]
+		w[i] += ad * dw[i]
 	}
-	for j := range st.y.K {
-		st.y.K[j] += ad * st.dy.K[j]
-	}
+	axpyRow(st.y, ad, st.dy)
 	return nil
 }
 
-// corrRHS sets tmp = target − u∘w − Δu_aff∘Δw_aff.
-func (st *ipmState) corrRHS(target float64) {
-	st.eachCol5(st.tmp, st.u, st.w, st.du2, st.dw2, func(rc, u, w, du, dw *float64) {
-		*rc = target - *u**w - *du**dw
-	})
-}
-
-// direction solves the Newton system for complementarity right-hand side rc (in st.tmp) and
-// leaves the step in du, dy, dw. One step of iterative refinement on the normal equations.
+// direction solves the Newton system for complementarity right-hand side rc and leaves the
+// step in du, dy, dw, with up to refineSteps of iterative refinement on the normal equations.
 func (st *ipmState) direction(rc colVec) {
 	p := st.p
-	// tmp2 = rc/w − D∘rd, kept in du; h = rp − A·tmp2.
-	st.eachCol5(st.du, rc, st.w, st.d, st.rd, func(t, rc, w, d, rd *float64) { *t = *rc / *w - *d**rd })
+	r, w, d, rd, du, dw := rc.all, st.w.all, st.d.all, st.rd.all, st.du.all, st.dw.all
+	// h = rp − A·(rc/w − D∘rd), the temporary kept in du.
+	for i := range du {
+		du[i] = r[i]/w[i] - d[i]*rd[i]
+	}
 	p.mulA(st.du, st.h)
-	axpyRow(st.h, -1, st.rp) // h = A·t − rp
-	scaleRow(st.h, -1)       // h = rp − A·t
+	axpyRow(st.h, -1, st.rp)
+	scaleRow(st.h, -1)
 	st.ne.solve(st.h, st.dy)
-	// Iterative refinement: hres = h − (A·D·Aᵀ)·dy; dy += solve(hres), until it stops improving.
+	// Iterative refinement: hres = h − (A·D·Aᵀ)·dy; dy += solve(hres), while it improves.
 	prev := math.Inf(1)
-	for r := 0; r < refineSteps; r++ {
+	for it := 0; it < refineSteps; it++ {
 		p.mulAT(st.dy, st.dw)
-		st.eachCol3(st.dw, st.d, st.d, func(v, d, _ *float64) { *v *= *d })
+		for i := range dw {
+			dw[i] *= d[i]
+		}
 		p.mulA(st.dw, st.hres)
 		axpyRow(st.hres, -1, st.h)
 		scaleRow(st.hres, -1)
@@ -92,59 +92,26 @@ func (st *ipmState) direction(rc colVec) {
 	}
 	// dw = rd − Aᵀ·dy; du = rc/w − D∘dw.
 	p.mulAT(st.dy, st.dw)
-	st.eachCol3(st.dw, st.rd, st.rd, func(dw, rd, _ *float64) { *dw = *rd - *dw })
-	st.eachCol5(st.du, rc, st.w, st.d, st.dw, func(du, rc, w, d, dw *float64) { *du = *rc / *w - *d**dw })
+	for i := range dw {
+		dw[i] = rd[i] - dw[i]
+		du[i] = r[i]/w[i] - d[i]*dw[i]
+	}
 }
 
 // maxStep returns the primal and dual step lengths (at most 1) that keep u and w positive,
 // each shortened by the factor eta.
 func (st *ipmState) maxStep(eta float64) (ap, ad float64) {
 	ap, ad = 1/eta, 1/eta
-	st.eachCol4(st.u, st.w, st.du, st.dw, func(u, w, du, dw *float64) {
-		if *du < 0 {
-			ap = math.Min(ap, -*u / *du)
+	u, w, du, dw := st.u.all, st.w.all, st.du.all, st.dw.all
+	for i := range u {
+		if du[i] < 0 {
+			ap = math.Min(ap, -u[i]/du[i])
 		}
-		if *dw < 0 {
-			ad = math.Min(ad, -*w / *dw)
+		if dw[i] < 0 {
+			ad = math.Min(ad, -w[i]/dw[i])
 		}
-	})
+	}
 	return math.Min(1, eta*ap), math.Min(1, eta*ad)
-}
-
-// eachCol3/4/5 visit the existing columns of several column vectors together.
-func (st *ipmState) eachCol3(a, b, c colVec, fn func(a, b, c *float64)) {
-	st.eachCol5(a, b, c, c, c, func(a, b, c, _, _ *float64) { fn(a, b, c) })
-}
-
-func (st *ipmState) eachCol4(a, b, c, d colVec, fn func(a, b, c, d *float64)) {
-	st.eachCol5(a, b, c, d, d, func(a, b, c, d, _ *float64) { fn(a, b, c, d) })
-}
-
-func (st *ipmState) eachCol5(a, b, c, d, e colVec, fn func(a, b, c, d, e *float64)) {
-	p := st.p
-	for i := range a.x {
-		fn(&a.x[i], &b.x[i], &c.x[i], &d.x[i], &e.x[i])
-	}
-	if p.hasZ {
-		fn(&a.z[0], &b.z[0], &c.z[0], &d.z[0], &e.z[0])
-	}
-	for m := 0; m < p.n; m++ {
-		fn(&a.sR[m], &b.sR[m], &c.sR[m], &d.sR[m], &e.sR[m])
-		if p.dem[m] {
-			fn(&a.sQ[m], &b.sQ[m], &c.sQ[m], &d.sQ[m], &e.sQ[m])
-		}
-	}
-	for j := range a.sK {
-		fn(&a.sK[j], &b.sK[j], &c.sK[j], &d.sK[j], &e.sK[j])
-	}
-}
-
-func copyCol(dst, src colVec) {
-	copy(dst.x, src.x)
-	dst.z[0] = src.z[0]
-	copy(dst.sR, src.sR)
-	copy(dst.sQ, src.sQ)
-	copy(dst.sK, src.sK)
 }
 
 func axpyRow(y rowVec, a float64, x rowVec) {
@@ -167,4 +134,6 @@ func scaleRow(y rowVec, a float64) {
 	}
 }
 
-func rowNorm(r rowVec) float64 { return math.Max(math.Max(infNorm(r.R), infNorm(r.Q)), infNorm(r.K)) }
+func rowNorm(r rowVec) float64 {
+	return math.Max(math.Max(infNorm(r.R), infNorm(r.Q)), infNorm(r.K))
+}
