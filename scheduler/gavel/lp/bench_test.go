@@ -48,3 +48,21 @@ func BenchmarkFinishTimeFairnessPerf_1024(b *testing.B) {
 	benchPolicy(b, FinishTimeFairnessPerf, 1024)
 }
 func BenchmarkMaxSumThroughputPerf_2048(b *testing.B) { benchPolicy(b, MaxSumThroughputPerf, 2048) }
+
+// The floor the issue names: gonum's dense simplex on the same max-min LP (reference_test.go
+// builds it). Its dense tableau grows as (jobs·types)², so only small sizes are run.
+func benchGonum(b *testing.B, n int) {
+	p := benchProblem(n)
+	coef := maxMinCoef(p, false)
+	sf, w := scaleFactors(p), floats(p.Workers)
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		refMaxMin(b, coef, sf, w)
+	}
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+}
+
+func BenchmarkGonumSimplexMaxMinPerf_64(b *testing.B)  { benchGonum(b, 64) }
+func BenchmarkGonumSimplexMaxMinPerf_128(b *testing.B) { benchGonum(b, 128) }
+func BenchmarkMaxMinFairnessPerf_128(b *testing.B)     { benchPolicy(b, MaxMinFairnessPerf, 128) }

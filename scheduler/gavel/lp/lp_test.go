@@ -428,3 +428,33 @@ func ftfFeasible(t *testing.T, p Problem, rho float64) bool {
 	}
 	return refFeasible(t, coef, scaleFactors(p), floats(p.Workers))
 }
+
+func TestFTFTracker_AccumulatesIsolatedTime(t *testing.T) {
+	// One type with 2 GPUs, jobs A (10 steps/s) and B (4 steps/s), scale factor 1: the isolated
+	// allocation is 2/2 = 1 GPU each (row sum 1), so iso_A = 10, iso_B = 4.
+	p := Problem{Types: []string{"v100"}, Workers: []int{2}, Jobs: []Job{
+		{ID: 7, Throughput: []float64{10}, ScaleFactor: 1, PriorityWeight: 1, RemainingSteps: 1000},
+		{ID: 9, Throughput: []float64{4}, ScaleFactor: 1, PriorityWeight: 1, RemainingSteps: 800},
+	}}
+	tr := NewFTFTracker()
+	if _, err := tr.Solve(FinishTimeFairnessPerf, p, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// Next solve: A ran 400 steps (400/10 = 40 s of isolated time), B 200 steps (200/4 = 50 s);
+	// a new job C starts at 0.
+	p.Jobs[0].RemainingSteps, p.Jobs[1].RemainingSteps = 600, 600
+	p.Jobs = append(p.Jobs, Job{ID: 11, Throughput: []float64{5}, ScaleFactor: 1, PriorityWeight: 1, RemainingSteps: 50})
+	x, err := tr.Solve(FinishTimeFairnessPerf, p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkInvariants(t, p, x)
+	for id, want := range map[int]float64{7: 40, 9: 50, 11: 0} {
+		if got := tr.CumulativeIsolatedTime(id); math.Abs(got-want) > 1e-9 {
+			t.Errorf("job %d: cumulative isolated time %v, want %v", id, got, want)
+		}
+	}
+	if p.Jobs[0].CumulativeIsolatedTime != 0 {
+		t.Error("tracker modified the caller's jobs")
+	}
+}

@@ -21,7 +21,7 @@ type refLP struct {
 
 // solve returns the optimum with gonum's simplex on the standard form with one slack per row
 // (a slack enters with −1 for rows whose right-hand side is negative, after negating the row).
-func (r refLP) solve(t *testing.T) (float64, []float64) {
+func (r refLP) solve(t testing.TB) (float64, []float64) {
 	t.Helper()
 	nv, nr := len(r.obj), len(r.rows)
 	a := mat.NewDense(nr, nv+nr, nil)
@@ -71,7 +71,7 @@ func refBase(n, k, extra int, sf []float64, workers []float64) refLP {
 }
 
 // refMaxMin returns max_X min_m coef_m·X_m under the base constraints.
-func refMaxMin(t *testing.T, coef [][]float64, sf, workers []float64) float64 {
+func refMaxMin(t testing.TB, coef [][]float64, sf, workers []float64) float64 {
 	n, k := len(coef), len(workers)
 	r := refBase(n, k, 1, sf, workers)
 	r.obj[n*k] = 1
