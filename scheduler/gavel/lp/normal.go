@@ -41,7 +41,6 @@ func newNormalEq(p *structLP) *normalEq {
 	}
 }
 
-
 // factor prepares the solves for D = d (a column vector of u/w).
 //
 // Near the optimum D spans many orders of magnitude, and the textbook products (B⁻¹ from
