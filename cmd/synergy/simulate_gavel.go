@@ -31,11 +31,6 @@ const (
 	gvFlagRecord      = "gavel-record-trace"
 )
 
-// gavelSolve is the LP solver for Gavel's optimisation policies, set where
-// package scheduler/gavel/lp is wired in (nil: those policies are refused
-// with a clear error).
-var gavelSolve gavel.LPSolveFunc
-
 func gavelFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: gvFlagTrace, Usage: "Gavel mode: replay a Gavel trace (10 tab-separated fields per job) with Gavel's round mechanism"},
@@ -159,7 +154,7 @@ func (o *gavelOptions) parseGavelSweep(c *cli.Command) error {
 		return badFlag(simFlagPolicies, errors.New("no policies given"))
 	}
 	for _, p := range s.Policies {
-		if _, err := gavel.NewPolicy(p, 0, gavelSolve, false); err != nil {
+		if _, err := gavel.NewPolicy(p, 0, false); err != nil {
 			return badFlag(simFlagPolicies, err)
 		}
 	}
@@ -174,7 +169,6 @@ func (o *gavelOptions) parseGavelSweep(c *cli.Command) error {
 	}
 	s.Config.Check = true
 	s.Corrected = c.Bool(gvFlagCorrected)
-	s.Solve = gavelSolve
 	if s.Workers = c.Int(simFlagWorkers); s.Workers < 1 {
 		return badFlag(simFlagWorkers, fmt.Errorf("%d: need at least 1", s.Workers))
 	}

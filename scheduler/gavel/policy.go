@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/synergy-sched/synergy/scheduler/gavel/lp"
 )
 
 // State is what a policy sees when the simulator recomputes the
@@ -40,24 +42,20 @@ type Policy interface {
 	Allocate(s *State) (Allocation, error)
 }
 
-// LPSolveFunc solves one of Gavel's optimisation policies (package
-// scheduler/gavel/lp). It is injected so that this package does not depend
-// on the solver; rows follow p.Types.
-type LPSolveFunc func(policy string, p *State, agnosticCorrected bool) ([][]float64, error)
-
 // PolicyNames are the policies NewPolicy knows without an LP solver.
 var PolicyNames = []string{"fifo", "fifo_perf", "isolated", "proportional"}
 
-// LPPolicyNames are Gavel's optimisation policies, solved by an LPSolveFunc.
+// LPPolicyNames are Gavel's optimisation policies, solved by package
+// scheduler/gavel/lp.
 var LPPolicyNames = []string{"max_min_fairness", "max_min_fairness_perf", "finish_time_fairness", "finish_time_fairness_perf",
 	"min_total_duration", "min_total_duration_perf", "max_sum_throughput_perf"}
 
 // NewPolicy builds a policy by Gavel's name. seed is the run's seed (fifo's
 // random choices use random.Random(seed), as Gavel's get_policy passes it);
-// solve is needed for the LP policies; corrected selects the corrected
+// corrected selects the corrected
 // agnostic baselines (real throughputs instead of the V100 copy, Gavel's
 // issue #248).
-func NewPolicy(name string, seed uint64, solve LPSolveFunc, corrected bool) (Policy, error) {
+func NewPolicy(name string, seed uint64, corrected bool) (Policy, error) {
 	switch name {
 	case "fifo":
 		return &fifoPolicy{name: "FIFO", base: true, rng: NewPyRandom(seed), alloc: map[int]int{}}, nil
@@ -70,10 +68,7 @@ func NewPolicy(name string, seed uint64, solve LPSolveFunc, corrected bool) (Pol
 	}
 	for _, n := range LPPolicyNames {
 		if n == name {
-			if solve == nil {
-				return nil, fmt.Errorf("policy %q needs the LP solver, which is not wired in", name)
-			}
-			return lpPolicy{policy: name, solve: solve, corrected: corrected}, nil
+			return lpPolicy{policy: name, ftf: lp.NewFTFTracker(), corrected: corrected}, nil
 		}
 	}
 	all := append(append([]string(nil), PolicyNames...), LPPolicyNames...)
@@ -81,10 +76,12 @@ func NewPolicy(name string, seed uint64, solve LPSolveFunc, corrected bool) (Pol
 	return nil, fmt.Errorf("unknown policy %q (known: %s)", name, strings.Join(all, ", "))
 }
 
-// lpPolicy hands the problem to the LP solver.
+// lpPolicy hands the problem to package lp; its tracker keeps the
+// finish-time-fairness state Gavel keeps between allocations (cumulative
+// isolated time).
 type lpPolicy struct {
 	policy    string
-	solve     LPSolveFunc
+	ftf       *lp.FTFTracker
 	corrected bool
 }
 
@@ -102,7 +99,13 @@ func (p lpPolicy) Allocate(s *State) (Allocation, error) {
 	if len(s.Jobs) == 0 {
 		return Allocation{}, nil
 	}
-	rows, err := p.solve(p.policy, s, p.corrected)
+	prob := lp.Problem{Types: s.Types, Workers: s.Workers, Now: s.Now}
+	for _, j := range s.Jobs {
+		prob.Jobs = append(prob.Jobs, lp.Job{ID: j.ID, Throughput: j.Throughput, ScaleFactor: j.ScaleFactor,
+			PriorityWeight: j.PriorityWeight, RemainingSteps: j.RemainingSteps, TimeSinceStart: j.TimeSinceStart,
+			NumStepsTotal: j.TotalSteps})
+	}
+	rows, err := p.ftf.Solve(p.policy, prob, lp.Options{AgnosticCorrected: p.corrected})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.policy, err)
 	}

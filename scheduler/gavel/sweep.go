@@ -46,7 +46,6 @@ type Sweep struct {
 	Policies    []string
 	Loads       []float64 // jobs per hour; 0 for a static workload
 	Seeds       []uint64
-	Solve       LPSolveFunc
 	Corrected   bool
 	Workers     int
 }
@@ -74,7 +73,7 @@ func (s *Sweep) Points() []Point {
 // options fail before any run.
 func (s *Sweep) Check() error {
 	for _, p := range s.Points() {
-		if _, err := NewPolicy(p.Policy, p.Seed, s.Solve, s.Corrected); err != nil {
+		if _, err := NewPolicy(p.Policy, p.Seed, s.Corrected); err != nil {
 			return err
 		}
 		if _, err := s.workload(p); err != nil {
@@ -157,7 +156,7 @@ feed:
 }
 
 func (s *Sweep) run1(ctx context.Context, p Point) (*Result, error) {
-	pol, err := NewPolicy(p.Policy, p.Seed, s.Solve, s.Corrected)
+	pol, err := NewPolicy(p.Policy, p.Seed, s.Corrected)
 	if err != nil {
 		return nil, err
 	}
