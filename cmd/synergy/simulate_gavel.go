@@ -29,6 +29,7 @@ const (
 	gvFlagSLOs        = "slos"
 	gvFlagCorrected   = "agnostic-corrected"
 	gvFlagRecord      = "gavel-record-trace"
+	gvFlagIdeal       = "ideal"
 )
 
 func gavelFlags() []cli.Flag {
@@ -41,6 +42,7 @@ func gavelFlags() []cli.Flag {
 		&cli.BoolFlag{Name: gvFlagPriorities, Usage: "Gavel generator: priority 5 for 20% of jobs"},
 		&cli.BoolFlag{Name: gvFlagSLOs, Usage: "Gavel generator: SLOs of 1.2×, 2× or 10× the V100 duration (counted as violations in the results)"},
 		&cli.BoolFlag{Name: gvFlagCorrected, Usage: "Gavel mode: agnostic finish_time_fairness and min_total_duration see every type's real throughput (default: Gavel's baseline, which copies the V100 throughput to every type, its issue #248)"},
+		&cli.BoolFlag{Name: gvFlagIdeal, Usage: "Gavel mode: apply each allocation exactly (fluid, no rounds), to measure what the round mechanism loses"},
 		&cli.StringFlag{Name: gvFlagRecord, Usage: "Gavel generator: write the jobs of the (single) run as a Gavel trace"},
 	}
 }
@@ -168,6 +170,7 @@ func (o *gavelOptions) parseGavelSweep(c *cli.Command) error {
 		return badFlag(simFlagWindow, err)
 	}
 	s.Config.Check = true
+	s.Config.Ideal = c.Bool(gvFlagIdeal)
 	s.Corrected = c.Bool(gvFlagCorrected)
 	if s.Workers = c.Int(simFlagWorkers); s.Workers < 1 {
 		return badFlag(simFlagWorkers, fmt.Errorf("%d: need at least 1", s.Workers))

@@ -20,7 +20,11 @@ func Run(ctx context.Context, cfg Config, tp *Throughputs, w Workload, policy Po
 	if w.Trace == nil && w.Generator == nil {
 		return nil, fmt.Errorf("no workload")
 	}
-	if err := s.loop(ctx, tp, w); err != nil {
+	run := s.loop
+	if cfg.Ideal {
+		run = s.runIdeal
+	}
+	if err := run(ctx, tp, w); err != nil {
 		return nil, err
 	}
 	return s.summarise(), nil
@@ -46,24 +50,13 @@ func (s *simulator) loop(ctx context.Context, tp *Throughputs, w Workload) error
 		next = g.NextArrival()
 	}
 	completed := 0
-	windowDone := func() bool {
-		if s.cfg.Window == nil {
-			return false
-		}
-		for id := s.cfg.Window.First; id <= s.cfg.Window.Last; id++ {
-			if id >= len(s.res.Jobs) || (s.res.Jobs[id].FinishS == nil && !s.res.Jobs[id].Failed) {
-				return false
-			}
-		}
-		return true
-	}
 	stalls := 0
 	for iter := 0; ; iter++ {
 		if iter%64 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if !fromTrace && s.cfg.Window != nil {
-			if windowDone() {
+			if s.windowDone() {
 				break
 			}
 		} else if !fromTrace && g.NumJobs() > 0 && remaining <= 0 {

@@ -26,6 +26,9 @@ type Config struct {
 	// Check verifies the invariants every round (no type over capacity,
 	// no worker twice, allocation rows ≤ 1 for the non-FIFO policies).
 	Check bool
+	// Ideal applies the allocation exactly (fluid, no rounds) instead of
+	// the round mechanism.
+	Ideal bool
 	// Log, when set, gets one line per scheduled micro-task ("<t> job <id>
 	// <type> workers <ids>") for debugging against Gavel's log.
 	Log io.Writer
