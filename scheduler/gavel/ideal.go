@@ -59,11 +59,18 @@ func (s *simulator) runIdeal(ctx context.Context, tp *Throughputs, w Workload) e
 			s.now = at
 			continue
 		}
+		if s.packing != nil {
+			return fmt.Errorf("--ideal does not run packing policies (%s)", s.policy.Name())
+		}
 		a, err := s.policy.Allocate(s.state())
 		if err != nil {
 			return fmt.Errorf("t=%.1f s: allocation: %w", s.now, err)
 		}
-		if err := s.checkAllocation(a); err != nil {
+		ka := map[ckey][]float64{}
+		for id, row := range a {
+			ka[single(id)] = row
+		}
+		if err := s.checkAllocation(ka); err != nil {
 			return err
 		}
 		s.allocs++

@@ -293,3 +293,18 @@ func sortedIntKeys[V any](m map[int]V) []int {
 	sort.Ints(ks)
 	return ks
 }
+
+// PairState is a pair of active jobs of the same scale factor that a
+// packing policy may co-locate: A < B, and per type (State.Types order)
+// the throughput of each when they share GPUs.
+type PairState struct {
+	A, B       int
+	Throughput [][2]float64
+}
+
+// PackingPolicy is a policy that also allocates time to pairs of jobs
+// sharing GPUs (Gavel's "Packing" policies).
+type PackingPolicy interface {
+	Policy
+	AllocatePacked(s *State, pairs []PairState) (Allocation, map[[2]int][]float64, error)
+}

@@ -21,15 +21,16 @@ func (s *simulator) scheduleRound() ([]assignment, error) {
 		s.shuffler.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	}
 	sched := s.selectJobs(order)
-	prev := map[int]assignment{}
+	prev := map[ckey]assignment{}
 	for _, a := range s.cur {
-		prev[a.job] = a
+		prev[a.key] = a
 	}
 	var out []assignment
-	pos := map[int]int{}
+	pos := map[ckey]int{}
+	sfOf := func(e *entry) int { return s.jobs[e.key.a].job.ScaleFactor }
 	for _, t := range order {
 		jobs := sched[t]
-		sort.SliceStable(jobs, func(a, b int) bool { return s.jobs[jobs[a]].job.ScaleFactor > s.jobs[jobs[b]].job.ScaleFactor })
+		sort.SliceStable(jobs, func(a, b int) bool { return sfOf(jobs[a]) > sfOf(jobs[b]) })
 		servers := make([][]int, len(s.servers[t]))
 		for i := range servers {
 			servers[i] = append([]int(nil), s.servers[t][i]...)
@@ -37,16 +38,15 @@ func (s *simulator) scheduleRound() ([]assignment, error) {
 		taken := map[int]bool{}
 		ptr := 0
 		var sfs []int
-		for _, id := range jobs {
-			sf := s.jobs[id].job.ScaleFactor
-			if len(sfs) == 0 || sfs[len(sfs)-1] != sf {
+		for _, e := range jobs {
+			if sf := sfOf(e); len(sfs) == 0 || sfs[len(sfs)-1] != sf {
 				sfs = append(sfs, sf)
 			}
 		}
 		for _, sf := range sfs {
-			for _, id := range jobs {
-				p, ok := prev[id]
-				if s.jobs[id].job.ScaleFactor != sf || !ok || s.wtype[p.workers[0]] != t {
+			for _, e := range jobs {
+				p, ok := prev[e.key]
+				if sfOf(e) != sf || !ok || s.wtype[p.workers[0]] != t {
 					continue
 				}
 				free := true
@@ -54,22 +54,22 @@ func (s *simulator) scheduleRound() ([]assignment, error) {
 					free = free && !taken[w]
 				}
 				if free {
-					pos[id] = len(out)
-					out = append(out, assignment{id, p.workers})
+					pos[e.key] = len(out)
+					out = append(out, assignment{e.key, p.workers})
 					for _, w := range p.workers {
 						taken[w] = true
 					}
 				}
 			}
-			for _, id := range jobs {
-				if s.jobs[id].job.ScaleFactor != sf {
+			for _, e := range jobs {
+				if sfOf(e) != sf {
 					continue
 				}
-				if _, ok := s.alloc[id]; !ok {
+				if _, ok := s.alloc[e.key]; !ok {
 					continue
 				}
 				var ids []int
-				k, had := pos[id]
+				k, had := pos[e.key]
 				if had {
 					ids = out[k].workers
 				}
@@ -86,13 +86,13 @@ func (s *simulator) scheduleRound() ([]assignment, error) {
 					servers[ptr] = servers[ptr][1:]
 				}
 				if len(ids) != sf {
-					return nil, fmt.Errorf("t=%.1f s: could not assign %d %s workers to job %d", s.now, sf, s.types[t], id)
+					return nil, fmt.Errorf("t=%.1f s: could not assign %d %s workers to %v", s.now, sf, s.types[t], e.key.members())
 				}
 				if had {
 					out[k].workers = ids
 				} else {
-					pos[id] = len(out)
-					out = append(out, assignment{id, ids})
+					pos[e.key] = len(out)
+					out = append(out, assignment{e.key, ids})
 				}
 			}
 		}
@@ -105,73 +105,99 @@ func (s *simulator) scheduleRound() ([]assignment, error) {
 	return out, nil
 }
 
-// stepsAndFinish is Gavel's _get_job_steps_and_finish_times for a single
-// job: int(throughput × round) steps, at most what remains.
-func (s *simulator) stepsAndFinish(js *jobState, t int) (float64, float64, error) {
-	tp := js.tput[t]
-	if tp <= 0 {
-		return 0, 0, fmt.Errorf("job %d has throughput %v on %s", js.id, tp, s.types[t])
+// stepsAndFinish is Gavel's _get_job_steps_and_finish_times: per member,
+// int(throughput × round) steps, at most what remains; the entry finishes
+// when its slowest member does.
+func (s *simulator) stepsAndFinish(e *entry, t int) ([]float64, float64, error) {
+	finish := s.now
+	var steps []float64
+	for i, m := range e.key.members() {
+		js := s.jobs[m]
+		tp := e.tput[t][i]
+		if tp <= 0 {
+			return nil, 0, fmt.Errorf("job %d has throughput %v on %s", m, tp, s.types[t])
+		}
+		n := math.Trunc(tp * s.cfg.RoundS)
+		if rem := js.job.TotalSteps - js.stepsRun; rem < n {
+			n = rem
+		}
+		steps = append(steps, n)
+		finish = math.Max(finish, s.now+n/tp)
 	}
-	steps := math.Trunc(tp * s.cfg.RoundS)
-	if rem := js.job.TotalSteps - js.stepsRun; rem < steps {
-		steps = rem
-	}
-	finish := s.now + steps/tp
-	return steps, math.Max(finish, s.now), nil
+	return steps, finish, nil
 }
 
 // complete is the simulator's completion of one micro-task (Gavel's
-// per-worker _done_callback calls, folded): steps split over the job's
-// workers (floor division, the rest to the last), a micro-task with a
-// worker of 0 steps fails, and 5 failures drop the job.
+// per-worker _done_callback calls, folded): each member's steps split over
+// the workers (floor division, the rest to the last); a worker with 0
+// steps fails the micro-task, and 5 failures of a single job drop it.
 func (s *simulator) complete(r running, roundStart float64) {
-	js := s.jobs[r.job]
 	exec := r.finish - roundStart
-	js.latest = r.finish
-	sf := float64(js.job.ScaleFactor)
+	members := r.key.members()
+	for _, m := range members {
+		s.jobs[m].latest = r.finish
+	}
+	sf := float64(s.jobs[members[0]].job.ScaleFactor)
 	type upd struct {
 		w     int
-		steps float64
+		steps []float64
 	}
 	ups := make([]upd, len(r.workers))
-	acc := 0.0
+	acc := make([]float64, len(members))
 	for i, w := range r.workers {
-		if i == len(r.workers)-1 {
-			ups[i] = upd{w, r.steps - acc}
-		} else {
-			q := math.Floor(r.steps / sf)
-			ups[i] = upd{w, q}
-			acc += q
+		ups[i] = upd{w, make([]float64, len(members))}
+		for j := range members {
+			if i == len(r.workers)-1 {
+				ups[i].steps[j] = r.steps[j] - acc[j]
+			} else {
+				ups[i].steps[j] = math.Floor(r.steps[j] / sf)
+				acc[j] += ups[i].steps[j]
+			}
 		}
 	}
 	sort.Slice(ups, func(a, b int) bool { return ups[a].w < ups[b].w })
 	ok := true
-	total := 0.0
+	total := make([]float64, len(members))
 	for _, u := range ups {
-		if u.steps <= 0 || exec <= 0 {
-			ok = false
+		for j := range members {
+			if u.steps[j] <= 0 || exec <= 0 {
+				ok = false
+			}
+			total[j] += u.steps[j]
 		}
-		total += u.steps
 	}
 	t := s.wtype[r.workers[0]]
 	if !ok {
-		js.failures++
-		if js.failures >= maxFailedAttempts {
-			s.removeJob(r.job, true)
+		if !r.key.isPair() {
+			js := s.jobs[r.key.a]
+			if js.failures++; js.failures >= maxFailedAttempts {
+				s.removeJob(r.key.a, true)
+			}
 		}
 		s.needUpd = true
 		return
 	}
-	js.failures = 0
-	js.stepsRun += total
-	done := js.job.TotalSteps-js.stepsRun <= 0
-	js.timeSoFar[t] += exec
+	var done []int
+	for j, m := range members {
+		js := s.jobs[m]
+		js.failures = 0
+		js.stepsRun += total[j]
+		if js.job.TotalSteps-js.stepsRun <= 0 {
+			done = append(done, m)
+		}
+	}
+	for _, e := range s.entries {
+		if e.key == r.key {
+			e.timeSoFar[t] += exec
+			break
+		}
+	}
 	s.wtime[t] += exec
 	for _, w := range r.workers {
 		s.cumBusy[w] += exec
 	}
-	if done {
-		s.removeJob(r.job, false)
+	for _, m := range done {
+		s.removeJob(m, false)
 	}
 }
 
@@ -185,7 +211,7 @@ func (s *simulator) checkPlacement(out []assignment) error {
 				return fmt.Errorf("invariant: t=%.1f s: worker %d placed twice", s.now, w)
 			}
 			if s.wtype[w] != t {
-				return fmt.Errorf("invariant: t=%.1f s: job %d spans GPU types", s.now, a.job)
+				return fmt.Errorf("invariant: t=%.1f s: job %v spans GPU types", s.now, a.key.members())
 			}
 			seen[w] = true
 		}
@@ -199,17 +225,27 @@ func (s *simulator) checkPlacement(out []assignment) error {
 	return nil
 }
 
-func (s *simulator) checkAllocation(a Allocation) error {
-	for id, row := range a {
-		sum := 0.0
-		for _, v := range row {
+func (s *simulator) checkAllocation(a map[ckey][]float64) error {
+	rows := map[int]float64{}
+	load := make([]float64, len(s.types))
+	for k, row := range a {
+		for t, v := range row {
 			if v < -1e-6 || math.IsNaN(v) {
-				return fmt.Errorf("invariant: t=%.1f s: job %d allocation %v", s.now, id, row)
+				return fmt.Errorf("invariant: t=%.1f s: %v allocation %v", s.now, k.members(), row)
 			}
-			sum += v
+			if js, ok := s.jobs[k.a]; ok {
+				load[t] += v * float64(js.job.ScaleFactor)
+			}
 		}
+		for _, m := range k.members() {
+			for _, v := range row {
+				rows[m] += v
+			}
+		}
+	}
+	for id, sum := range rows {
 		if sum > 1+1e-6 {
-			return fmt.Errorf("invariant: t=%.1f s: job %d allocation row sums to %v > 1", s.now, id, sum)
+			return fmt.Errorf("invariant: t=%.1f s: job %d's allocation sums to %v > 1", s.now, id, sum)
 		}
 	}
 	if n := s.policy.Name(); strings.HasPrefix(n, "FIFO") || n == "Proportional" {
@@ -219,14 +255,8 @@ func (s *simulator) checkAllocation(a Allocation) error {
 		return nil
 	}
 	for t := range s.types {
-		load := 0.0
-		for _, id := range s.active {
-			if row, ok := a[id]; ok {
-				load += row[t] * float64(s.jobs[id].job.ScaleFactor)
-			}
-		}
-		if load > float64(s.workers[t])*(1+1e-6)+1e-6 {
-			return fmt.Errorf("invariant: t=%.1f s: allocation puts %.4f GPUs of load on %d %s GPUs", s.now, load, s.workers[t], s.types[t])
+		if load[t] > float64(s.workers[t])*(1+1e-6)+1e-6 {
+			return fmt.Errorf("invariant: t=%.1f s: allocation puts %.4f GPUs of load on %d %s GPUs", s.now, load[t], s.workers[t], s.types[t])
 		}
 	}
 	return nil

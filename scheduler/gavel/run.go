@@ -49,7 +49,6 @@ func (s *simulator) loop(ctx context.Context, tp *Throughputs, w Workload) error
 	} else {
 		next = g.NextArrival()
 	}
-	completed := 0
 	stalls := 0
 	for iter := 0; ; iter++ {
 		if iter%64 == 0 && ctx.Err() != nil {
@@ -98,13 +97,17 @@ func (s *simulator) loop(ctx context.Context, tp *Throughputs, w Workload) error
 			if run[a].finish != run[b].finish {
 				return run[a].finish > run[b].finish
 			}
-			return run[a].job < run[b].job
+			return run[a].key.less(run[b].key)
 		})
 		for _, r := range run {
+			if !s.anyActive(r.key) {
+				continue
+			}
 			s.complete(r, roundStart)
-			if _, active := s.jobs[r.job]; !active {
-				remaining--
-				completed++
+			for _, m := range r.key.members() {
+				if _, active := s.jobs[m]; !active {
+					remaining--
+				}
 			}
 		}
 		run = run[:0]
@@ -132,29 +135,32 @@ func (s *simulator) loop(ctx context.Context, tp *Throughputs, w Workload) error
 			return err
 		}
 		for _, a := range s.cur {
-			if _, ok := s.jobs[a.job]; ok {
+			if s.anyActive(a.key) {
 				s.leaseOpp++
 			}
 		}
-		prev := map[int][]int{}
+		prev := map[ckey][]int{}
 		for _, a := range s.cur {
-			prev[a.job] = a.workers
+			prev[a.key] = a.workers
 		}
 		for _, a := range out {
-			if p, ok := prev[a.job]; ok && sameSet(p, a.workers) {
+			if p, ok := prev[a.key]; ok && sameSet(p, a.workers) {
 				s.leaseExt++
 			}
 		}
 		s.cur = out
+		byKey := map[ckey]*entry{}
+		for _, e := range s.entries {
+			byKey[e.key] = e
+		}
 		for _, a := range out {
-			js := s.jobs[a.job]
-			steps, fin, err := s.stepsAndFinish(js, s.wtype[a.workers[0]])
+			steps, fin, err := s.stepsAndFinish(byKey[a.key], s.wtype[a.workers[0]])
 			if err != nil {
 				return err
 			}
-			run = append(run, running{a.job, a.workers, steps, fin})
+			run = append(run, running{a.key, a.workers, steps, fin})
 			if s.cfg.Log != nil {
-				fmt.Fprintf(s.cfg.Log, "[%v] job %d %s workers %v\n", s.now, a.job, s.types[s.wtype[a.workers[0]]], a.workers)
+				fmt.Fprintf(s.cfg.Log, "[%v] job %v %s workers %v\n", s.now, a.key.members(), s.types[s.wtype[a.workers[0]]], a.workers)
 			}
 		}
 		s.res.Rounds++
@@ -167,6 +173,15 @@ func (s *simulator) loop(ctx context.Context, tp *Throughputs, w Workload) error
 		}
 	}
 	return nil
+}
+
+func (s *simulator) anyActive(k ckey) bool {
+	for _, m := range k.members() {
+		if _, ok := s.jobs[m]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 func sameSet(a, b []int) bool {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 )
 
 // Gavel's simulator constants.
@@ -41,27 +42,57 @@ type Window struct{ First, Last int }
 func (w *Window) Contains(id int) bool { return w == nil || (id >= w.First && id <= w.Last) }
 
 type jobState struct {
-	id        int
-	job       Job
-	tput      []float64 // per sorted type
-	stepsRun  float64
-	start     float64
-	latest    float64
-	failures  int
-	timeSoFar []float64 // per sorted type, since the last reset (starts at round/2)
+	id       int
+	job      Job
+	tput     []float64 // per sorted type
+	stepsRun float64
+	start    float64
+	latest   float64
+	failures int
+}
+
+// ckey names a schedulable entry: a single job (b = -1) or a pair of
+// co-located jobs (a < b), as Gavel's JobIdPair; singles sort before
+// pairs, pairs by (a, b).
+type ckey struct{ a, b int }
+
+func single(id int) ckey    { return ckey{id, -1} }
+func (k ckey) isPair() bool { return k.b >= 0 }
+func (k ckey) less(o ckey) bool {
+	if k.isPair() != o.isPair() {
+		return !k.isPair()
+	}
+	if k.a != o.a {
+		return k.a < o.a
+	}
+	return k.b < o.b
+}
+func (k ckey) members() []int {
+	if k.isPair() {
+		return []int{k.a, k.b}
+	}
+	return []int{k.a}
+}
+
+// entry is what Gavel's priorities, deficits and time counters are kept
+// for: a single job, or (for packing policies) a pair of jobs.
+type entry struct {
+	key       ckey
+	tput      [][]float64 // per sorted type, per member
+	timeSoFar []float64   // since the last reset
 	priority  []float64
 	deficit   []float64
 }
 
 type assignment struct {
-	job     int
+	key     ckey
 	workers []int
 }
 
 type running struct {
-	job     int
+	key     ckey
 	workers []int
-	steps   float64
+	steps   []float64 // per member
 	finish  float64
 }
 
@@ -78,8 +109,10 @@ type simulator struct {
 	cumBusy            []float64
 	wtime              []float64 // worker time so far per type, since the last reset
 	jobs               map[int]*jobState
-	active             []int
-	alloc              Allocation
+	active             []int    // active job ids, ascending
+	entries            []*entry // in Gavel's priority-dict order
+	packing            PackingPolicy
+	alloc              map[ckey][]float64
 	last               float64 // last reset time
 	needUpd            bool
 	now                float64
@@ -98,7 +131,7 @@ func newSimulator(cfg Config, p Policy) *simulator {
 		cfg.MinResetS = DefaultMinResetS
 	}
 	s := &simulator{cfg: cfg, policy: p, types: cfg.Cluster.sortedTypes(), jobs: map[int]*jobState{},
-		alloc: Allocation{}, shuffler: NewPyRandom(cfg.Seed + 5), res: &Result{}}
+		alloc: map[ckey][]float64{}, shuffler: NewPyRandom(cfg.Seed + 5), res: &Result{}}
 	idx := map[string]int{}
 	for i, t := range s.types {
 		idx[t] = i
@@ -129,20 +162,38 @@ func newSimulator(cfg Config, p Policy) *simulator {
 		}
 	}
 	s.cumBusy = make([]float64, len(s.wtype))
+	s.packing, _ = p.(PackingPolicy)
 	return s
 }
 
-// addJob is Gavel's add_job at timestamp at.
+// addJob is Gavel's add_job at timestamp at; a packing policy also gets
+// an entry for the job paired with every active job of its scale factor.
 func (s *simulator) addJob(j Job, tp *Throughputs, at float64) error {
 	id := len(s.res.Jobs)
 	row, err := tp.Row(j.Key(), s.types)
 	if err != nil {
 		return fmt.Errorf("job %d: %w", id, err)
 	}
-	n := len(s.types)
-	js := &jobState{id: id, job: j, tput: row, start: at, timeSoFar: make([]float64, n), priority: make([]float64, n), deficit: make([]float64, n)}
-	for t := range js.timeSoFar {
-		js.timeSoFar[t] = s.cfg.RoundS / 2
+	js := &jobState{id: id, job: j, tput: row, start: at}
+	e := s.newEntry(single(id), s.cfg.RoundS/2)
+	for t := range e.tput {
+		e.tput[t] = []float64{row[t]}
+	}
+	if s.packing != nil {
+		for _, o := range s.active {
+			other := s.jobs[o]
+			if other.job.ScaleFactor != j.ScaleFactor {
+				continue
+			}
+			pe := s.newEntry(ckey{o, id}, 0)
+			for t, wt := range s.types {
+				p, ok := tp.Colocated[wt][other.job.Key()][j.Key()]
+				if !ok {
+					return fmt.Errorf("job %d: throughputs have no co-located entry for %s with %s on %q (packing policies need them)", id, other.job.Key(), j.Key(), wt)
+				}
+				pe.tput[t] = []float64{p[0], p[1]}
+			}
+		}
 	}
 	s.jobs[id] = js
 	s.active = append(s.active, id)
@@ -156,11 +207,28 @@ func (s *simulator) addJob(j Job, tp *Throughputs, at float64) error {
 	return nil
 }
 
+func (s *simulator) newEntry(k ckey, time0 float64) *entry {
+	n := len(s.types)
+	e := &entry{key: k, tput: make([][]float64, n), timeSoFar: make([]float64, n), priority: make([]float64, n), deficit: make([]float64, n)}
+	for t := range e.timeSoFar {
+		e.timeSoFar[t] = time0
+	}
+	s.entries = append(s.entries, e)
+	return e
+}
+
 func (s *simulator) removeJob(id int, failed bool) {
 	js := s.jobs[id]
 	delete(s.jobs, id)
 	k := sort.SearchInts(s.active, id)
 	s.active = append(s.active[:k], s.active[k+1:]...)
+	kept := s.entries[:0]
+	for _, e := range s.entries {
+		if e.key.a != id && e.key.b != id {
+			kept = append(kept, e)
+		}
+	}
+	s.entries = kept
 	r := &s.res.Jobs[id]
 	if failed {
 		r.Failed = true
@@ -185,25 +253,62 @@ func (s *simulator) state() *State {
 }
 
 // resetTimeRunSoFar is Gavel's _reset_time_run_so_far: deficits take the
-// time each job should have had under the allocation minus what it got.
+// time each entry should have had under the allocation minus what it got.
 func (s *simulator) resetTimeRunSoFar() {
 	elapsed := s.now - s.last
 	half := s.cfg.RoundS / 2
 	for t := range s.types {
 		s.wtime[t] = 0
-		for _, id := range s.active {
-			js := s.jobs[id]
-			received := js.timeSoFar[t] - half
+		for _, e := range s.entries {
+			received := e.timeSoFar[t] - half
 			should := 0.0
-			if row, ok := s.alloc[id]; ok {
+			if row, ok := s.alloc[e.key]; ok {
 				should = row[t] * elapsed
 			}
-			js.deficit[t] += should - received
-			js.timeSoFar[t] = half
+			e.deficit[t] += should - received
+			e.timeSoFar[t] = half
 			s.wtime[t] += half
 		}
 	}
 	s.last = s.now
+}
+
+// allocate asks the policy for an allocation of the active jobs (and, for
+// a packing policy, their pairs).
+func (s *simulator) allocate() (map[ckey][]float64, error) {
+	st := s.state()
+	out := map[ckey][]float64{}
+	if s.packing != nil {
+		var pairs []PairState
+		for _, e := range s.entries {
+			if e.key.isPair() {
+				p := PairState{A: e.key.a, B: e.key.b, Throughput: make([][2]float64, len(s.types))}
+				for t := range s.types {
+					p.Throughput[t] = [2]float64{e.tput[t][0], e.tput[t][1]}
+				}
+				pairs = append(pairs, p)
+			}
+		}
+		a, pa, err := s.packing.AllocatePacked(st, pairs)
+		if err != nil {
+			return nil, err
+		}
+		for id, row := range a {
+			out[single(id)] = row
+		}
+		for k, row := range pa {
+			out[ckey{k[0], k[1]}] = row
+		}
+		return out, nil
+	}
+	a, err := s.policy.Allocate(st)
+	if err != nil {
+		return nil, err
+	}
+	for id, row := range a {
+		out[single(id)] = row
+	}
+	return out, nil
 }
 
 // updatePriorities is Gavel's _update_priorities in simulation.
@@ -211,12 +316,9 @@ func (s *simulator) updatePriorities() error {
 	need := (s.now-s.last >= s.cfg.MinResetS || s.last == 0) && s.needUpd
 	if need {
 		s.resetTimeRunSoFar()
-		a, err := s.policy.Allocate(s.state())
+		a, err := s.allocate()
 		if err != nil {
 			return fmt.Errorf("t=%.1f s: allocation: %w", s.now, err)
-		}
-		if a == nil {
-			a = Allocation{}
 		}
 		if s.cfg.Check {
 			if err := s.checkAllocation(a); err != nil {
@@ -228,52 +330,55 @@ func (s *simulator) updatePriorities() error {
 		s.needUpd = false
 	}
 	for t := range s.types {
-		for _, id := range s.active {
-			js := s.jobs[id]
+		for _, e := range s.entries {
 			frac := 0.0
 			if s.wtime[t] != 0 {
-				frac = js.timeSoFar[t] / s.wtime[t]
+				frac = e.timeSoFar[t] / s.wtime[t]
 			}
-			row, ok := s.alloc[id]
+			row, ok := s.alloc[e.key]
 			if !ok {
-				js.priority[t] = 0
+				e.priority[t] = 0
 				continue
+			}
+			zero := false
+			for _, v := range e.tput[t] {
+				zero = zero || v == 0
 			}
 			p := row[t] * neverRunPriorityMult
 			switch {
 			case row[t] == 0:
 				p = 0
-			case js.tput[t] == 0:
+			case zero:
 				p = 0
 			case frac > 0:
 				p = row[t] / frac
 			}
-			js.priority[t] = p
+			e.priority[t] = p
 		}
 	}
 	return nil
 }
 
 type queued struct {
-	job, t                    int
+	e                         *entry
+	t                         int
 	prio, deficit, allocation float64
 }
 
 // selectJobs is Gavel's _schedule_jobs_on_workers_helper: per type in
-// order, jobs by decreasing (priority, deficit, allocation), greedily while
-// GPUs of the type remain, no job twice.
-func (s *simulator) selectJobs(order []int) [][]int {
+// order, entries by decreasing (priority, deficit, allocation), greedily
+// while GPUs of the type remain, no job twice (alone or in a pair).
+func (s *simulator) selectJobs(order []int) [][]*entry {
 	left := append([]int(nil), s.workers...)
 	var q []queued
 	for _, t := range order {
 		start := len(q)
-		for _, id := range s.active {
-			js := s.jobs[id]
+		for _, e := range s.entries {
 			a := 0.0
-			if row, ok := s.alloc[id]; ok {
+			if row, ok := s.alloc[e.key]; ok {
 				a = row[t]
 			}
-			q = append(q, queued{id, t, js.priority[t], js.deficit[t], a})
+			q = append(q, queued{e, t, e.priority[t], e.deficit[t], a})
 		}
 		part := q[start:]
 		sort.SliceStable(part, func(i, j int) bool {
@@ -287,18 +392,26 @@ func (s *simulator) selectJobs(order []int) [][]int {
 			return a.allocation > b.allocation
 		})
 	}
-	fifo := len(s.policy.Name()) >= 4 && s.policy.Name()[:4] == "FIFO"
+	fifo := strings.HasPrefix(s.policy.Name(), "FIFO")
 	done := map[int]bool{}
-	sched := make([][]int, len(s.types))
-	for _, e := range q {
-		js := s.jobs[e.job]
-		switch {
-		case left[e.t] == 0, done[e.job], js.tput[e.t] <= 0, fifo && e.prio <= 0, js.job.ScaleFactor > left[e.t]:
+	sched := make([][]*entry, len(s.types))
+	for _, x := range q {
+		if left[x.t] == 0 {
 			continue
 		}
-		left[e.t] -= js.job.ScaleFactor
-		done[e.job] = true
-		sched[e.t] = append(sched[e.t], e.job)
+		skip := false
+		for i, m := range x.e.key.members() {
+			skip = skip || done[m] || x.e.tput[x.t][i] <= 0
+		}
+		sf := s.jobs[x.e.key.a].job.ScaleFactor
+		if skip || (fifo && x.prio <= 0) || sf > left[x.t] {
+			continue
+		}
+		left[x.t] -= sf
+		for _, m := range x.e.key.members() {
+			done[m] = true
+		}
+		sched[x.t] = append(sched[x.t], x.e)
 	}
 	return sched
 }
