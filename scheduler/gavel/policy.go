@@ -43,7 +43,7 @@ type Policy interface {
 }
 
 // PolicyNames are the policies NewPolicy knows without an LP solver.
-var PolicyNames = []string{"fifo", "fifo_perf", "isolated", "proportional"}
+var PolicyNames = []string{"fifo", "fifo_perf", "isolated", "proportional", "gandiva"}
 
 // LPPolicyNames are Gavel's optimisation policies, solved by package
 // scheduler/gavel/lp.
@@ -65,6 +65,8 @@ func NewPolicy(name string, seed uint64, corrected bool) (Policy, error) {
 		return isolatedPolicy{}, nil
 	case "proportional":
 		return proportionalPolicy{}, nil
+	case "gandiva":
+		return &gandivaPolicy{rng: NewPyRandom(seed), assigned: map[int]gandivaComb{}}, nil
 	}
 	for _, n := range LPPolicyNames {
 		if n == name {

@@ -116,7 +116,7 @@ func compareJobs(t *testing.T, res *Result, ref refResult, tol float64) {
 		res.MeanJCTS/3600, ref.MeanJCTS/3600, res.MakespanS/3600, ref.MakespanS/3600, res.Utilization, ref.Utilization, res.LeaseExtensions, ref.LeaseExt)
 }
 
-var exactPolicies = []string{"fifo", "fifo_perf", "isolated"}
+var exactPolicies = []string{"fifo", "fifo_perf", "isolated", "gandiva"}
 
 func TestSyntheticMatchesGavelJobByJob(t *testing.T) {
 	dir := filepath.Join("testdata", "reference", "synthetic")
@@ -193,7 +193,7 @@ func compareMeans(t *testing.T, res *Result, ref refResult, tol float64, highsPa
 func TestSyntheticLPPoliciesNearGavel(t *testing.T) {
 	dir := filepath.Join("testdata", "reference", "synthetic")
 	for _, trace := range []string{"continuous", "static"} {
-		for _, p := range append(lpPolicies, "gandiva") {
+		for _, p := range lpPolicies {
 			t.Run(trace+"/"+p, func(t *testing.T) {
 				if _, err := NewPolicy(p, 0, false); err != nil {
 					t.Skipf("%s: %v", p, err)
@@ -210,7 +210,7 @@ func TestPhysicalLPPoliciesNearGavel(t *testing.T) {
 	g := gavelDir(t)
 	tput := filepath.Join(g, "scheduler", "physical_cluster_throughputs.json")
 	for _, trace := range []string{"max_min_fairness", "minimize_makespan"} {
-		for _, p := range append(lpPolicies, "gandiva") {
+		for _, p := range lpPolicies {
 			t.Run(trace+"/"+p, func(t *testing.T) {
 				if _, err := NewPolicy(p, 0, false); err != nil {
 					t.Skipf("%s: %v", p, err)
