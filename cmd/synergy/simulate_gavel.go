@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/synergy-sched/synergy/internal/atomicfile"
+	"github.com/synergy-sched/synergy/scheduler"
 	"github.com/synergy-sched/synergy/scheduler/gavel"
 )
 
@@ -37,7 +38,7 @@ func gavelFlags() []cli.Flag {
 		&cli.StringFlag{Name: gvFlagTrace, Usage: "Gavel mode: replay a Gavel trace (10 tab-separated fields per job) with Gavel's round mechanism"},
 		&cli.StringFlag{Name: gvFlagGenerate, Usage: "Gavel mode: Gavel's generator, continuous (Poisson at --loads jobs/h, measured on --window, default 4000-4999) or static (--num-jobs at t = 0)"},
 		&cli.StringFlag{Name: gvFlagThroughputs, Usage: "Gavel mode: Gavel's throughputs JSON (worker type → \"('<model>', <scale factor>)\" → \"null\": steps/s)"},
-		&cli.StringFlag{Name: gvFlagClusterSpec, Value: "36:36:36", Usage: "Gavel mode: GPUs per type, V100:P100:K80 (36:36:36; physical = 8:16:24) or name=count:… for any types, in priority order"},
+		&cli.StringFlag{Name: gvFlagClusterSpec, Value: "36:36:36", Usage: "Gavel mode: GPUs per type, V100:P100:K80 (36:36:36; physical = 8:16:24), name=count:… for any types in priority order, or a cluster JSON whose servers have gpu_type"},
 		&cli.StringFlag{Name: gvFlagPerServer, Usage: "Gavel mode: GPUs per server per type, same shape as --cluster-spec (default 1 each, as Gavel)"},
 		&cli.BoolFlag{Name: gvFlagPriorities, Usage: "Gavel generator: priority 5 for 20% of jobs"},
 		&cli.BoolFlag{Name: gvFlagSLOs, Usage: "Gavel generator: SLOs of 1.2×, 2× or 10× the V100 duration (counted as violations in the results)"},
@@ -92,7 +93,15 @@ func parseGavelFlags(c *cli.Command) (gavelOptions, error) {
 	if spec == "physical" {
 		spec = "8:16:24"
 	}
-	if s.Config.Cluster, err = gavel.ParseClusterSpec(spec, c.String(gvFlagPerServer)); err != nil {
+	if strings.HasSuffix(spec, ".json") {
+		cl, err := scheduler.LoadCluster(spec)
+		if err == nil {
+			s.Config.Cluster, err = gavel.SpecFromCluster(cl)
+		}
+		if err != nil {
+			return o, badFlag(gvFlagClusterSpec, err)
+		}
+	} else if s.Config.Cluster, err = gavel.ParseClusterSpec(spec, c.String(gvFlagPerServer)); err != nil {
 		return o, badFlag(gvFlagClusterSpec, err)
 	}
 	if err := o.parseGavelWorkload(c); err != nil {

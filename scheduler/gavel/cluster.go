@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/synergy-sched/synergy/scheduler"
 )
 
 // DefaultTypes are the GPU types that a bare Gavel cluster spec V:P:K
@@ -116,4 +118,31 @@ func (c ClusterSpec) sortedTypes() []string {
 	s := append([]string(nil), c.Types...)
 	sort.Strings(s)
 	return s
+}
+
+// SpecFromCluster turns a typed cluster (scheduler.Cluster whose servers
+// name their gpu_type) into a spec: types in order of first appearance,
+// GPUs summed per type; a type's servers must all hold the same number of
+// GPUs (Gavel's model of a type: one server size).
+func SpecFromCluster(c scheduler.Cluster) (ClusterSpec, error) {
+	var spec ClusterSpec
+	idx := map[string]int{}
+	for i, s := range c.Servers {
+		if s.GPUType == "" {
+			return spec, fmt.Errorf("cluster %q: servers[%d] (%s) has no gpu_type: Gavel mode needs every server typed", c.Name, i, s.Name)
+		}
+		k, ok := idx[s.GPUType]
+		if !ok {
+			k = len(spec.Types)
+			idx[s.GPUType] = k
+			spec.Types = append(spec.Types, s.GPUType)
+			spec.GPUs = append(spec.GPUs, 0)
+			spec.GPUsPerServer = append(spec.GPUsPerServer, s.GPUs)
+		}
+		if spec.GPUsPerServer[k] != s.GPUs {
+			return spec, fmt.Errorf("cluster %q: servers[%d] (%s): %d GPUs, but other %s servers have %d (one server size per type)", c.Name, i, s.Name, s.GPUs, s.GPUType, spec.GPUsPerServer[k])
+		}
+		spec.GPUs[k] += s.GPUs
+	}
+	return spec, spec.Validate()
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/synergy-sched/synergy/scheduler"
 )
 
 func TestReadTraceRoundTrip(t *testing.T) {
@@ -153,4 +155,24 @@ func FuzzParseThroughputs(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestSpecFromTypedCluster(t *testing.T) {
+	c := scheduler.Cluster{Name: "mixed", Servers: []scheduler.Server{
+		{Name: "a", GPUs: 8, CPUs: 64, MemBytes: 1, GPUType: "h100"},
+		{Name: "b", GPUs: 4, CPUs: 32, MemBytes: 1, GPUType: "l40s"},
+		{Name: "c", GPUs: 8, CPUs: 64, MemBytes: 1, GPUType: "h100"},
+	}}
+	spec, err := SpecFromCluster(c)
+	if err != nil || spec.String() != "h100=16:l40s=4" || spec.GPUsPerServer[0] != 8 || spec.GPUsPerServer[1] != 4 {
+		t.Fatalf("%+v %v", spec, err)
+	}
+	c.Servers[1].GPUType = ""
+	if _, err := SpecFromCluster(c); err == nil || !strings.Contains(err.Error(), "servers[1]") {
+		t.Fatalf("untyped server: %v", err)
+	}
+	c.Servers[1].GPUType, c.Servers[2].GPUs = "l40s", 4
+	if _, err := SpecFromCluster(c); err == nil || !strings.Contains(err.Error(), "servers[2]") {
+		t.Fatalf("two server sizes in a type: %v", err)
+	}
 }
