@@ -30,11 +30,10 @@ func solveFTF(p *Problem, t [][]float64) (Solution, error) {
 	sol := Solution{X: f.isolated(), Objective: f.hi, Bound: f.lo}
 	for sol.LPSolves < ftfMaxProbes && f.hi-f.lo > ftfRelTol*f.hi {
 		rho := (f.lo + f.hi) / 2
-		x, feasible, err := f.probe(rho)
+		x, feasible, err := f.probe(rho, &sol)
 		if err != nil {
 			return Solution{}, err
 		}
-		sol.LPSolves++
 		if !feasible {
 			f.lo = rho
 			continue
@@ -76,7 +75,7 @@ func newFTF(p *Problem, t [][]float64, s sub, iso []float64) *ftf {
 }
 
 // probe solves the max-min LP at ρ and says whether every job reaches its ρ-demand.
-func (f *ftf) probe(rho float64) (Allocation, bool, error) {
+func (f *ftf) probe(rho float64, sol *Solution) (Allocation, bool, error) {
 	q := f.s.newLP(func(int, int) float64 { return 0 })
 	k := len(f.s.types)
 	for i, m := range f.s.jobs {
@@ -88,7 +87,7 @@ func (f *ftf) probe(rho float64) (Allocation, bool, error) {
 	}
 	q.hasZ = true
 	scale := scaleDemand(q)
-	res, err := solveIPM(q)
+	res, err := lpSolve(q, sol)
 	if err != nil {
 		return nil, false, err
 	}

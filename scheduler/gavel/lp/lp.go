@@ -102,6 +102,10 @@ type Solution struct {
 	Bound float64
 	// LPSolves counts the interior-point solves.
 	LPSolves int
+	// Warning is set when an LP ended short of the optimality tolerance (near-degenerate
+	// problems): X is then still within the constraints but maybe not optimal. Gavel prints
+	// "Allocation returned by policy not optimal!" and goes on with cvxpy's point; so does Solve.
+	Warning string
 }
 
 // SolveDetail is Solve with the optimum and its certificate.

@@ -52,26 +52,30 @@ func solveMakespan(p *Problem, t [][]float64) (Solution, error) {
 	q := s.newLP(coef)
 	q.hasZ = true
 	scale := scaleDemand(q)
-	res, err := solveIPM(q)
+	var sol Solution
+	res, err := lpSolve(q, &sol)
 	if err != nil {
 		return Solution{}, err
 	}
 	zStar := res.primalObj * scale
+	if !(zStar > 0) {
+		return Solution{}, fmt.Errorf("lp: makespan: max-min LP ended at %v (%s)", zStar, sol.Warning)
+	}
 	tStar := 1 / zStar
 	tFinal, _, err := gavelSearch(func(T float64) bool { return T*zStar >= 1-1e-9 })
 	if err != nil {
 		return Solution{}, err
 	}
-	sol := Solution{X: s.expand(res.x), Objective: tFinal, Bound: tStar, LPSolves: 1}
+	sol.X, sol.Objective, sol.Bound = s.expand(res.x), tFinal, tStar
 	// Gavel's final feasibility LP: Σ_j (T_mj·T/remaining_m)·X_mj >= 1, no objective.
 	f := s.newLP(func(m, j int) float64 { return coef(m, j) * tFinal })
 	for i := range f.b {
 		f.b[i] = 1
 	}
 	if tFinal*zStar > 1+1e-6 { // an interior exists; at T* exactly the max-min point is the answer
+		sol.LPSolves++
 		if fr, err := solveIPM(f); err == nil {
 			sol.X = s.expand(fr.x)
-			sol.LPSolves++
 		}
 	}
 	return sol, nil

@@ -29,9 +29,15 @@ const ipmMaxIter = 200
 // stops at 1e-8 (feastol, reltol) by default.
 const ipmAcceptTol = 1e-7
 
+// regLevels are the job-block regularisations tried in turn: the smallest first (most
+// accurate), larger ones when the Newton systems of a near-degenerate problem break down.
+var regLevels = []float64{1e-11, 1e-8, 1e-6}
+
 // solveIPM solves p with Mehrotra's predictor–corrector primal–dual interior-point method
 // (Wright, "Primal-Dual Interior-Point Methods", 1997, ch. 10), using normalEq for the
 // Newton systems. It is deterministic: no randomness, fixed summation order, one goroutine.
+// When every regularisation level fails, it returns the iterate with the smallest residuals
+// and an error wrapping errNotConverged (as Gavel goes on with a non-optimal cvxpy result).
 func solveIPM(p *structLP) (ipmResult, error) {
 	if err := p.check(); err != nil {
 		return ipmResult{}, err
@@ -39,25 +45,48 @@ func solveIPM(p *structLP) (ipmResult, error) {
 	if p.zc == nil {
 		p.equilibrate()
 	}
+	var best ipmResult
+	var bestErr error
+	bestMerit := math.Inf(1)
+	for _, reg := range regLevels {
+		res, merit, err := runIPM(p, reg)
+		if err == nil {
+			return res, nil
+		}
+		if merit < bestMerit {
+			best, bestErr, bestMerit = res, err, merit
+		}
+	}
+	return best, bestErr
+}
+
+// runIPM runs the method with one regularisation level. On failure it returns the last
+// iterate and its merit (the largest of the three relative residuals).
+func runIPM(p *structLP, reg float64) (ipmResult, float64, error) {
 	st := newIPMState(p)
+	st.ne.reg = reg
 	st.start()
+	var pinf, dinf, gap float64
 	for it := 0; it < ipmMaxIter; it++ {
-		pinf, dinf, gap := st.residuals()
+		pinf, dinf, gap = st.residuals()
 		if pinf < ipmTol && dinf < ipmTol && gap < ipmTol {
-			return st.result(it), nil
+			return st.result(it), 0, nil
 		}
 		if err := st.step(); err != nil {
 			if pinf < ipmAcceptTol && dinf < ipmAcceptTol && gap < ipmAcceptTol {
-				return st.result(it), nil // the Newton system broke down at an already optimal point
+				return st.result(it), 0, nil // the Newton system broke down at an already optimal point
 			}
-			return ipmResult{}, err
+			st.residuals()
+			return st.result(it), math.Max(pinf, math.Max(dinf, gap)),
+				fmt.Errorf("%w: %v (primal infeasibility %.2g, dual %.2g, gap %.2g)", errNotConverged, err, pinf, dinf, gap)
 		}
 	}
-	pinf, dinf, gap := st.residuals()
-	if pinf < ipmAcceptTol && dinf < ipmAcceptTol && gap < ipmAcceptTol {
-		return st.result(ipmMaxIter), nil
+	pinf, dinf, gap = st.residuals()
+	merit := math.Max(pinf, math.Max(dinf, gap))
+	if merit < ipmAcceptTol {
+		return st.result(ipmMaxIter), 0, nil
 	}
-	return ipmResult{}, fmt.Errorf("%w after %d iterations (primal infeasibility %.2g, dual %.2g, gap %.2g)",
+	return st.result(ipmMaxIter), merit, fmt.Errorf("%w after %d iterations (primal infeasibility %.2g, dual %.2g, gap %.2g)",
 		errNotConverged, ipmMaxIter, pinf, dinf, gap)
 }
 

@@ -23,6 +23,7 @@ type normalEq struct {
 	er, eq           []float64 // E = B⁻¹C, n*k each (R and Q rows)
 	e                []float64 // qᵀE (k)
 	qBq              float64   // qᵀB⁻¹q
+	reg              float64   // relative regularisation of the job blocks (see eliminateDemandJob)
 	alpha, beta      []float64 // regularised slack weights of each job block
 	s                []float64 // G − CᵀB⁻¹C (k*k), then the reduced system K (g*g, g = k or k+1), LU-factored
 	lu               []float64
@@ -39,9 +40,6 @@ func newNormalEq(p *structLP) *normalEq {
 		r2: make([]float64, k+1), y2: make([]float64, k+1), scratchK: make([]float64, k),
 	}
 }
-
-// regDelta is the relative regularisation of the job blocks (see eliminateDemandJob).
-const regDelta = 1e-9
 
 // factor prepares the solves for D = d (a column vector of u/w).
 //
@@ -144,7 +142,7 @@ func (ne *normalEq) eliminateDemandJob(m int, zc float64) float64 {
 	// Regularisation: a bottleneck job (row and demand both tight, one basic x) has a nearly
 	// singular block that only the z column makes whole. Adding δ to both slack weights keeps
 	// B_m⁻¹ representable; the caller's iterative refinement removes the perturbation.
-	delta := regDelta * (b11 + b22)
+	delta := ne.reg * (b11 + b22)
 	alpha, beta = alpha+delta, beta+delta
 	b11, b22 = b11+delta, b22+delta
 	ne.alpha[m], ne.beta[m] = alpha, beta

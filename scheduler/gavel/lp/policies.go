@@ -1,6 +1,21 @@
 package lp
 
-import "math"
+import (
+	"errors"
+	"math"
+)
+
+// lpSolve runs the interior-point method and separates a non-optimal but usable end point
+// (returned with a warning, as Gavel goes on after cvxpy's "not optimal") from a failure.
+func lpSolve(q *structLP, sol *Solution) (ipmResult, error) {
+	sol.LPSolves++
+	res, err := solveIPM(q)
+	if err != nil && errors.Is(err, errNotConverged) && res.x != nil {
+		sol.Warning = err.Error()
+		return res, nil
+	}
+	return res, err
+}
 
 // sub is the part of a Problem that takes part in one LP: the jobs that can run and the types
 // that have workers. Other jobs get zero rows and other types zero columns.
@@ -109,11 +124,13 @@ func solveMaxMin(p *Problem, t [][]float64) (Solution, error) {
 	})
 	q.hasZ = true
 	scale := scaleDemand(q)
-	res, err := solveIPM(q)
+	var sol Solution
+	res, err := lpSolve(q, &sol)
 	if err != nil {
 		return Solution{}, err
 	}
-	return Solution{X: s.expand(res.x), Objective: res.primalObj * scale, Bound: res.dualObj * scale, LPSolves: 1}, nil
+	sol.X, sol.Objective, sol.Bound = s.expand(res.x), res.primalObj*scale, res.dualObj*scale
+	return sol, nil
 }
 
 // solveSum is Gavel's ThroughputNormalizedByCostSumWithPerfSLOs without SLOs
@@ -141,9 +158,11 @@ func solveSum(p *Problem, t [][]float64, prices []float64) (Solution, error) {
 	for i := range q.g {
 		q.g[i] /= scale
 	}
-	res, err := solveIPM(q)
+	var sol Solution
+	res, err := lpSolve(q, &sol)
 	if err != nil {
 		return Solution{}, err
 	}
-	return Solution{X: s.expand(res.x), Objective: res.primalObj * scale, Bound: res.dualObj * scale, LPSolves: 1}, nil
+	sol.X, sol.Objective, sol.Bound = s.expand(res.x), res.primalObj*scale, res.dualObj*scale
+	return sol, nil
 }

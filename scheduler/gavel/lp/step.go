@@ -96,6 +96,30 @@ func (st *ipmState) direction(rc colVec) {
 		dw[i] = rd[i] - dw[i]
 		du[i] = r[i]/w[i] - d[i]*dw[i]
 	}
+	st.exactSlackSteps()
+}
+
+// exactSlackSteps recomputes the slack steps from the constraint rows, so that A·Δu = rp holds
+// to rounding whatever the accuracy of the normal-equation solve: every row has its own slack
+// with coefficient 1. The small error moves to the slacks' complementarity, which the next
+// iteration targets afresh (primal infeasibility no longer drifts near degenerate optima).
+func (st *ipmState) exactSlackSteps() {
+	p, du := st.p, st.du
+	clear(du.sR)
+	clear(du.sK)
+	if p.anyDem() {
+		clear(du.sQ)
+	}
+	p.mulA(du, st.hres) // activities of Δx and Δz alone
+	for m := 0; m < p.n; m++ {
+		du.sR[m] = st.rp.R[m] - st.hres.R[m]
+		if p.dem[m] {
+			du.sQ[m] = st.rp.Q[m] - st.hres.Q[m]
+		}
+	}
+	for j := range du.sK {
+		du.sK[j] = st.rp.K[j] - st.hres.K[j]
+	}
 }
 
 // maxStep returns the primal and dual step lengths (at most 1) that keep u and w positive,
