@@ -192,8 +192,8 @@ func GresGPUs(s string) (int, error) {
 	total := 0
 	for _, e := range splitGres(s) {
 		e = strings.TrimPrefix(strings.TrimPrefix(e, "gres:"), "gres/")
-		if i := strings.IndexByte(e, '('); i >= 0 {
-			e = e[:i]
+		if i := strings.LastIndexByte(e, '('); i >= 0 && strings.HasSuffix(e, ")") && e[i:] != "(null)" {
+			e = e[:i] // "(IDX:0-2)", "(S:0-1)"
 		}
 		name, rest, _ := strings.Cut(strings.Replace(e, "=", ":", 1), ":")
 		if name != "gpu" {
