@@ -3,6 +3,7 @@ package slurm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -109,7 +110,7 @@ func ParseNodes(data []byte) ([]Node, error) {
 		return nil, fmt.Errorf("sinfo --json: %w", err)
 	}
 	if len(doc.Errors) > 0 {
-		return nil, fmt.Errorf("sinfo --json reports errors: %s", joinRaw(doc.Errors))
+		return nil, &ReportedError{Command: "sinfo --json", Errors: joinRaw(doc.Errors)}
 	}
 	var out []Node
 	seen := map[string]bool{}
@@ -160,7 +161,7 @@ func ParseJobs(data []byte) ([]Job, error) {
 		return nil, fmt.Errorf("squeue --json: %w", err)
 	}
 	if len(doc.Errors) > 0 {
-		return nil, fmt.Errorf("squeue --json reports errors: %s", joinRaw(doc.Errors))
+		return nil, &ReportedError{Command: "squeue --json", Errors: joinRaw(doc.Errors)}
 	}
 	out := make([]Job, 0, len(doc.Jobs))
 	for _, j := range doc.Jobs {
@@ -230,9 +231,26 @@ func splitGres(s string) []string {
 	return append(out, s[start:])
 }
 
+// ReportedError is a --json answer whose "errors" list is not empty
+// (22.05 exits 0 and says "Unspecified error" when slurmctld does not
+// answer).
+type ReportedError struct {
+	Command string
+	Errors  string
+}
+
+func (e *ReportedError) Error() string { return e.Command + " reports errors: " + e.Errors }
+
 func joinRaw(msgs []json.RawMessage) string {
 	parts := make([]string, len(msgs))
 	for i, m := range msgs {
+		var v struct {
+			Error, Description, Source string
+		}
+		if json.Unmarshal(m, &v) == nil && (v.Error != "" || v.Description != "") {
+			parts[i] = fmt.Sprintf("%s: %s (%s)", v.Source, v.Description, v.Error)
+			continue
+		}
 		parts[i] = string(m)
 	}
 	return strings.Join(parts, "; ")
@@ -253,14 +271,33 @@ func ReadSnapshot(ctx context.Context, cmd Commander) (Snapshot, error) {
 		return s, wrapRead("read the queue (squeue --json)", err)
 	}
 	if s.Jobs, err = ParseJobs(out); err != nil {
-		return s, err
+		return s, diagnose(ctx, cmd, "read the queue (squeue --json)", err)
 	}
 	out, err = cmd.Run(ctx, "sinfo", "--json")
 	if err != nil {
 		return s, wrapRead("read the nodes (sinfo --json)", err)
 	}
 	if s.Nodes, err = ParseNodes(out); err != nil {
-		return s, err
+		return s, diagnose(ctx, cmd, "read the nodes (sinfo --json)", err)
 	}
 	return s, nil
+}
+
+// diagnose asks scontrol ping whether slurmctld answers when a --json
+// read reported errors, and marks the error ErrUnreachable when it does
+// not.
+func diagnose(ctx context.Context, cmd Commander, what string, err error) error {
+	var re *ReportedError
+	if !errors.As(err, &re) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	out, perr := cmd.Run(ctx, "scontrol", "ping")
+	if perr != nil || !strings.Contains(string(out), "is UP") {
+		ping := strings.Join(strings.Fields(string(out)), " ")
+		if perr != nil {
+			ping = perr.Error()
+		}
+		return fmt.Errorf("%s: %w (scontrol ping: %s; is slurmctld running, and SLURM_CONF set to its slurm.conf?): %v", what, ErrUnreachable, ping, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
