@@ -293,8 +293,8 @@ func diagnose(ctx context.Context, cmd Commander, what string, err error) error 
 	}
 	out, perr := cmd.Run(ctx, "scontrol", "ping")
 	if perr != nil || !strings.Contains(string(out), "is UP") {
-		ping := strings.Join(strings.Fields(string(out)), " ")
-		if perr != nil {
+		ping, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+		if ping == "" && perr != nil {
 			ping = perr.Error()
 		}
 		return fmt.Errorf("%s: %w (scontrol ping: %s; is slurmctld running, and SLURM_CONF set to its slurm.conf?): %v", what, ErrUnreachable, ping, err)

@@ -166,14 +166,14 @@ func runSlurmWatch(ctx context.Context, c *cli.Command) error {
 	w, ew := c.Root().Writer, c.Root().ErrWriter
 	t := time.NewTicker(every)
 	defer t.Stop()
-	for {
+	for first := true; ; first = false {
 		res, err := slurmPass(ctx, b, c.Bool(slurmFlagDryRun))
 		switch {
 		case ctx.Err() != nil:
 			return nil
 		case err != nil:
 			fmt.Fprintf(ew, "%s slurm watch: pass failed, retrying in %v: %v\n", time.Now().Format(time.TimeOnly), every, err)
-		case slurmQuiet(res):
+		case !first && slurmQuiet(res):
 		default:
 			if err := printSlurmPass(w, res, c.Bool(slurmFlagJSON), c.Bool(slurmFlagDryRun)); err != nil {
 				return err
@@ -188,7 +188,7 @@ func runSlurmWatch(ctx context.Context, c *cli.Command) error {
 }
 
 // slurmQuiet: a pass that changed nothing (no job placed, released or
-// given a new reason) prints nothing in watch.
+// given a new reason) prints nothing in watch, after the first.
 func slurmQuiet(res *slurm.Result) bool {
 	for _, a := range res.Applied {
 		if a.Kind != slurm.Wait || a.Changed || a.Err != nil {
