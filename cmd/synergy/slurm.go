@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -29,6 +31,11 @@ const (
 	slurmFlagProfile   = "profile"
 	slurmFlagGPUs      = "gpus"
 	slurmFlagHold      = "hold"
+	slurmFlagFirst     = "profile-first"
+	slurmFlagData      = "data"
+	slurmFlagPFlag     = "profile-flag"
+	slurmFlagCache     = "profile-cache"
+	slurmFlagBin       = "synergy-bin"
 )
 
 func slurmCommand() *cli.Command {
@@ -54,9 +61,14 @@ func slurmCommand() *cli.Command {
 					"sbatch --nodes=1 --ntasks=1 --gres=gpu:G --cpus-per-task=C --mem=M --comment=synergy:profile=PATH, then the\n" +
 					"options and script after --. With --hold the job waits for `synergy slurm place`. Prints the job ID.",
 				Flags: []cli.Flag{conf, part, jsonOut, dry,
-					&cli.StringFlag{Name: slurmFlagProfile, Usage: "the job's profile JSON (from `synergy profile`)", Required: true},
+					&cli.StringFlag{Name: slurmFlagProfile, Usage: "the job's profile JSON (from `synergy profile`)"},
 					&cli.IntFlag{Name: slurmFlagGPUs, Usage: "GPUs to ask for (default: the profile's)"},
 					&cli.BoolFlag{Name: slurmFlagHold, Usage: "submit held, for `synergy slurm place` to place"},
+					&cli.BoolFlag{Name: slurmFlagFirst, Usage: "instead of --profile: profile SCRIPT with `synergy profile` as a Slurm job on one node (whole node, 1 GPU) first, or reuse the cached profile of the same script, arguments, dataset, flags and node shape; sbatch options after -- must then be written --name=value"},
+					&cli.StringFlag{Name: slurmFlagData, Usage: "--profile-first: the dataset directory (synergy profile --data)"},
+					&cli.StringSliceFlag{Name: slurmFlagPFlag, Usage: "--profile-first: a flag for synergy profile, as one word (--profile-flag=--cpus=1,2; repeat)"},
+					&cli.StringFlag{Name: slurmFlagCache, Usage: "--profile-first: directory of cached profiles (default: the user's cache directory/synergy/slurm-profiles)"},
+					&cli.StringFlag{Name: slurmFlagBin, Usage: "--profile-first: the synergy binary the profiling job runs, on a path the nodes see (default: this one)"},
 				},
 				Action: runSlurmSubmit,
 			},
@@ -240,6 +252,18 @@ func runSlurmSubmit(ctx context.Context, c *cli.Command) error {
 		return badFlag(slurmFlagGPUs, fmt.Errorf("%d: must not be negative", req.GPUs))
 	}
 	w := c.Root().Writer
+	if (req.Profile == "") == !c.Bool(slurmFlagFirst) {
+		return fmt.Errorf("slurm submit: give --%s P.json or --%s (one of them)", slurmFlagProfile, slurmFlagFirst)
+	}
+	if c.Bool(slurmFlagFirst) {
+		if c.Bool(slurmFlagDryRun) {
+			return fmt.Errorf("slurm submit: --%s runs a profiling job: not with --%s", slurmFlagFirst, slurmFlagDryRun)
+		}
+		var err error
+		if req.Profile, err = slurmProfileFirst(ctx, c, req.Partition); err != nil {
+			return fmt.Errorf("slurm submit: --%s: %w", slurmFlagFirst, err)
+		}
+	}
 	if c.Bool(slurmFlagDryRun) {
 		snapOut, err := slurmExec(c).Run(ctx, "sinfo", "--json")
 		if err != nil {
@@ -299,9 +323,54 @@ func printSlurmSubmit(w, ew io.Writer, id int, sp *slurm.SubmitPlan, asJSON bool
 	fmt.Fprintf(ew, "%s: %d GPUs, %d CPUs (GPU-proportional %s), %s (GPU-proportional %s), predicted speed-up %.2f×\n",
 		sp.Job, sp.GPUs, sp.CPUs, fnum(sp.FairCPUs), gbText(float64(sp.MemMiB)*slurm.MiB), gbText(sp.FairMemMiB*slurm.MiB), sp.Speedup)
 	if id == 0 {
-		_, err := fmt.Fprintln(w, strings.Join(sp.Argv, " "))
+		_, err := fmt.Fprintln(w, slurm.QuoteArgv(sp.Argv))
 		return err
 	}
 	_, err := fmt.Fprintln(w, id)
 	return err
+}
+
+// slurmProfileFirst returns the cached profile of the job after --, or
+// profiles it as a Slurm job first.
+func slurmProfileFirst(ctx context.Context, c *cli.Command, partition string) (string, error) {
+	pf := slurm.ProfileFirst{Synergy: c.String(slurmFlagBin), CacheDir: c.String(slurmFlagCache), Data: c.String(slurmFlagData),
+		ProfileArgs: c.StringSlice(slurmFlagPFlag), Partition: partition}
+	var err error
+	if pf.Synergy == "" {
+		if pf.Synergy, err = os.Executable(); err != nil {
+			return "", badFlag(slurmFlagBin, err)
+		}
+	}
+	if pf.CacheDir == "" {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			return "", badFlag(slurmFlagCache, err)
+		}
+		pf.CacheDir = filepath.Join(dir, "synergy", "slurm-profiles")
+	}
+	_, script, err := slurm.SplitSbatch(c.Args().Slice())
+	if err != nil {
+		return "", err
+	}
+	x := slurmExec(c)
+	out, err := x.Run(ctx, "sinfo", "--json")
+	if err != nil {
+		return "", fmt.Errorf("read the nodes: %w", err)
+	}
+	nodes, err := slurm.ParseNodes(out)
+	if err != nil {
+		return "", err
+	}
+	ew := c.Root().ErrWriter
+	fmt.Fprintf(ew, "profile-first: looking for a cached profile of %s in %s\n", slurm.QuoteArgv(script), pf.CacheDir)
+	path, reused, err := pf.Ensure(ctx, x, nodes, script)
+	if err != nil {
+		return "", err
+	}
+	if reused {
+		fmt.Fprintln(ew, "profile-first: reusing", path)
+	} else {
+		fmt.Fprintln(ew, "profile-first: profiled as a Slurm job, wrote", path)
+	}
+	return path, nil
 }
