@@ -14,7 +14,7 @@ DEMO_CPUS   ?= 0.5,1,2
 DEMO_MEM    ?= 64MiB,128MiB,384MiB
 DEMO_READ   ?= 40MB
 
-.PHONY: all build demo demo-k8s test test-short bench fuzz clean
+.PHONY: all build demo demo-k8s demo-slurm test test-short bench fuzz clean
 
 all: build
 
@@ -39,6 +39,13 @@ demo: build
 # scheduler` and prints each pod's requests and node (docs/kubernetes.md).
 demo-k8s: build
 	deploy/demo.sh
+
+# Slurm: on the local cluster (scripts/local-slurm.sh: Debian's slurm-wlm,
+# 4 nodes x 8 GPUs through gres), three profiled jobs submitted held, placed
+# by `synergy slurm place`; prints squeue and scontrol show job -d for each,
+# beside the GPU-proportional alternative (docs/slurm.md).
+demo-slurm: build
+	deploy/slurm-demo.sh
 
 test:
 	$(GO) vet ./...

@@ -46,6 +46,7 @@ func newApp() *cli.Command {
 			simulateCommand(),
 			matrixCommand(),
 			k8sCommand(),
+			slurmCommand(),
 		},
 	}
 }
