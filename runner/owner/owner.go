@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // ID identifies one process for its lifetime.
@@ -90,17 +91,30 @@ func startTime(stat string) (uint64, error) {
 }
 
 // Alive reports whether the process id names still runs (same PID, same
-// start time). An unreadable procfs entry other than a missing one counts as
-// alive: nothing is reaped on a guess.
+// start time, not a zombie: a process killed outright stays one until its
+// parent reaps it). An unreadable procfs entry other than a missing one
+// counts as alive: nothing is reaped on a guess.
 func Alive(procRoot string, id ID) bool {
-	cur, err := Of(procRoot, id.PID)
-	if errors.Is(err, fs.ErrNotExist) {
+	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(id.PID), "stat"))
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
 		return false
 	}
 	if err != nil {
 		return true
 	}
-	return cur == id
+	start, err := startTime(string(b))
+	if err != nil {
+		return true
+	}
+	return start == id.Start && !zombie(string(b))
+}
+
+// zombie reports whether a /proc/PID/stat line is of a process that has
+// ended (state Z or X).
+func zombie(stat string) bool {
+	i := strings.LastIndexByte(stat, ')')
+	f := strings.Fields(stat[i+1:])
+	return len(f) > 0 && (f[0] == "Z" || f[0] == "X")
 }
 
 // ParseSuffix reads an owner from the end of a name built as

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestStartTime_CommWithSpacesAndParens(t *testing.T) {
@@ -83,6 +84,23 @@ func TestAlive(t *testing.T) {
 	if Alive(ProcRoot, ID{PID: me.PID, Start: me.Start + 1}) {
 		t.Error("a reused PID (other start time) counts as alive")
 	}
+	// A child killed but not yet waited for is a zombie: dead.
+	z := exec.Command("sleep", "30")
+	if err := z.Start(); err != nil {
+		t.Fatal(err)
+	}
+	zid, err := Of(ProcRoot, z.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z.Process.Kill()
+	for i := 0; i < 200 && Alive(ProcRoot, zid); i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if Alive(ProcRoot, zid) {
+		t.Error("a zombie counts as alive")
+	}
+	z.Wait()
 	if id := deadOwner(t); Alive(ProcRoot, id) {
 		t.Errorf("a reaped child %v is alive", id)
 	}
