@@ -410,6 +410,11 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 	if err := resolveAxes(&o, h, runtime.NumCPU()); err != nil {
 		return err
 	}
+	unguard, err := guardRun(c.Root().ErrWriter, o.runnerName, cfg.Out)
+	if err != nil {
+		return err
+	}
+	defer unguard()
 	env, err := probeEnvironment(ctx, o, h)
 	if err != nil {
 		return err
@@ -417,6 +422,11 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 	defer env.close()
 	withEnvironment(cfg, env)
 	stdout, stderr := c.Root().Writer, c.Root().ErrWriter
+	unshare, err := shareHost(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer unshare()
 	for _, w := range env.warnings {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
