@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/moby/moby/client"
 
 	"github.com/synergy-sched/synergy/internal/testreq"
 	"github.com/synergy-sched/synergy/runner/docker"
@@ -56,3 +59,54 @@ func TestDockerE2E_NonRootImageProfiles(t *testing.T) {
 		})
 	}
 }
+
+// TestDockerE2E_KillMinus9RemovesTheContainer kills the built synergy with
+// SIGKILL while a point's container runs: the watchdog must remove the
+// container (and the work directory) within 10 s.
+func TestDockerE2E_KillMinus9RemovesTheContainer(t *testing.T) {
+	b := buildBinaries(t)
+	tag := synthtrainImage(t, b.synthtrain)
+	job := e2eJobName(t)
+	cmd := exec.Command(b.synergy, "profile", "--runner", "docker", "--docker-img", tag, "--strategy", "axes", "--cpus", "1",
+		"-b", "4", "--point-timeout", "5m", "--stall-breakdown=false", "--job-name", job,
+		"--out", filepath.Join(t.TempDir(), "p.json"), "--", "/usr/local/bin/synthtrain", "--preset", "language", "--gpu-step", "1s", "--synthetic-data")
+	var log syncBuffer
+	cmd.Stderr = &logWriter{&log}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	c, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	filter := make(client.Filters).Add("label", docker.LabelJob+"="+job).Add("status", "running")
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		l, err := c.ContainerList(context.Background(), client.ContainerListOptions{Filters: filter})
+		if err == nil && len(l.Items) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no running container for the point:\n%s", log.String())
+		}
+	}
+	cmd.Process.Signal(os.Kill)
+	cmd.Wait()
+	killed := time.Now()
+	all := make(client.Filters).Add("label", docker.LabelJob+"="+job)
+	for time.Since(killed) < 10*time.Second {
+		l, err := c.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: all})
+		if err == nil && len(l.Items) == 0 {
+			t.Logf("container gone %v after kill -9", time.Since(killed).Round(time.Millisecond))
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("the point's container outlived synergy by 10 s:\n%s", log.String())
+	assertNoProfileContainers(t, job)
+}
+
+type logWriter struct{ b *syncBuffer }
+
+func (w *logWriter) Write(p []byte) (int, error) { w.b.WriteString(string(p)); return len(p), nil }

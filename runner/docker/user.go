@@ -121,8 +121,12 @@ func (r *Runner) readFromContainer(ctx context.Context, id string) func(string) 
 // giveMetricsDir makes dir (the point's metrics directory, mounted
 // read-write) owned by the container's user and mode 0700: that user can
 // write it, nobody else but root can look in. It needs root unless the
-// user is this process's own.
+// user is this process's own. A container running as root (which keeps
+// CAP_DAC_OVERRIDE) writes it as it is.
 func giveMetricsDir(dir string, u imageUser) error {
+	if u.UID == 0 || u.UID == os.Geteuid() {
+		return os.Chmod(dir, 0o700)
+	}
 	var chown []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
