@@ -86,17 +86,35 @@ func printCleanup(w io.Writer, rep reap.Report) {
 	}
 }
 
+// runGuard is what a profile run holds on this host (runner/hostlock,
+// runner/reap): the --out lock, the watchdog, the dataset lock and, once
+// share has run, its cores.
+type runGuard struct {
+	undo []func()
+	ds   *hostlock.Dataset
+}
+
+func (g *runGuard) release() {
+	for i := len(g.undo) - 1; i >= 0; i-- {
+		g.undo[i]()
+	}
+	g.undo = nil
+}
+
 // guardRun prepares a profile run on this host: it locks the profile file
 // (one run writes one --out), reaps what dead runs left (reporting it on
-// stderr) and starts the watchdog that reaps this run's own leftovers if it
-// dies. The returned function undoes it.
-func guardRun(stderr io.Writer, runnerName, out string) (func(), error) {
-	lock, err := hostlock.Out(out)
+// stderr), starts the watchdog that reaps this run's own leftovers if it
+// dies, and takes the dataset's lock exclusive (the cold-read probe that
+// follows evicts it) when it will be probed. release undoes it all.
+func guardRun(ctx context.Context, stderr io.Writer, runnerName string, cfg *profiler.Config) (*runGuard, error) {
+	g := &runGuard{}
+	lock, err := hostlock.Out(cfg.Out)
 	if err != nil {
 		return nil, fmt.Errorf("--%s: %w", flagOut, err)
 	}
+	g.undo = append(g.undo, func() { _ = lock.Release() })
 	o := reap.Options{Docker: runnerName == "docker"}
-	rep, err := reap.Orphans(context.Background(), o)
+	rep, err := reap.Orphans(ctx, o)
 	for _, r := range rep.Removed {
 		fmt.Fprintln(stderr, "cleaned up after a dead synergy run: removed", r)
 	}
@@ -105,21 +123,36 @@ func guardRun(stderr io.Writer, runnerName, out string) (func(), error) {
 	}
 	wd, err := reap.Watch(o)
 	if err != nil {
-		lock.Release()
+		g.release()
 		return nil, err
 	}
-	return func() { _ = wd.Close(); _ = lock.Release() }, nil
+	g.undo = append(g.undo, func() { _ = wd.Close() })
+	if cfg.DataDir != "" {
+		say := func(msg string) { fmt.Fprintln(stderr, msg) }
+		if g.ds, err = hostlock.OpenDataset(ctx, hostlock.Dir(), cfg.DataDir, say); err != nil {
+			g.release()
+			return nil, fmt.Errorf("--%s: %w", flagData, err)
+		}
+		g.undo = append(g.undo, g.ds.Release)
+		if !cfg.Resume {
+			if err := g.ds.Exclusive(); err != nil {
+				g.release()
+				return nil, fmt.Errorf("--%s: %w", flagData, err)
+			}
+		}
+	}
+	return g, nil
 }
 
-// shareHost makes the run a good neighbour of other synergy runs on this
-// host (runner/hostlock): it claims the cores its largest point needs,
-// waiting while other runs hold them, and pins every point to them; and it
-// serializes page-cache use of the dataset with other runs on the same
-// one. The returned function gives everything back.
-func shareHost(ctx context.Context, cfg *profiler.Config, stderr io.Writer) (func(), error) {
+// share makes the run a good neighbour of other synergy runs on this host:
+// it claims the cores its largest point needs, waiting while other runs
+// hold them, and pins every point to them; and it routes page-cache use of
+// the dataset through the dataset lock, held from a point's cache
+// preparation until its job has ended.
+func (g *runGuard) share(ctx context.Context, cfg *profiler.Config, stderr io.Writer) error {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return nil, fmt.Errorf("read this process's CPUs: %w", err)
+		return fmt.Errorf("read this process's CPUs: %w", err)
 	}
 	var avail []int
 	for c := 0; c < len(set)*64 && len(avail) < set.Count(); c++ {
@@ -129,23 +162,21 @@ func shareHost(ctx context.Context, cfg *profiler.Config, stderr io.Writer) (fun
 	}
 	need := int(math.Ceil(slices.Max(cfg.CPUs)))
 	dir := hostlock.Dir()
-	say := func(msg string) { fmt.Fprintln(stderr, msg) }
-	cores, err := hostlock.ClaimCores(ctx, dir, need, avail, say)
+	cores, err := hostlock.ClaimCores(ctx, dir, need, avail, func(msg string) { fmt.Fprintln(stderr, msg) })
 	if err != nil {
-		return nil, fmt.Errorf("--%s: %w", flagCPUs, err)
+		return fmt.Errorf("--%s: %w", flagCPUs, err)
 	}
+	g.undo = append(g.undo, cores.Release)
 	fmt.Fprintf(stderr, "points run on CPU %s, claimed for this run in %s (other synergy runs use other cores)\n",
 		runner.FormatCPUSet(cores.CPUs()), filepath.Join(dir, "cores"))
-	cfg.Runner = hostlock.Pinned{Runner: cfg.Runner, Cores: cores}
-	release := cores.Release
-	if cfg.DataDir != "" && cfg.Cache != nil {
-		ds, err := hostlock.OpenDataset(ctx, dir, cfg.DataDir, say)
-		if err != nil {
-			cores.Release()
-			return nil, fmt.Errorf("--%s: %w", flagData, err)
+	pinned := hostlock.Pinned{Runner: cfg.Runner, Cores: cores}
+	if g.ds != nil {
+		g.ds.Release() // the cold-read probe is over
+		if cfg.Cache != nil {
+			cfg.Cache = hostlock.LockedCache{PageCache: cfg.Cache, Lock: g.ds}
+			pinned.Dataset = g.ds
 		}
-		cfg.Cache = hostlock.LockedCache{PageCache: cfg.Cache, Lock: ds}
-		release = func() { ds.Release(); cores.Release() }
 	}
-	return release, nil
+	cfg.Runner = pinned
+	return nil
 }

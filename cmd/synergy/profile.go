@@ -410,11 +410,11 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 	if err := resolveAxes(&o, h, runtime.NumCPU()); err != nil {
 		return err
 	}
-	unguard, err := guardRun(c.Root().ErrWriter, o.runnerName, cfg.Out)
+	guard, err := guardRun(ctx, c.Root().ErrWriter, o.runnerName, cfg)
 	if err != nil {
 		return err
 	}
-	defer unguard()
+	defer guard.release()
 	env, err := probeEnvironment(ctx, o, h)
 	if err != nil {
 		return err
@@ -422,11 +422,9 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 	defer env.close()
 	withEnvironment(cfg, env)
 	stdout, stderr := c.Root().Writer, c.Root().ErrWriter
-	unshare, err := shareHost(ctx, cfg, stderr)
-	if err != nil {
+	if err := guard.share(ctx, cfg, stderr); err != nil {
 		return err
 	}
-	defer unshare()
 	for _, w := range env.warnings {
 		fmt.Fprintln(stderr, "warning:", w)
 	}

@@ -9,10 +9,13 @@ import (
 
 // Pinned is a runner whose jobs run on a run's claimed cores: a job with no
 // cpuset of its own gets the first ceil(cpus) of them (all of them with no
-// CPU budget).
+// CPU budget). With a Dataset, the dataset lock that LockedCache took to
+// prepare a point is dropped once the point's job has ended, so another
+// run's point can go between two of this run's.
 type Pinned struct {
 	runner.Runner
-	Cores *Cores
+	Cores   *Cores
+	Dataset *Dataset
 }
 
 // Start pins the job to the claimed cores, then starts it.
@@ -24,7 +27,27 @@ func (p Pinned) Start(ctx context.Context, job runner.Job) (runner.Handle, error
 		}
 		job.Limits.CPUSet = cpus
 	}
-	return p.Runner.Start(ctx, job)
+	h, err := p.Runner.Start(ctx, job)
+	if p.Dataset == nil {
+		return h, err
+	}
+	if err != nil {
+		p.Dataset.Release()
+		return h, err
+	}
+	return releasing{Handle: h, ds: p.Dataset}, nil
+}
+
+// releasing drops the dataset lock when its job has ended.
+type releasing struct {
+	runner.Handle
+	ds *Dataset
+}
+
+func (r releasing) Wait() (runner.Result, error) {
+	res, err := r.Handle.Wait()
+	r.ds.Release()
+	return res, err
 }
 
 // Unwrap is the runner underneath.
@@ -39,8 +62,9 @@ type PageCache interface {
 
 // LockedCache takes the dataset lock before touching the cache: exclusive
 // before an eviction (the cold point that follows runs under it), shared
-// before warming. The lock is held until the next call or Release, so it
-// covers the point that the call prepared.
+// before warming. The lock is held until the next call or Release (Pinned
+// releases it when the point's job ends), so it covers the point that the
+// call prepared.
 type LockedCache struct {
 	PageCache
 	Lock *Dataset
