@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/synergy-sched/synergy/jobcontract"
+	"github.com/synergy-sched/synergy/runner/owner"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
@@ -100,15 +101,14 @@ func Run(ctx context.Context, cfg Config) (*sensitivity.Profile, error) {
 // makeDirs makes the sweep's work directory (returned, for the caller to
 // remove) and the log and timeline directories.
 func (s *sweep) makeDirs() (string, error) {
-	work, err := os.MkdirTemp("", "synergy-profile-*")
+	// Named after this process (a later run removes it if this one dies)
+	// and 0700: only this run enters it; a container's user gets its own
+	// point directory, mounted (runner/docker).
+	work, err := owner.MkdirTemp("", owner.TempDirPrefix)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("work directory: %w", err)
 	}
 	s.workDir = work
-	if err := os.Chmod(work, 0o777); err != nil { // container jobs may run as another user
-		os.RemoveAll(work)
-		return "", err
-	}
 	for _, d := range []string{s.cfg.LogDir, s.cfg.TimelineDir} {
 		if d != "" {
 			if err := os.MkdirAll(d, 0o755); err != nil {

@@ -410,6 +410,11 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 	if err := resolveAxes(&o, h, runtime.NumCPU()); err != nil {
 		return err
 	}
+	guard, err := guardRun(ctx, c.Root().ErrWriter, o.runnerName, cfg)
+	if err != nil {
+		return err
+	}
+	defer guard.release()
 	env, err := probeEnvironment(ctx, o, h)
 	if err != nil {
 		return err
@@ -417,6 +422,9 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 	defer env.close()
 	withEnvironment(cfg, env)
 	stdout, stderr := c.Root().Writer, c.Root().ErrWriter
+	if err := guard.share(ctx, cfg, stderr); err != nil {
+		return err
+	}
 	for _, w := range env.warnings {
 		fmt.Fprintln(stderr, "warning:", w)
 	}

@@ -27,7 +27,7 @@ const LabelImage = "synergy.image"
 // files (image path -> host path) with its host permission bits. Entries
 // are sorted and timestamps fixed, so the same inputs give the same context
 // (and hit the engine's build cache).
-func scratchContext(files map[string]string, entrypoint []string) ([]byte, error) {
+func scratchContext(files map[string]string, entrypoint []string, user string) ([]byte, error) {
 	if len(files) == 0 {
 		return nil, errors.New("no files to put in the image")
 	}
@@ -49,6 +49,12 @@ func scratchContext(files map[string]string, entrypoint []string) ([]byte, error
 			return nil, fmt.Errorf("encode entrypoint: %w", err)
 		}
 		df += "ENTRYPOINT " + string(ep) + "\n"
+	}
+	if user != "" {
+		if strings.ContainsAny(user, " \t\n\\") {
+			return nil, fmt.Errorf("image user %q: want uid[:gid] or name[:group]", user)
+		}
+		df += "USER " + user + "\n"
 	}
 
 	var buf bytes.Buffer
@@ -148,10 +154,17 @@ func readBuildOutput(r io.Reader) error {
 // image has no libc), and entrypoint, if given, becomes its ENTRYPOINT. It
 // returns the image ID.
 func (r *Runner) BuildScratchImage(ctx context.Context, tag string, files map[string]string, entrypoint []string) (string, error) {
+	return r.BuildScratchImageAs(ctx, tag, files, entrypoint, "")
+}
+
+// BuildScratchImageAs is BuildScratchImage with a USER line: containers of
+// the image run as user ("65534", "nobody:nogroup"; a name must be in an
+// /etc/passwd among files). "" keeps root.
+func (r *Runner) BuildScratchImageAs(ctx context.Context, tag string, files map[string]string, entrypoint []string, user string) (string, error) {
 	if tag == "" {
 		return "", errors.New("build scratch image: empty tag")
 	}
-	tarball, err := scratchContext(files, entrypoint)
+	tarball, err := scratchContext(files, entrypoint, user)
 	if err != nil {
 		return "", fmt.Errorf("build scratch image %s: %w", tag, err)
 	}
