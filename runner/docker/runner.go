@@ -229,6 +229,7 @@ func (r *Runner) Start(ctx context.Context, job runner.Job) (runner.Handle, erro
 	if err != nil {
 		return nil, err
 	}
+	r.chainImageEnv(ctx, cfg)
 	hc, err := hostConfig(job, r.opts, online, readDev)
 	if err != nil {
 		return nil, fmt.Errorf("job %q: %w", job.Name, err)
