@@ -162,6 +162,10 @@ type probeReport struct {
 		NumWorkers int    `json:"num_workers"`
 		Primary    bool   `json:"primary"`
 		Batches    int    `json:"batches"`
+		// CPUs and WorkerCPUs are the affinity of the iterating process
+		// and of each worker process (by pid) at the loader's first batch.
+		CPUs       []int            `json:"cpus"`
+		WorkerCPUs map[string][]int `json:"worker_cpus"`
 	} `json:"loaders"`
 }
 
@@ -216,5 +220,21 @@ func (s *sweep) applyProbe(pt point, r *probeReport, exitCode int) error {
 	if r.Emulated != nil && r.Emulated.Label != "" {
 		s.emulatedLabel = r.Emulated.Label
 	}
+	s.checkAffinity(pt, r)
 	return nil
+}
+
+// checkAffinity warns when a loader's process or worker could run on more
+// or fewer cores than the point's cpuset holds.
+func (s *sweep) checkAffinity(pt point, r *probeReport) {
+	want := threads(pt.cpus)
+	for _, l := range r.Loaders {
+		bad := l.CPUs != nil && len(l.CPUs) != want
+		for _, c := range l.WorkerCPUs {
+			bad = bad || len(c) != want
+		}
+		if bad {
+			s.warnf("%s: the loader built at %s ran on CPUs %v with workers on %v, not on the point's %d cores", pt.label(), l.Site, l.CPUs, l.WorkerCPUs, want)
+		}
+	}
 }
