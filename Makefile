@@ -14,7 +14,7 @@ DEMO_CPUS   ?= 0.5,1,2
 DEMO_MEM    ?= 64MiB,128MiB,384MiB
 DEMO_READ   ?= 40MB
 
-.PHONY: all build demo demo-k8s test test-short bench fuzz clean
+.PHONY: all build demo demo-k8s demo-pytorch test test-short bench fuzz clean
 
 all: build
 
@@ -39,6 +39,13 @@ demo: build
 # scheduler` and prints each pod's requests and node (docs/kubernetes.md).
 demo-k8s: build
 	deploy/demo.sh
+
+# PyTorch: the image reference job (JPEG decode + augmentation, GPU step
+# emulated at a V100's ResNet-18 pace) over --cpus 1,2 and two memory limits;
+# RUNNER=local|docker (docker builds synergy/pytorch first; docs/pytorch.md).
+RUNNER ?= local
+demo-pytorch: build
+	DEMO=$(DEMO) scripts/demo-pytorch.sh $(RUNNER)
 
 test:
 	$(GO) vet ./...

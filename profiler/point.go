@@ -153,7 +153,7 @@ func (s *sweep) runPoint(ctx context.Context, pt point) (sensitivity.Cell, error
 	if end.interrupted || (end.err != nil && ctx.Err() != nil) {
 		return cell, errInterrupted
 	}
-	if err := s.applyProbe(pt, s.readProbe(pt, run), end.res.ExitCode); err != nil {
+	if err := s.applyProbe(pt, s.readProbe(pt, run), end); err != nil {
 		return cell, err
 	}
 	if s.classifyEnd(pt, run, end, &cell) {

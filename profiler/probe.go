@@ -204,14 +204,15 @@ var errProbeConfig = errors.New("the DataLoader probe refused its settings")
 // applyProbe records what the probe's report says about a point: its
 // settings refused (an error that ends the sweep), no loader seen (the
 // fallback, with its notes), the loader-only step used.
-func (s *sweep) applyProbe(pt point, r *probeReport, exitCode int) error {
+func (s *sweep) applyProbe(pt point, r *probeReport, end pointEnd) error {
 	if r == nil {
 		return nil
 	}
-	if r.State == "error" && exitCode == pytorch.ProbeExitConfig {
+	if r.State == "error" && end.res.ExitCode == pytorch.ProbeExitConfig {
 		return fmt.Errorf("%w (check --emulate-gpu, --model, --emulate-step): %s", errProbeConfig, strings.Join(r.Notes, "; "))
 	}
-	if r.Fallback != "" {
+	failed := end.err != nil || end.res.OOMKilled || (end.stopReason == "" && end.res.ExitCode != 0)
+	if r.Fallback != "" && !failed {
 		s.warnf("%s: the probe saw no DataLoader batch, so the point is measured by %s: %s", pt.label(), strings.ReplaceAll(r.Fallback, "_", " "), strings.Join(r.Notes, "; "))
 	}
 	if r.Stream == "script" && s.cfg.emulate() {
