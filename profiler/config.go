@@ -17,7 +17,9 @@ import (
 type Config struct {
 	// Command is the training script and the user's own arguments. The
 	// contract flags (--batch, --workers, --max-iterations, --data) are
-	// appended last for every point.
+	// appended last for every point, unless the command is a template
+	// ({workers}, {batch}, {data}, {iterations}: jobargs.go), expanded per
+	// point with nothing appended.
 	Command []string
 	JobName string
 	Batch   int
@@ -64,8 +66,12 @@ type Config struct {
 	// Poll is how often the metrics stream is read.
 	Poll time.Duration
 
+	// Env is added to every point's environment, after the thread counts
+	// (ThreadEnv) it may override.
 	Env    []string
 	Runner runner.Runner
+	// JobSetup: the DataLoader probe and its loader-only mode (probe.go).
+	JobSetup
 	// Cache evicts and warms the dataset's page cache; nil means the
 	// profiler cannot control it (the profile then carries a warning).
 	Cache Cache
@@ -155,7 +161,7 @@ func (c *Config) withDefaults() {
 		c.Now = time.Now
 	}
 	if c.JobName == "" && len(c.Command) > 0 {
-		c.JobName = baseName(c.Command[0])
+		c.JobName = JobNameFor(c.Command)
 	}
 }
 
@@ -184,6 +190,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("target CI: %v is not a fraction in (0,1)", c.TargetRelCI)
 	}
 	if _, err := plannerFor(c.Strategy); err != nil {
+		return err
+	}
+	if err := c.validateJob(); err != nil {
 		return err
 	}
 	for i, v := range c.CPUs {
@@ -267,13 +276,4 @@ func Workers(cpus float64, gpus int) int {
 		gpus = 1
 	}
 	return max(1, int(math.Ceil(cpus/float64(gpus))))
-}
-
-func baseName(p string) string {
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i] == '/' {
-			return p[i+1:]
-		}
-	}
-	return p
 }

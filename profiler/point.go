@@ -123,17 +123,6 @@ func (s *sweep) maxIterationsFor(pt point) int {
 	return n
 }
 
-func (s *sweep) argv(pt point) []string {
-	contract := jobcontract.Point{
-		Batch:         s.cfg.Batch,
-		Workers:       Workers(pt.cpus, s.cfg.GPUs),
-		MaxIterations: s.maxIterationsFor(pt),
-		DataDir:       s.cfg.DataDir,
-		Synthetic:     pt.synthetic,
-	}
-	return append(append([]string(nil), s.cfg.Command...), contract.Args()...)
-}
-
 // runPoint measures one point and returns its cell. It returns
 // errInterrupted (and no cell) when ctx is cancelled. Its phases: prepare
 // (the dataset's page cache, the metrics directory, the log), launch (the
@@ -163,6 +152,9 @@ func (s *sweep) runPoint(ctx context.Context, pt point) (sensitivity.Cell, error
 	end.wall = s.cfg.Now().Sub(run.start).Seconds()
 	if end.interrupted || (end.err != nil && ctx.Err() != nil) {
 		return cell, errInterrupted
+	}
+	if err := s.applyProbe(pt, s.readProbe(pt, run), end); err != nil {
+		return cell, err
 	}
 	if s.classifyEnd(pt, run, end, &cell) {
 		s.measure(pt, run, end, &cell)
@@ -254,11 +246,9 @@ func (s *sweep) launch(ctx context.Context, pt point, run *pointRun) error {
 		out = io.MultiWriter(run.log, run.tail)
 	}
 	job := runner.Job{
-		Name: cfg.JobName,
-		Argv: s.argv(pt),
-		Env: append(append([]string(nil), cfg.Env...),
-			jobcontract.EnvMetricsFile+"="+run.metricsPath,
-			jobcontract.EnvPoint+"="+pt.label()),
+		Name:   cfg.JobName,
+		Argv:   s.argv(pt),
+		Env:    s.jobEnv(pt, run),
 		Stdout: out, Stderr: out,
 		Limits: runner.Limits{
 			CPUs:          pt.cpus,
@@ -268,6 +258,7 @@ func (s *sweep) launch(ctx context.Context, pt point, run *pointRun) error {
 		},
 		DataDir:    cfg.DataDir,
 		MetricsDir: run.metricsDir,
+		ProbeDir:   s.probeDir,
 	}
 	run.start = cfg.Now()
 	h, err := cfg.Runner.Start(ctx, job)

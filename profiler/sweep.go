@@ -33,6 +33,7 @@ type sweep struct {
 	datasetFiles int
 	sawEmulated  bool
 	warnings     []string
+	jobState
 
 	started  time.Time // when this Run began
 	baseWall float64   // wall seconds of the runs this one resumes
@@ -72,6 +73,9 @@ func Run(ctx context.Context, cfg Config) (*sensitivity.Profile, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(work)
+	if err := s.setupJob(); err != nil {
+		return nil, err
+	}
 	plan, err := plannerFor(cfg.Strategy)
 	if err != nil {
 		return nil, err
@@ -81,7 +85,7 @@ func Run(ctx context.Context, cfg Config) (*sensitivity.Profile, error) {
 	if s.index > 0 && cfg.Progress != nil {
 		cfg.Progress.Note(fmt.Sprintf("resuming %s: %d measured point(s) kept", cfg.Out, s.index))
 	}
-	if cfg.StallBreakdown && s.prof.StepOnly == nil {
+	if cfg.StallBreakdown && s.prof.StepOnly == nil && s.stepOnlyPossible() {
 		if err := s.runStepOnly(ctx); err != nil {
 			return s.prof, err
 		}
@@ -359,6 +363,9 @@ func (s *sweep) finish() {
 	if s.sawEmulated && p.GPU.Mode == sensitivity.GPUModeNone {
 		p.GPU.Mode = sensitivity.GPUModeEmulated
 		p.GPU.Note = "the job reported an emulated GPU step (a timed wait): throughput is not from a GPU"
+		if s.emulatedLabel != "" {
+			p.GPU.Note += "; the probe's loader-only mode: " + s.emulatedLabel
+		}
 	}
 	p.Warnings = s.warnings
 	if err := sensitivity.Fill(p); err != nil {

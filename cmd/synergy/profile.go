@@ -57,7 +57,7 @@ const (
 )
 
 func profileCommand() *cli.Command {
-	return &cli.Command{
+	return withJobFlags(&cli.Command{
 		Name:      "profile",
 		Usage:     "measure a training job's throughput over CPU cores and memory limits",
 		ArgsUsage: "-- SCRIPT [ARGS...]",
@@ -109,7 +109,7 @@ Example:
 			&cli.StringFlag{Name: flagShmSize, DefaultText: "1GiB, at most half the memory limit", Usage: "docker runner: /dev/shm `SIZE` for loader workers"},
 		},
 		Action: runProfile,
-	}
+	})
 }
 
 // profileOptions is everything `synergy profile` was asked, checked.
@@ -136,7 +136,7 @@ func parseProfileFlags(c *cli.Command) (profileOptions, error) {
 		return o, errors.New("no training script: synergy profile [flags] -- SCRIPT [ARGS...]")
 	}
 	for _, parse := range []func(*cli.Command, *profileOptions) error{
-		parseRunnerFlag, parseAxisFlags, parseMeasureFlags, parseDataFlags, parseStrategyFlags, parseOutputFlags, parseDockerFlags,
+		parseRunnerFlag, parseAxisFlags, parseMeasureFlags, parseDataFlags, parseStrategyFlags, parseOutputFlags, parseDockerFlags, parseJobFlags,
 	} {
 		if err := parse(c, &o); err != nil {
 			return o, err

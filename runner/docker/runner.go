@@ -241,6 +241,7 @@ func (r *Runner) Start(ctx context.Context, job runner.Job) (runner.Handle, erro
 	for k, v := range owned {
 		cfg.Labels[k] = v
 	}
+	r.chainImageEnv(ctx, cfg)
 	hc, err := hostConfig(job, r.opts, online, readDev)
 	if err != nil {
 		return nil, fmt.Errorf("job %q: %w", job.Name, err)
