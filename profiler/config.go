@@ -86,6 +86,15 @@ type Config struct {
 	// measured cell's stall can be split into preprocessing and fetch.
 	StallBreakdown bool
 
+	// Windows measures consecutive points of one memory column in windows
+	// of one launch, changing the running job's CPU limits between them
+	// (docs/cost.md); a runner whose handles cannot change limits falls
+	// back to a launch per point with a warning.
+	Windows bool
+	// TimeBudget bounds this run of the sweep: once spent, it stops between
+	// points, saves the profile and records the stop reason (0: none).
+	TimeBudget time.Duration
+
 	// LogDir receives each point's stdout and stderr; "" discards them.
 	LogDir string
 	// Now is the clock (tests may fix it); nil means time.Now.
@@ -178,6 +187,8 @@ func (c *Config) Validate() error {
 		return errors.New("out: no profile path given")
 	case c.Budget < 2:
 		return fmt.Errorf("budget: %d points cannot cover both ends of an axis", c.Budget)
+	case c.TimeBudget < 0:
+		return fmt.Errorf("time-budget: %s is negative", c.TimeBudget)
 	case c.ValidateCells < 0:
 		return fmt.Errorf("validate: %d is negative", c.ValidateCells)
 	case c.TargetRelCI <= 0 || c.TargetRelCI >= 1:

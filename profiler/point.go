@@ -2,6 +2,7 @@ package profiler
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,6 +36,9 @@ type point struct {
 	phase     string
 	cold      bool // dataset evicted before start; measure after one pass
 	synthetic bool // the step-only run: --synthetic-data
+	// A windowed launch (window.go) starts with these instead of the
+	// point's own worker count and iteration cap; 0: the point's.
+	launchWorkers, launchIters int
 }
 
 // memText is a memory limit as labels show it.
@@ -116,6 +120,9 @@ func (s *sweep) window(pt point, all []jobcontract.Iteration) (win, first []jobc
 // maxIterationsFor is the --max-iterations the job is given at a point:
 // warm-up plus the cap, plus one pass over the data for cold points.
 func (s *sweep) maxIterationsFor(pt point) int {
+	if pt.launchIters > 0 {
+		return pt.launchIters
+	}
 	n := s.cfg.Warmup + s.cfg.MaxIterations
 	if pt.cold {
 		n += s.itersPerEpoch()
@@ -126,7 +133,7 @@ func (s *sweep) maxIterationsFor(pt point) int {
 func (s *sweep) argv(pt point) []string {
 	contract := jobcontract.Point{
 		Batch:         s.cfg.Batch,
-		Workers:       Workers(pt.cpus, s.cfg.GPUs),
+		Workers:       cmp.Or(pt.launchWorkers, Workers(pt.cpus, s.cfg.GPUs)),
 		MaxIterations: s.maxIterationsFor(pt),
 		DataDir:       s.cfg.DataDir,
 		Synthetic:     pt.synthetic,
