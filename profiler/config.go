@@ -94,6 +94,11 @@ type Config struct {
 	// TimeBudget bounds this run of the sweep: once spent, it stops between
 	// points, saves the profile and records the stop reason (0: none).
 	TimeBudget time.Duration
+	// MemScale, in (0,1), measures each limited memory point on a random
+	// sample of MemScale of the dataset's bytes under a limit scaled the
+	// same way around the job's own memory (docs/cost.md); 0 or 1: the
+	// whole dataset.
+	MemScale float64
 
 	// LogDir receives each point's stdout and stderr; "" discards them.
 	LogDir string
@@ -187,6 +192,8 @@ func (c *Config) Validate() error {
 		return errors.New("out: no profile path given")
 	case c.Budget < 2:
 		return fmt.Errorf("budget: %d points cannot cover both ends of an axis", c.Budget)
+	case c.MemScale < 0 || c.MemScale > 1 || math.IsNaN(c.MemScale):
+		return fmt.Errorf("mem-scale: %v is not a fraction in (0,1]", c.MemScale)
 	case c.TimeBudget < 0:
 		return fmt.Errorf("time-budget: %s is negative", c.TimeBudget)
 	case c.ValidateCells < 0:

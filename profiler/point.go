@@ -99,7 +99,7 @@ func (s *sweep) window(pt point, all []jobcontract.Iteration) (win, first []jobc
 				start = i
 				break
 			}
-		} else if ipe := s.itersPerEpoch(); ipe > 0 && it.Iter >= ipe {
+		} else if ipe := s.itersPerEpochAt(pt); ipe > 0 && it.Iter >= ipe {
 			start = i
 			break
 		}
@@ -125,7 +125,7 @@ func (s *sweep) maxIterationsFor(pt point) int {
 	}
 	n := s.cfg.Warmup + s.cfg.MaxIterations
 	if pt.cold {
-		n += s.itersPerEpoch()
+		n += s.itersPerEpochAt(pt)
 	}
 	return n
 }
@@ -135,7 +135,7 @@ func (s *sweep) argv(pt point) []string {
 		Batch:         s.cfg.Batch,
 		Workers:       cmp.Or(pt.launchWorkers, Workers(pt.cpus, s.cfg.GPUs)),
 		MaxIterations: s.maxIterationsFor(pt),
-		DataDir:       s.cfg.DataDir,
+		DataDir:       s.dataDirFor(pt),
 		Synthetic:     pt.synthetic,
 	}
 	return append(append([]string(nil), s.cfg.Command...), contract.Args()...)
@@ -209,14 +209,15 @@ func (s *sweep) prepareCache(pt point, stats *sensitivity.PointStats) error {
 	if cfg.Cache == nil || cfg.DataDir == "" || pt.synthetic {
 		return nil
 	}
+	dataDir := s.dataDirFor(pt) // the dataset, or its sample at a scaled memory point
 	if pt.cold {
-		if _, err := cfg.Cache.Evict(cfg.DataDir); err != nil {
+		if _, err := cfg.Cache.Evict(dataDir); err != nil {
 			return fmt.Errorf("evict dataset before %s: %w", pt.label(), err)
 		}
-	} else if err := cfg.Cache.Warm(cfg.DataDir); err != nil {
+	} else if err := cfg.Cache.Warm(dataDir); err != nil {
 		return fmt.Errorf("warm dataset before %s: %w", pt.label(), err)
 	}
-	res, _, err := cfg.Cache.Resident(cfg.DataDir)
+	res, _, err := cfg.Cache.Resident(dataDir)
 	if err != nil {
 		return fmt.Errorf("check dataset residency before %s: %w", pt.label(), err)
 	}
@@ -269,11 +270,11 @@ func (s *sweep) launch(ctx context.Context, pt point, run *pointRun) error {
 		Stdout: out, Stderr: out,
 		Limits: runner.Limits{
 			CPUs:          pt.cpus,
-			MemLimitBytes: pt.memLimit,
+			MemLimitBytes: s.memLimitFor(pt),
 			ReadBPS:       cfg.ReadBPS,
 			ReadBPSPath:   cfg.DataDir,
 		},
-		DataDir:    cfg.DataDir,
+		DataDir:    s.dataDirFor(pt),
 		MetricsDir: run.metricsDir,
 	}
 	run.start = cfg.Now()

@@ -33,10 +33,11 @@ type sweep struct {
 	sawEmulated  bool
 	warnings     []string
 
-	started  time.Time // when this Run began
-	baseWall float64   // wall seconds of the runs this one resumes
-	index    int       // points started, a resumed profile's included
-	win      windows   // the running windowed launch, if any (window.go)
+	started  time.Time   // when this Run began
+	baseWall float64     // wall seconds of the runs this one resumes
+	index    int         // points started, a resumed profile's included
+	win      windows     // the running windowed launch, if any (window.go)
+	scaled   *scaledData // the dataset's sample for scaled memory points (cost_memscale.go)
 }
 
 func (s *sweep) warnf(format string, a ...any) {

@@ -57,6 +57,16 @@ func (s *sweep) windowed(pt point) bool {
 // measurePoint measures pt in a window of a running launch, or restarts
 // the job for it.
 func (s *sweep) measurePoint(ctx context.Context, pt point) (sensitivity.Cell, error) {
+	if err := s.prepareScaled(pt); err != nil {
+		return sensitivity.Cell{}, err
+	}
+	cell, err := s.measurePointAt(ctx, pt)
+	s.markScaled(pt, &cell)
+	return cell, err
+}
+
+// measurePointAt measures pt at its (possibly scaled) limits.
+func (s *sweep) measurePointAt(ctx context.Context, pt point) (sensitivity.Cell, error) {
 	if !s.windowed(pt) {
 		s.endLaunch()
 		s.prof.Cost.Launches++
@@ -93,7 +103,7 @@ func (s *sweep) launchIterations(pt point) int {
 	per := s.cfg.MaxIterations + s.settleIterations(s.launchWorkers()) + 1
 	n := s.cfg.Warmup + per*len(s.prof.Axes.CPUs)
 	if pt.cold {
-		n += s.itersPerEpoch()
+		n += s.itersPerEpochAt(pt)
 	}
 	return n
 }
@@ -144,7 +154,7 @@ func (s *sweep) startLaunch(ctx context.Context, pt point) (sensitivity.Cell, er
 func (s *sweep) runWindow(ctx context.Context, pt point) (sensitivity.Cell, error) {
 	l := s.win.live
 	t0 := time.Now()
-	err := l.u.Update(ctx, runner.Limits{CPUs: pt.cpus, MemLimitBytes: pt.memLimit})
+	err := l.u.Update(ctx, runner.Limits{CPUs: pt.cpus, MemLimitBytes: s.memLimitFor(pt)})
 	if err != nil {
 		// The job may have ended meanwhile, or the kernel refused: restart.
 		s.warnf("%s: changing the running job's limits failed, restarting it: %v", pt.label(), err)

@@ -27,6 +27,11 @@ type liveRunner struct {
 	rate  func(l runner.Limits) float64
 	queue int
 	noise float64
+	// byData, when set, replaces rate with one that also sees the bytes
+	// under the job's --data; anon is the memory its Stats report.
+	byData func(l runner.Limits, dataBytes int64) float64
+	anon   int64
+	dirs   []string // each job's data directory
 
 	mu      sync.Mutex
 	started int
@@ -57,13 +62,21 @@ func (f *liveRunner) Start(ctx context.Context, job runner.Job) (runner.Handle, 
 			fmt.Sscan(job.Argv[i+1], &batch)
 		}
 	}
-	h := &liveHandle{r: f, limits: job.Limits, stop: make(chan struct{}), done: make(chan struct{})}
+	h := &liveHandle{r: f, rate: f.rate, limits: job.Limits, stop: make(chan struct{}), done: make(chan struct{})}
+	if f.byData != nil {
+		n, _, _ := DatasetSize(job.DataDir)
+		h.rate = func(l runner.Limits) float64 { return f.byData(l, n) }
+	}
+	f.mu.Lock()
+	f.dirs = append(f.dirs, job.DataDir)
+	f.mu.Unlock()
 	go h.run(ctx, path, maxIter, batch, rand.New(rand.NewPCG(uint64(n), 9)))
 	return h, nil
 }
 
 type liveHandle struct {
 	r        *liveRunner
+	rate     func(l runner.Limits) float64
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
@@ -83,7 +96,7 @@ func (h *liveHandle) run(ctx context.Context, path string, maxIter, batch int, r
 	vt := float64(time.Now().UnixNano()) / 1e9
 	for i := 0; i < maxIter; i++ {
 		h.mu.Lock()
-		rate := h.r.rate(h.limits)
+		rate := h.rate(h.limits)
 		if h.queued > 0 {
 			rate = 10 * rate
 			h.queued--
@@ -122,7 +135,9 @@ func (h *liveHandle) Update(ctx context.Context, l runner.Limits) error {
 	return nil
 }
 
-func (h *liveHandle) Stats() (runner.Stats, error)   { return runner.Stats{}, nil }
+func (h *liveHandle) Stats() (runner.Stats, error) {
+	return runner.Stats{MemAnonBytes: h.r.anon, Has: runner.StatMemAnon}, nil
+}
 func (h *liveHandle) CgroupPaths() map[string]string { return nil }
 func (h *liveHandle) Stop() error                    { h.stopOnce.Do(func() { close(h.stop) }); return nil }
 func (h *liveHandle) Wait() (runner.Result, error)   { <-h.done; return h.res, nil }

@@ -185,10 +185,15 @@ type PointStats struct {
 	// place, in a window after a live limit change; seconds before its
 	// measured iterations (start-up, warm-up or first pass, or settling
 	// after the change) and of them.
-	Launch         int     `json:"launch,omitempty"`
-	InPlace        bool    `json:"in_place,omitempty"`
-	WarmupSeconds  float64 `json:"warmup_seconds,omitempty"`
-	MeasureSeconds float64 `json:"measure_seconds,omitempty"`
+	Launch int `json:"launch,omitempty"`
+	// MemScale is the fraction of the dataset's bytes a scaled memory
+	// point read (its sample), under ScaledMemLimitBytes instead of the
+	// cell's limit; absent: the whole dataset.
+	MemScale            float64 `json:"mem_scale,omitempty"`
+	ScaledMemLimitBytes int64   `json:"scaled_mem_limit_bytes,omitempty"`
+	InPlace             bool    `json:"in_place,omitempty"`
+	WarmupSeconds       float64 `json:"warmup_seconds,omitempty"`
+	MeasureSeconds      float64 `json:"measure_seconds,omitempty"`
 }
 
 // Failure records why a point did not produce a measurement.

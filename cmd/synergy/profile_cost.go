@@ -11,6 +11,7 @@ import (
 const (
 	flagWindows    = "windows"
 	flagTimeBudget = "time-budget"
+	flagMemScale   = "mem-scale"
 )
 
 // costFlags are the flags of `synergy profile` that bound and cut its cost.
@@ -20,11 +21,20 @@ func costFlags() []cli.Flag {
 			Usage: "measure consecutive points of one memory column in windows of one launch, changing the running job's CPU limits between them (the loader keeps the most workers any point needs)"},
 		&cli.DurationFlag{Name: flagTimeBudget, DefaultText: "none",
 			Usage: "stop the sweep between points once `DURATION` has passed (e.g. 10m); the profile is saved with what was measured and stop_reason time_budget, and --resume goes on"},
+		&cli.FloatFlag{Name: flagMemScale, DefaultText: "1: the whole dataset",
+			Usage: "measure each limited memory point on a random sample of `FRACTION` (0-1) of --data under a limit scaled the same way around the job's own memory: same page-cache hit fraction, a fraction of the reading (shuffled-pass jobs only; see docs/cost.md)"},
 	}
 }
 
-// parseCostFlags reads --windows and --time-budget.
+// parseCostFlags reads --windows, --time-budget and --mem-scale.
 func parseCostFlags(c *cli.Command, o *profileOptions) error {
+	if v := c.Float(flagMemScale); c.IsSet(flagMemScale) && !(v > 0 && v <= 1) {
+		return fmt.Errorf("--%s: %g is not a fraction in (0,1]", flagMemScale, v)
+	} else if c.IsSet(flagMemScale) && c.String(flagData) == "" {
+		return fmt.Errorf("--%s needs --%s: it samples the dataset", flagMemScale, flagData)
+	} else {
+		o.cfg.MemScale = v
+	}
 	o.cfg.Windows = c.Bool(flagWindows)
 	if o.cfg.TimeBudget = c.Duration(flagTimeBudget); o.cfg.TimeBudget < 0 || (c.IsSet(flagTimeBudget) && o.cfg.TimeBudget < time.Second) {
 		return fmt.Errorf("--%s: %s is not a duration of at least 1s", flagTimeBudget, o.cfg.TimeBudget)
