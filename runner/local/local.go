@@ -330,7 +330,7 @@ func sanitizeName(s string) string {
 
 // launch starts the job's process in grp and returns its handle.
 func (r *Runner) launch(ctx context.Context, job runner.Job, grp group) (*handle, error) {
-	h := &handle{job: job, grp: grp, exited: make(chan struct{})}
+	h := &handle{run: r, job: job, grp: grp, exited: make(chan struct{})}
 	stdout, err := h.attach(job.Stdout)
 	if err != nil {
 		return nil, err
@@ -372,6 +372,7 @@ func (r *Runner) launch(ctx context.Context, job runner.Job, grp group) (*handle
 
 // handle is a running job.
 type handle struct {
+	run     *Runner // for Update (update.go)
 	job     runner.Job
 	grp     group
 	cmd     *exec.Cmd
