@@ -47,6 +47,7 @@ func BenchmarkMinTotalDurationPerf_2048(b *testing.B) { benchPolicy(b, MinTotalD
 func BenchmarkFinishTimeFairnessPerf_1024(b *testing.B) {
 	benchPolicy(b, FinishTimeFairnessPerf, 1024)
 }
+
 // FTF with every job just arrived (no history): the lower end of the ρ bracket is then not
 // tight, so the bisection needs tens of LPs (the random problem above closes in one probe).
 func BenchmarkFinishTimeFairnessPerf_1024_fresh(b *testing.B) {
