@@ -104,11 +104,17 @@ func TestMaxSumThroughput_MatchesSimplex(t *testing.T) {
 				if policy == MaxSumThroughputPerCostPerf {
 					opts.Prices = prices
 				}
+				if policy == MaxSumThroughputPerf {
+					opts.Prices = []float64{100, 1, 1} // ignored: Gavel's policy uses unit prices
+				}
 				sol, err := SolveDetail(policy, p, opts)
 				if err != nil {
 					t.Fatal(err)
 				}
 				checkInvariants(t, p, sol.X)
+				if policy == MaxSumThroughputPerf {
+					opts.Prices = nil
+				}
 				g := make([][]float64, n)
 				got := 0.0
 				for m, jb := range p.Jobs {
