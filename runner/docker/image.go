@@ -42,19 +42,9 @@ func scratchContext(files map[string]string, entrypoint []string, user string) (
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].image < entries[j].image })
 
-	df := "FROM scratch\nCOPY rootfs/ /\n"
-	if len(entrypoint) > 0 {
-		ep, err := json.Marshal(entrypoint)
-		if err != nil {
-			return nil, fmt.Errorf("encode entrypoint: %w", err)
-		}
-		df += "ENTRYPOINT " + string(ep) + "\n"
-	}
-	if user != "" {
-		if strings.ContainsAny(user, " \t\n\\") {
-			return nil, fmt.Errorf("image user %q: want uid[:gid] or name[:group]", user)
-		}
-		df += "USER " + user + "\n"
+	df, err := scratchDockerfile(entrypoint, user)
+	if err != nil {
+		return nil, err
 	}
 
 	var buf bytes.Buffer
@@ -108,6 +98,26 @@ func scratchContext(files map[string]string, entrypoint []string, user string) (
 		return nil, fmt.Errorf("write build context: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// scratchDockerfile is the Dockerfile of a scratch image holding rootfs/,
+// with entrypoint and user when given.
+func scratchDockerfile(entrypoint []string, user string) (string, error) {
+	df := "FROM scratch\nCOPY rootfs/ /\n"
+	if len(entrypoint) > 0 {
+		ep, err := json.Marshal(entrypoint)
+		if err != nil {
+			return "", fmt.Errorf("encode entrypoint: %w", err)
+		}
+		df += "ENTRYPOINT " + string(ep) + "\n"
+	}
+	if user != "" {
+		if strings.ContainsAny(user, " \t\n\\") {
+			return "", fmt.Errorf("image user %q: want uid[:gid] or name[:group]", user)
+		}
+		df += "USER " + user + "\n"
+	}
+	return df, nil
 }
 
 // buildMessage is one line of the engine's build output stream; old engines
