@@ -117,6 +117,9 @@ func (s *sweep) launchWorkers() int {
 
 // startLaunch starts the job for pt and measures pt as its first window.
 func (s *sweep) startLaunch(ctx context.Context, pt point) (sensitivity.Cell, error) {
+	if ctx.Err() != nil {
+		return sensitivity.Cell{}, errInterrupted
+	}
 	pt.launchWorkers, pt.launchIters = s.launchWorkers(), s.launchIterations(pt)
 	cell := sensitivity.Cell{CPUs: pt.cpus, MemLimitBytes: pt.memLimit, Measured: true, Phase: pt.phase}
 	cell.Stats = &sensitivity.PointStats{Workers: pt.launchWorkers, ColdStart: pt.cold}
@@ -155,6 +158,10 @@ func (s *sweep) runWindow(ctx context.Context, pt point) (sensitivity.Cell, erro
 	l := s.win.live
 	t0 := time.Now()
 	err := l.u.Update(ctx, runner.Limits{CPUs: pt.cpus, MemLimitBytes: s.memLimitFor(pt)})
+	if err != nil && ctx.Err() != nil {
+		s.endLaunch()
+		return sensitivity.Cell{}, errInterrupted
+	}
 	if err != nil {
 		// The job may have ended meanwhile, or the kernel refused: restart.
 		s.warnf("%s: changing the running job's limits failed, restarting it: %v", pt.label(), err)

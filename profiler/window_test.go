@@ -3,6 +3,7 @@ package profiler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -254,5 +255,53 @@ func TestSettleAnchor(t *testing.T) {
 				t.Errorf("settleAnchor = %d, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+// cancelAfter is a Progress that cancels the sweep after n points.
+type cancelAfter struct {
+	notes
+	n      int
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) PointDone(string, sensitivity.Cell, time.Duration) {
+	if c.n--; c.n == 0 {
+		c.cancel()
+	}
+}
+
+func TestRun_WindowsInterruptedSweepResumes(t *testing.T) {
+	lr := &liveRunner{rate: fastRate, queue: 6, noise: 0.04}
+	cfg := baseConfig(t, nil)
+	cfg.Runner, cfg.Windows, cfg.Strategy = lr, true, StrategyGrid
+	cfg.MemLimits = []int64{50 << 20}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Cancelled during the third point (a window of the first launch).
+	cfg.Progress = &cancelAfter{n: 2, cancel: cancel}
+	p, err := Run(ctx, cfg)
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("err = %v, want ErrInterrupted", err)
+	}
+	if p.Cost.Points != 2 || p.Cost.StopReason != sensitivity.SweepStopInterrupted {
+		for _, c := range p.Cells {
+			t.Logf("%g %d measured=%v %+v", c.CPUs, c.MemLimitBytes, c.Measured, c.Stats)
+		}
+		t.Fatalf("interrupted profile: %d points, stop %q; want 2, interrupted", p.Cost.Points, p.Cost.StopReason)
+	}
+	cfg.Resume, cfg.Progress = true, nil
+	p, err = Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 6 cells; the resumed run starts a new launch for its first point.
+	if p.Cost.Points != 6 || p.Cost.StopReason != sensitivity.SweepStopComplete || p.Cost.Launches != 3 {
+		t.Errorf("resumed profile: %d points, %d launches, stop %q; want 6 points in 3 launches, complete; warnings %q", p.Cost.Points, p.Cost.Launches, p.Cost.StopReason, p.Warnings)
+	}
+	for _, c := range p.Cells {
+		if c.Measured && c.Failure != nil {
+			t.Errorf("cell cpus=%g mem=%d failed: %+v", c.CPUs, c.MemLimitBytes, c.Failure)
+		}
 	}
 }
