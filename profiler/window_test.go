@@ -305,3 +305,26 @@ func TestRun_WindowsInterruptedSweepResumes(t *testing.T) {
 		}
 	}
 }
+
+func TestRun_WindowsWorkWithEveryStrategy(t *testing.T) {
+	for _, strategy := range Strategies() {
+		t.Run(strategy, func(t *testing.T) {
+			lr := &liveRunner{rate: fastRate, queue: 6, noise: 0.04}
+			cfg := baseConfig(t, nil)
+			cfg.Runner, cfg.Windows, cfg.Strategy = lr, true, strategy
+			cfg.MemLimits = []int64{50 << 20}
+			p, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Cost.Points < 2 || p.Cost.Launches >= p.Cost.Points || lr.started != p.Cost.Launches {
+				t.Errorf("%d points in %d launches (runner started %d): want fewer launches than points", p.Cost.Points, p.Cost.Launches, lr.started)
+			}
+			for _, c := range p.Cells {
+				if c.Measured && c.Failure != nil {
+					t.Errorf("cell cpus=%g mem=%d failed: %+v", c.CPUs, c.MemLimitBytes, c.Failure)
+				}
+			}
+		})
+	}
+}
