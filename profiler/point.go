@@ -438,6 +438,7 @@ func (s *sweep) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 	}
 	cell.SamplesPerS = m.est.SamplesPerS
 	cell.SamplesPerSCI95 = m.est.HalfWidth
+	stats.MeasureSeconds = m.window[len(m.window)-1].TS - m.window[0].TS // the measured span (cost.go)
 	stats.Converged = stopReason == StopConverged
 	secs := iterSeconds(m.window)
 	stats.IterSecondsP50 = percentile(secs, 50)

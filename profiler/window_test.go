@@ -3,6 +3,7 @@ package profiler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -148,17 +149,17 @@ func (h *liveHandle) Wait() (runner.Result, error)   { <-h.done; return h.res, n
 func fastRate(l runner.Limits) float64 { return 4 * trueRate(l) }
 
 func TestRun_WindowsShareLaunchesPerMemoryColumn(t *testing.T) {
-	// 3 workers: a queue of 2 × 3 batches.
-	lr := &liveRunner{rate: fastRate, queue: 6, noise: 0.04}
+	// 2 workers at every point: a queue of 2 × 2 batches.
+	lr := &liveRunner{rate: fastRate, queue: 4, noise: 0.04}
 	cfg := baseConfig(t, nil)
 	cfg.Runner, cfg.Windows, cfg.Strategy = lr, true, StrategyGrid
-	cfg.MemLimits = []int64{50 << 20}
+	cfg.CPUs, cfg.MemLimits = []float64{1.25, 1.5, 2}, []int64{50 << 20}
 	p, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Grid order: the CPU axis unlimited (one launch), then cpus 1, 2, 3
-	// at 50MiB (one more): 6 points in 2 launches, 4 limit changes.
+	// Grid order: the CPU axis unlimited (one launch), then cpus 1.25, 1.5,
+	// 2 at 50MiB (one more): 6 points in 2 launches, 4 limit changes.
 	if p.Cost.Points != 6 || p.Cost.Launches != 2 || lr.started != 2 || lr.updates != 4 {
 		t.Fatalf("points %d launches %d (runner started %d, updated %d), want 6 points in 2 launches with 4 updates",
 			p.Cost.Points, p.Cost.Launches, lr.started, lr.updates)
@@ -173,13 +174,13 @@ func TestRun_WindowsShareLaunchesPerMemoryColumn(t *testing.T) {
 		if rel := math.Abs(c.SamplesPerS-truth) / truth; c.Failure != nil || rel > 0.04 {
 			t.Errorf("cell cpus=%g mem=%d: %.1f samples/s, truth %.1f (%.1f%% off), failure %+v", c.CPUs, c.MemLimitBytes, c.SamplesPerS, truth, 100*rel, c.Failure)
 		}
-		wantLaunch, first := 1, c.CPUs == 1
+		wantLaunch, first := 1, c.CPUs == 1.25
 		if !sensitivity.Unlimited(c.MemLimitBytes) {
 			wantLaunch = 2
 		}
 		st := c.Stats
-		if st.Launch != wantLaunch || st.InPlace == first || st.Workers != 3 {
-			t.Errorf("cell cpus=%g mem=%d: launch %d in_place %v workers %d, want launch %d, in_place %v, 3 workers (the axis' most)",
+		if st.Launch != wantLaunch || st.InPlace == first || st.Workers != 2 {
+			t.Errorf("cell cpus=%g mem=%d: launch %d in_place %v workers %d, want launch %d, in_place %v, 2 workers",
 				c.CPUs, c.MemLimitBytes, st.Launch, st.InPlace, st.Workers, wantLaunch, !first)
 		}
 		if st.MeasureSeconds <= 0 || st.WarmupSeconds <= 0 || st.MeasureSeconds+st.WarmupSeconds > st.WallSeconds+1e-6 {
@@ -254,5 +255,103 @@ func TestSettleAnchor(t *testing.T) {
 				t.Errorf("settleAnchor = %d, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+// cancelAfter is a Progress that cancels the sweep after n points.
+type cancelAfter struct {
+	notes
+	n      int
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) PointDone(string, sensitivity.Cell, time.Duration) {
+	if c.n--; c.n == 0 {
+		c.cancel()
+	}
+}
+
+func TestRun_WindowsInterruptedSweepResumes(t *testing.T) {
+	lr := &liveRunner{rate: fastRate, queue: 6, noise: 0.04}
+	cfg := baseConfig(t, nil)
+	cfg.Runner, cfg.Windows, cfg.Strategy = lr, true, StrategyGrid
+	cfg.CPUs, cfg.MemLimits = []float64{1.25, 1.5, 2}, []int64{50 << 20}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Cancelled during the third point (a window of the first launch).
+	cfg.Progress = &cancelAfter{n: 2, cancel: cancel}
+	p, err := Run(ctx, cfg)
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("err = %v, want ErrInterrupted", err)
+	}
+	if p.Cost.Points != 2 || p.Cost.StopReason != sensitivity.SweepStopInterrupted {
+		for _, c := range p.Cells {
+			t.Logf("%g %d measured=%v %+v", c.CPUs, c.MemLimitBytes, c.Measured, c.Stats)
+		}
+		t.Fatalf("interrupted profile: %d points, stop %q; want 2, interrupted", p.Cost.Points, p.Cost.StopReason)
+	}
+	cfg.Resume, cfg.Progress = true, nil
+	p, err = Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 6 cells; the resumed run starts a new launch for its first point.
+	if p.Cost.Points != 6 || p.Cost.StopReason != sensitivity.SweepStopComplete || p.Cost.Launches != 3 {
+		t.Errorf("resumed profile: %d points, %d launches, stop %q; want 6 points in 3 launches, complete; warnings %q", p.Cost.Points, p.Cost.Launches, p.Cost.StopReason, p.Warnings)
+	}
+	for _, c := range p.Cells {
+		if c.Measured && c.Failure != nil {
+			t.Errorf("cell cpus=%g mem=%d failed: %+v", c.CPUs, c.MemLimitBytes, c.Failure)
+		}
+	}
+}
+
+func TestRun_WindowsWorkWithEveryStrategy(t *testing.T) {
+	for _, strategy := range Strategies() {
+		t.Run(strategy, func(t *testing.T) {
+			lr := &liveRunner{rate: fastRate, queue: 6, noise: 0.04}
+			cfg := baseConfig(t, nil)
+			cfg.Runner, cfg.Windows, cfg.Strategy = lr, true, strategy
+			// 1 worker for 0.5 and 1 core, 2 for 1.5 and 2.
+			cfg.CPUs, cfg.MemLimits = []float64{0.5, 1, 1.5, 2}, []int64{50 << 20}
+			p, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Axes and grid walk the CPU axis in order and share launches;
+			// optimistic and synergy jump between worker counts.
+			fewer := strategy == StrategyAxes || strategy == StrategyGrid
+			if p.Cost.Points < 2 || p.Cost.Launches > p.Cost.Points || (fewer && p.Cost.Launches >= p.Cost.Points) || lr.started != p.Cost.Launches {
+				t.Errorf("%d points in %d launches (runner started %d)", p.Cost.Points, p.Cost.Launches, lr.started)
+			}
+			for _, c := range p.Cells {
+				if c.Measured && c.Failure != nil {
+					t.Errorf("cell cpus=%g mem=%d failed: %+v", c.CPUs, c.MemLimitBytes, c.Failure)
+				}
+				if c.Measured && c.Stats.Workers != Workers(c.CPUs, 1) {
+					t.Errorf("cell cpus=%g ran %d workers, want %d", c.CPUs, c.Stats.Workers, Workers(c.CPUs, 1))
+				}
+			}
+		})
+	}
+}
+
+func TestRun_WindowsRestartWhereTheWorkerCountChanges(t *testing.T) {
+	lr := &liveRunner{rate: fastRate, queue: 2, noise: 0.04}
+	cfg := baseConfig(t, nil)
+	cfg.Runner, cfg.Windows, cfg.Strategy = lr, true, StrategyGrid
+	// ceil(cpus): 1, 1, 2, 2 workers; memory: unlimited only.
+	cfg.CPUs, cfg.MemLimits = []float64{0.5, 1, 1.5, 2}, nil
+	p, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Cost.Launches != 2 {
+		t.Errorf("%d launches, want 2 (one per worker count)", p.Cost.Launches)
+	}
+	for _, c := range p.Cells {
+		if c.Measured && c.Stats.Workers != Workers(c.CPUs, 1) {
+			t.Errorf("cell cpus=%g ran %d workers, want its own %d", c.CPUs, c.Stats.Workers, Workers(c.CPUs, 1))
+		}
 	}
 }

@@ -81,7 +81,9 @@ func (s *sweep) watchWindow(ctx context.Context, pt point, l *launch, w *window)
 		select {
 		case end := <-l.waitCh:
 			l.end = &end
-			return "", false
+			// A job killed because ctx was cancelled is an interruption,
+			// not a crash.
+			return "", ctx.Err() != nil
 		case <-ctx.Done():
 			return "", true
 		case <-deadline.C:
