@@ -51,6 +51,10 @@ func (s *simulator) runIdeal(ctx context.Context, tp *Throughputs, w Workload) e
 		if s.cfg.Window != nil && s.windowDone() {
 			break
 		}
+		if s.cfg.MaxS > 0 && s.now > s.cfg.MaxS {
+			s.res.Truncated = true
+			break
+		}
 		at, more := next()
 		if len(s.active) == 0 {
 			if !more {

@@ -62,6 +62,10 @@ func (s *simulator) loop(ctx context.Context, tp *Throughputs, w Workload) error
 		if s.finished(l) {
 			break
 		}
+		if s.cfg.MaxS > 0 && s.now > s.cfg.MaxS {
+			s.res.Truncated = true
+			break
+		}
 		before := s.now
 		s.advance(l)
 		if err := s.admit(l); err != nil {
