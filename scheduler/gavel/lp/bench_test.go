@@ -47,6 +47,29 @@ func BenchmarkMinTotalDurationPerf_2048(b *testing.B) { benchPolicy(b, MinTotalD
 func BenchmarkFinishTimeFairnessPerf_1024(b *testing.B) {
 	benchPolicy(b, FinishTimeFairnessPerf, 1024)
 }
+
+// FTF with every job just arrived (no history): the lower end of the ρ bracket is then not
+// tight, so the bisection needs tens of LPs (the random problem above closes in one probe).
+func BenchmarkFinishTimeFairnessPerf_1024_fresh(b *testing.B) {
+	p := benchProblem(1024)
+	for m := range p.Jobs {
+		p.Jobs[m].TimeSinceStart, p.Jobs[m].CumulativeIsolatedTime = 0, 0
+	}
+	sol, err := SolveDetail(FinishTimeFairnessPerf, p, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		if _, err := Solve(FinishTimeFairnessPerf, p, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(sol.LPSolves), "LPs/op")
+}
+
 func BenchmarkMaxSumThroughputPerf_2048(b *testing.B) { benchPolicy(b, MaxSumThroughputPerf, 2048) }
 
 // The floor the issue names: gonum's dense simplex on the same max-min LP (reference_test.go

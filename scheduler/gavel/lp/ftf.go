@@ -18,8 +18,9 @@ const ftfMaxProbes = 100
 // some X in the base polytope satisfies it for all m is an interval [ρ*, ∞) because its
 // right-hand side decreases in ρ. So min max ρ_m = the smallest feasible ρ: the same optimum as
 // Gavel's inv_pos program. Feasibility at ρ is the max-min LP with c_mj = T_mj(ρE_m − t_m)/r_m
-// reaching min >= 1. Every feasible probe's X also gives an achieved ρ (<= the probe), which
-// tightens the upper end. Jobs with no remaining steps or that cannot run get zero rows.
+// reaching a level z >= 1; the root of z(ρ) = 1 is bracketed and found by Illinois regula falsi
+// (bisection where the interpolation leaves the bracket). Every feasible probe's X gives an
+// achieved ρ (<= the probe): the best one is returned, with it as Objective. Jobs with no remaining steps or that cannot run get zero rows.
 func solveFTF(p *Problem, t [][]float64) (Solution, error) {
 	iso := isolatedThroughputs(t, p)
 	s := newSub(p, t, func(m int) bool { return p.Jobs[m].RemainingSteps > 0 && iso[m] > 0 })
@@ -28,24 +29,46 @@ func solveFTF(p *Problem, t [][]float64) (Solution, error) {
 	}
 	f := newFTF(p, t, s, iso)
 	sol := Solution{X: f.isolated(), Objective: f.hi, Bound: f.lo}
-	for sol.LPSolves < ftfMaxProbes && f.hi-f.lo > ftfRelTol*f.hi {
-		rho := (f.lo + f.hi) / 2
-		x, feasible, err := f.probe(rho, &sol)
+	zlo, zhi := math.NaN(), math.NaN() // max-min levels at the bracket ends (1 = just feasible)
+	side := 0
+	for sol.LPSolves < ftfMaxProbes && math.Min(f.hi, sol.Objective)-f.lo > ftfRelTol*f.hi {
+		rho := f.next(zlo, zhi)
+		x, z, err := f.probe(rho, &sol)
 		if err != nil {
 			return Solution{}, err
 		}
-		if !feasible {
-			f.lo = rho
+		// Illinois regula falsi on g(ρ) = z(ρ) − 1: the end kept twice in a row has its g halved.
+		if z < 1 {
+			f.lo, zlo = rho, z
+			if side < 0 {
+				zhi = 1 + (zhi-1)/2
+			}
+			side = -1
 			continue
 		}
-		f.hi = rho
-		if a := f.achieved(x); a < f.hi {
-			f.hi = math.Max(a, f.lo)
+		f.hi, zhi = rho, z
+		if side > 0 {
+			zlo = 1 + (zlo-1)/2
 		}
-		sol.X = x
+		side = 1
+		if a := f.achieved(x); a < sol.Objective {
+			sol.X, sol.Objective = x, a
+		}
 	}
-	sol.Objective, sol.Bound = f.hi, f.lo
+	sol.Objective, sol.Bound = math.Max(sol.Objective, f.lo), f.lo
 	return sol, nil
+}
+
+// next returns the next ρ to probe: the regula-falsi point when both ends' levels are known
+// and it lies strictly inside the bracket, else the midpoint.
+func (f *ftf) next(zlo, zhi float64) float64 {
+	if zhi > zlo {
+		rho := f.lo + (1-zlo)*(f.hi-f.lo)/(zhi-zlo)
+		if rho > f.lo && rho < f.hi {
+			return rho
+		}
+	}
+	return (f.lo + f.hi) / 2
 }
 
 // ftf holds one finish-time-fairness problem: per selected job its E_m and the ρ bracket.
@@ -74,8 +97,9 @@ func newFTF(p *Problem, t [][]float64, s sub, iso []float64) *ftf {
 	return f
 }
 
-// probe solves the max-min LP at ρ and says whether every job reaches its ρ-demand.
-func (f *ftf) probe(rho float64, sol *Solution) (Allocation, bool, error) {
+// probe solves the max-min LP at ρ and returns its level z: every job reaches its ρ-demand
+// (ρ is feasible) when z >= 1.
+func (f *ftf) probe(rho float64, sol *Solution) (Allocation, float64, error) {
 	q := f.s.newLP(func(int, int) float64 { return 0 })
 	k := len(f.s.types)
 	for i, m := range f.s.jobs {
@@ -89,9 +113,9 @@ func (f *ftf) probe(rho float64, sol *Solution) (Allocation, bool, error) {
 	scale := scaleDemand(q)
 	res, err := lpSolve(q, sol)
 	if err != nil {
-		return nil, false, err
+		return nil, 0, err
 	}
-	return f.s.expand(res.x), res.primalObj*scale >= 1, nil
+	return f.s.expand(res.x), res.primalObj * scale, nil
 }
 
 // achieved returns max_m ρ_m(X) over the selected jobs.

@@ -49,9 +49,9 @@ type Options struct {
 	// FTF / makespan give every type, where the job can run, the job's mean throughput over the
 	// cluster's GPUs (Σ_j workers_j·T_j / Σ_j workers_j): what a type-blind scheduler measures.
 	AgnosticCorrected bool
-	// Prices per worker type ($/GPU-hour, or any unit), for max_sum_throughput_normalized_by_cost_perf.
-	// max_sum_throughput_perf uses them too when given (Gavel's ThroughputNormalizedByCostSum with
-	// unit prices otherwise).
+	// Prices per worker type ($/GPU-hour, or any unit), for max_sum_throughput_normalized_by_cost_perf
+	// (required there). Every other policy ignores them, as Gavel's do (max_sum_throughput_perf is
+	// Gavel's ThroughputNormalizedByCostSum with unit prices).
 	Prices []float64
 	// ReferenceType names the type whose throughput the faithful agnostic FTF and makespan copy.
 	// "" means the first type named "v100" (case-insensitive), else Types[0].
@@ -124,7 +124,9 @@ func solve(policy string, p *Problem, opts Options) (Solution, error) {
 		return solveFTF(p, throughputsFor(policy, p, opts))
 	case MinTotalDuration, MinTotalDurationPerf:
 		return solveMakespan(p, throughputsFor(policy, p, opts))
-	case MaxSumThroughputPerf, MaxSumThroughputPerCostPerf:
+	case MaxSumThroughputPerf:
+		return solveSum(p, p.throughputs(), nil) // Gavel's ThroughputSumWithPerf: unit prices
+	case MaxSumThroughputPerCostPerf:
 		return solveSum(p, p.throughputs(), opts.Prices)
 	}
 	return Solution{}, fmt.Errorf("lp: unknown policy %q (known: %s)", policy, strings.Join(Policies(), ", "))
