@@ -31,6 +31,7 @@ const (
 	gvFlagCorrected   = "agnostic-corrected"
 	gvFlagRecord      = "gavel-record-trace"
 	gvFlagIdeal       = "ideal"
+	gvFlagMaxHours    = "gavel-max-hours"
 )
 
 func gavelFlags() []cli.Flag {
@@ -44,6 +45,7 @@ func gavelFlags() []cli.Flag {
 		&cli.BoolFlag{Name: gvFlagSLOs, Usage: "Gavel generator: SLOs of 1.2×, 2× or 10× the V100 duration (counted as violations in the results)"},
 		&cli.BoolFlag{Name: gvFlagCorrected, Usage: "Gavel mode: agnostic finish_time_fairness and min_total_duration see every type's real throughput (default: Gavel's baseline, which copies the V100 throughput to every type, its issue #248)"},
 		&cli.BoolFlag{Name: gvFlagIdeal, Usage: "Gavel mode: apply each allocation exactly (fluid, no rounds), to measure what the round mechanism loses"},
+		&cli.FloatFlag{Name: gvFlagMaxHours, Usage: "Gavel mode: end a run after this much simulated time (hours; 0: none), for saturated loads that never finish their window; the result says truncated"},
 		&cli.StringFlag{Name: gvFlagRecord, Usage: "Gavel generator: write the jobs of the (single) run as a Gavel trace"},
 	}
 }
@@ -180,6 +182,11 @@ func (o *gavelOptions) parseGavelSweep(c *cli.Command) error {
 	}
 	s.Config.Check = true
 	s.Config.Ideal = c.Bool(gvFlagIdeal)
+	if h := c.Float(gvFlagMaxHours); h < 0 || h != h {
+		return badFlag(gvFlagMaxHours, fmt.Errorf("%v: must be ≥ 0", h))
+	} else {
+		s.Config.MaxS = h * 3600
+	}
 	s.Corrected = c.Bool(gvFlagCorrected)
 	if s.Workers = c.Int(simFlagWorkers); s.Workers < 1 {
 		return badFlag(simFlagWorkers, fmt.Errorf("%d: need at least 1", s.Workers))
@@ -276,6 +283,13 @@ func (o *gavelOptions) writeRecordedTrace(res *gavel.SweepResult) error {
 func printGavelSweep(w io.Writer, res *gavel.SweepResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "policy\tjobs/h\tseed\tfinished\tmean JCT h\tmakespan h\tutilisation\tlease ext.\trounds\t")
+	defer func() {
+		for _, r := range res.Runs {
+			if r.Result.Truncated {
+				fmt.Fprintf(w, "%s at %g jobs/h (seed %d): truncated at --%s; means over the jobs that finished\n", r.Point.Policy, r.Point.JobsPerHour, r.Point.Seed, gvFlagMaxHours)
+			}
+		}
+	}()
 	for _, r := range res.Runs {
 		x := r.Result
 		ext := "-"

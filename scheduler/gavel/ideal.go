@@ -51,6 +51,10 @@ func (s *simulator) runIdeal(ctx context.Context, tp *Throughputs, w Workload) e
 		if s.cfg.Window != nil && s.windowDone() {
 			break
 		}
+		if s.cfg.MaxS > 0 && s.now > s.cfg.MaxS {
+			s.res.Truncated = true
+			break
+		}
 		at, more := next()
 		if len(s.active) == 0 {
 			if !more {
@@ -59,52 +63,8 @@ func (s *simulator) runIdeal(ctx context.Context, tp *Throughputs, w Workload) e
 			s.now = at
 			continue
 		}
-		if s.packing != nil {
-			return fmt.Errorf("--ideal does not run packing policies (%s)", s.policy.Name())
-		}
-		a, err := s.policy.Allocate(s.state())
-		if err != nil {
-			return fmt.Errorf("t=%.1f s: allocation: %w", s.now, err)
-		}
-		ka := map[ckey][]float64{}
-		for id, row := range a {
-			ka[single(id)] = row
-		}
-		if err := s.checkAllocation(ka); err != nil {
+		if err := s.idealStep(at, more, busy); err != nil {
 			return err
-		}
-		s.allocs++
-		rates := make(map[int]float64, len(s.active))
-		dt := math.Inf(1)
-		if more {
-			dt = at - s.now
-		}
-		for _, id := range s.active {
-			js := s.jobs[id]
-			r := 0.0
-			for t, x := range a[id] {
-				r += x * js.tput[t]
-			}
-			rates[id] = r
-			if r > 0 {
-				dt = math.Min(dt, (js.job.TotalSteps-js.stepsRun)/r)
-			}
-		}
-		if math.IsInf(dt, 1) {
-			return fmt.Errorf("t=%.1f s: stalled: %d active jobs get no throughput and no job arrives", s.now, len(s.active))
-		}
-		s.now += dt
-		s.res.Rounds++
-		for _, id := range append([]int(nil), s.active...) {
-			js := s.jobs[id]
-			for t, x := range a[id] {
-				busy[t] += x * float64(js.job.ScaleFactor) * dt
-			}
-			js.stepsRun += rates[id] * dt
-			if js.job.TotalSteps-js.stepsRun <= 1e-9*js.job.TotalSteps {
-				js.latest = s.now
-				s.removeJob(id, false)
-			}
 		}
 	}
 	// Utilisation: busy GPU-time over GPU-time, spread evenly over each
@@ -127,4 +87,57 @@ func (s *simulator) windowDone() bool {
 		}
 	}
 	return true
+}
+
+// idealStep allocates, runs every job at its allocated rate until the
+// next arrival or the first completion, and completes the jobs done.
+func (s *simulator) idealStep(at float64, more bool, busy []float64) error {
+	if s.packing != nil {
+		return fmt.Errorf("--ideal does not run packing policies (%s)", s.policy.Name())
+	}
+	a, err := s.policy.Allocate(s.state())
+	if err != nil {
+		return fmt.Errorf("t=%.1f s: allocation: %w", s.now, err)
+	}
+	ka := map[ckey][]float64{}
+	for id, row := range a {
+		ka[single(id)] = row
+	}
+	if err := s.checkAllocation(ka); err != nil {
+		return err
+	}
+	s.allocs++
+	rates := make(map[int]float64, len(s.active))
+	dt := math.Inf(1)
+	if more {
+		dt = at - s.now
+	}
+	for _, id := range s.active {
+		js := s.jobs[id]
+		r := 0.0
+		for t, x := range a[id] {
+			r += x * js.tput[t]
+		}
+		rates[id] = r
+		if r > 0 {
+			dt = math.Min(dt, (js.job.TotalSteps-js.stepsRun)/r)
+		}
+	}
+	if math.IsInf(dt, 1) {
+		return fmt.Errorf("t=%.1f s: stalled: %d active jobs get no throughput and no job arrives", s.now, len(s.active))
+	}
+	s.now += dt
+	s.res.Rounds++
+	for _, id := range append([]int(nil), s.active...) {
+		js := s.jobs[id]
+		for t, x := range a[id] {
+			busy[t] += x * float64(js.job.ScaleFactor) * dt
+		}
+		js.stepsRun += rates[id] * dt
+		if js.job.TotalSteps-js.stepsRun <= 1e-9*js.job.TotalSteps {
+			js.latest = s.now
+			s.removeJob(id, false)
+		}
+	}
+	return nil
 }

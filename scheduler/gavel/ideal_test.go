@@ -46,3 +46,23 @@ func TestIdealAndRoundsRespectPhysics(t *testing.T) {
 		}
 	}
 }
+
+func TestMaxSTruncatesSaturatedRun(t *testing.T) {
+	tp, err := LoadThroughputs(filepath.Join("testdata", "generator", "throughputs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := ParseClusterSpec("1:1:1", "")
+	g, err := NewGenerator(GeneratorConfig{MeanInterarrivalS: 600}, tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := NewPolicy("fifo_perf", 0, false)
+	res, err := Run(context.Background(), Config{Cluster: spec, Window: &Window{100, 199}, MaxS: 48 * 3600}, tp, Workload{Generator: g}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Truncated || res.EndS < 48*3600 || res.EndS > 48*3600+DefaultRoundS+1 {
+		t.Fatalf("truncated %v at %v s", res.Truncated, res.EndS)
+	}
+}

@@ -154,22 +154,7 @@ func (p *fifoPolicy) Allocate(s *State) (Allocation, error) {
 			queue = append(queue, j.ID)
 		}
 	}
-	for _, id := range sortedIntKeys(p.alloc) {
-		t := p.alloc[id]
-		if active[id] == nil {
-			if len(queue) > 0 {
-				next := active[queue[0]]
-				if next.ScaleFactor <= avail[t] && next.Throughput[t] > 0 {
-					queue = queue[1:]
-					p.alloc[next.ID] = t
-					avail[t] -= next.ScaleFactor
-				}
-			}
-			delete(p.alloc, id)
-		} else {
-			avail[t] -= active[id].ScaleFactor
-		}
-	}
+	queue = p.replaceFinished(queue, active, avail)
 	var types []int
 	for t, n := range avail {
 		if n > 0 {
@@ -309,4 +294,28 @@ type PairState struct {
 type PackingPolicy interface {
 	Policy
 	AllocatePacked(s *State, pairs []PairState) (Allocation, map[[2]int][]float64, error)
+}
+
+// replaceFinished is Gavel's pass over the previous allocation: a job that
+// finished hands its type to the head of the queue when it fits there
+// (counting only the jobs seen so far, as Gavel does), and the running
+// jobs' GPUs are subtracted.
+func (p *fifoPolicy) replaceFinished(queue []int, active map[int]*StateJob, avail []int) []int {
+	for _, id := range sortedIntKeys(p.alloc) {
+		t := p.alloc[id]
+		if active[id] == nil {
+			if len(queue) > 0 {
+				next := active[queue[0]]
+				if next.ScaleFactor <= avail[t] && next.Throughput[t] > 0 {
+					queue = queue[1:]
+					p.alloc[next.ID] = t
+					avail[t] -= next.ScaleFactor
+				}
+			}
+			delete(p.alloc, id)
+		} else {
+			avail[t] -= active[id].ScaleFactor
+		}
+	}
+	return queue
 }

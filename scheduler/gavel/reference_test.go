@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/synergy-sched/synergy/internal/testreq"
 )
 
 // refResult is the part of a reference JSON (testdata/reference, written
@@ -136,10 +138,7 @@ func TestSyntheticMatchesGavelJobByJob(t *testing.T) {
 func gavelDir(t *testing.T) string {
 	d := os.Getenv("GAVEL_DIR")
 	if d == "" {
-		if os.Getenv("SYNERGY_REQUIRE") != "" {
-			t.Fatal("GAVEL_DIR is unset: it names a Gavel checkout whose physical-cluster traces the reference results were run on")
-		}
-		t.Skip("GAVEL_DIR is unset: set it to a Gavel checkout (stanford-futuredata/gavel at c4fa400) to compare on its physical-cluster traces")
+		testreq.Skip(t, "gavel", "GAVEL_DIR is unset: set it to a Gavel checkout (stanford-futuredata/gavel at c4fa400) to compare on its physical-cluster traces")
 	}
 	return d
 }

@@ -34,6 +34,9 @@ type Result struct {
 	Utilization float64 `json:"utilization"`
 	// LeaseExtensions is [extended, opportunities], as Gavel counts them.
 	LeaseExtensions [2]int `json:"lease_extensions"`
+	// Truncated says the run hit Config.MaxS before its jobs finished
+	// (the means are then over the jobs that did).
+	Truncated bool `json:"truncated,omitempty"`
 	// SLOViolations counts jobs with an SLO that finished after it.
 	SLOViolations int         `json:"slo_violations"`
 	Jobs          []JobResult `json:"jobs"`

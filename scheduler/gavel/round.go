@@ -25,78 +25,13 @@ func (s *simulator) scheduleRound() ([]assignment, error) {
 	for _, a := range s.cur {
 		prev[a.key] = a
 	}
-	var out []assignment
-	pos := map[ckey]int{}
-	sfOf := func(e *entry) int { return s.jobs[e.key.a].job.ScaleFactor }
+	p := &placement{pos: map[ckey]int{}}
 	for _, t := range order {
-		jobs := sched[t]
-		sort.SliceStable(jobs, func(a, b int) bool { return sfOf(jobs[a]) > sfOf(jobs[b]) })
-		servers := make([][]int, len(s.servers[t]))
-		for i := range servers {
-			servers[i] = append([]int(nil), s.servers[t][i]...)
-		}
-		taken := map[int]bool{}
-		ptr := 0
-		var sfs []int
-		for _, e := range jobs {
-			if sf := sfOf(e); len(sfs) == 0 || sfs[len(sfs)-1] != sf {
-				sfs = append(sfs, sf)
-			}
-		}
-		for _, sf := range sfs {
-			for _, e := range jobs {
-				p, ok := prev[e.key]
-				if sfOf(e) != sf || !ok || s.wtype[p.workers[0]] != t {
-					continue
-				}
-				free := true
-				for _, w := range p.workers {
-					free = free && !taken[w]
-				}
-				if free {
-					pos[e.key] = len(out)
-					out = append(out, assignment{e.key, p.workers})
-					for _, w := range p.workers {
-						taken[w] = true
-					}
-				}
-			}
-			for _, e := range jobs {
-				if sfOf(e) != sf {
-					continue
-				}
-				if _, ok := s.alloc[e.key]; !ok {
-					continue
-				}
-				var ids []int
-				k, had := pos[e.key]
-				if had {
-					ids = out[k].workers
-				}
-				for len(ids) < sf && ptr < len(servers) {
-					if len(servers[ptr]) == 0 {
-						ptr++
-						continue
-					}
-					w := servers[ptr][0]
-					if !taken[w] {
-						ids = append(ids, w)
-						taken[w] = true
-					}
-					servers[ptr] = servers[ptr][1:]
-				}
-				if len(ids) != sf {
-					return nil, fmt.Errorf("t=%.1f s: could not assign %d %s workers to %v", s.now, sf, s.types[t], e.key.members())
-				}
-				if had {
-					out[k].workers = ids
-				} else {
-					pos[e.key] = len(out)
-					out = append(out, assignment{e.key, ids})
-				}
-			}
+		if err := s.placeType(t, sched[t], prev, p); err != nil {
+			return nil, err
 		}
 	}
+	out := p.out
 	if s.cfg.Check {
 		if err := s.checkPlacement(out); err != nil {
 			return nil, err
@@ -257,6 +192,82 @@ func (s *simulator) checkAllocation(a map[ckey][]float64) error {
 	for t := range s.types {
 		if load[t] > float64(s.workers[t])*(1+1e-6)+1e-6 {
 			return fmt.Errorf("invariant: t=%.1f s: allocation puts %.4f GPUs of load on %d %s GPUs", s.now, load[t], s.workers[t], s.types[t])
+		}
+	}
+	return nil
+}
+
+// placement is a round's assignments being built, in Gavel's order.
+type placement struct {
+	out []assignment
+	pos map[ckey]int
+}
+
+// placeType places one type's selected entries: larger jobs first; per
+// size, first the entries that can keep their previous workers (lease
+// extension), then the rest, server by server.
+func (s *simulator) placeType(t int, jobs []*entry, prev map[ckey]assignment, p *placement) error {
+	sfOf := func(e *entry) int { return s.jobs[e.key.a].job.ScaleFactor }
+	sort.SliceStable(jobs, func(a, b int) bool { return sfOf(jobs[a]) > sfOf(jobs[b]) })
+	servers := make([][]int, len(s.servers[t]))
+	for i := range servers {
+		servers[i] = append([]int(nil), s.servers[t][i]...)
+	}
+	taken := map[int]bool{}
+	ptr := 0
+	var sfs []int
+	for _, e := range jobs {
+		if sf := sfOf(e); len(sfs) == 0 || sfs[len(sfs)-1] != sf {
+			sfs = append(sfs, sf)
+		}
+	}
+	for _, sf := range sfs {
+		for _, e := range jobs {
+			pa, ok := prev[e.key]
+			if sfOf(e) != sf || !ok || s.wtype[pa.workers[0]] != t {
+				continue
+			}
+			free := true
+			for _, w := range pa.workers {
+				free = free && !taken[w]
+			}
+			if free {
+				p.pos[e.key] = len(p.out)
+				p.out = append(p.out, assignment{e.key, pa.workers})
+				for _, w := range pa.workers {
+					taken[w] = true
+				}
+			}
+		}
+		for _, e := range jobs {
+			if _, ok := s.alloc[e.key]; sfOf(e) != sf || !ok {
+				continue
+			}
+			var ids []int
+			k, had := p.pos[e.key]
+			if had {
+				ids = p.out[k].workers
+			}
+			for len(ids) < sf && ptr < len(servers) {
+				if len(servers[ptr]) == 0 {
+					ptr++
+					continue
+				}
+				if w := servers[ptr][0]; !taken[w] {
+					ids = append(ids, w)
+					taken[w] = true
+				}
+				servers[ptr] = servers[ptr][1:]
+			}
+			if len(ids) != sf {
+				return fmt.Errorf("t=%.1f s: could not assign %d %s workers to %v", s.now, sf, s.types[t], e.key.members())
+			}
+			if had {
+				p.out[k].workers = ids
+			} else {
+				p.pos[e.key] = len(p.out)
+				p.out = append(p.out, assignment{e.key, ids})
+			}
 		}
 	}
 	return nil

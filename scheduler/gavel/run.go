@@ -30,146 +30,179 @@ func Run(ctx context.Context, cfg Config, tp *Throughputs, w Workload, policy Po
 	return s.summarise(), nil
 }
 
+// loopState is the main loop's state (Gavel's simulate locals).
+type loopState struct {
+	tp                   *Throughputs
+	queue                []Job      // trace jobs not yet arrived
+	g                    *Generator // or the generator
+	remaining            int
+	run                  []running
+	roundStart, roundEnd float64
+	haveEnd              bool
+	next                 float64
+	haveNext             bool
+}
+
 // loop is the main loop of Gavel's Scheduler.simulate.
 func (s *simulator) loop(ctx context.Context, tp *Throughputs, w Workload) error {
-	fromTrace := w.Trace != nil
-	remaining := len(w.Trace)
-	queue := w.Trace
-	g := w.Generator
-	if g != nil && g.NumJobs() > 0 {
-		remaining = g.NumJobs()
+	l := &loopState{tp: tp, queue: w.Trace, g: w.Generator, remaining: len(w.Trace), haveNext: true}
+	if l.g != nil && l.g.NumJobs() > 0 {
+		l.remaining = l.g.NumJobs()
 	}
-	var run []running
-	var roundStart, roundEnd float64
-	haveEnd := false
-	next, haveNext := 0.0, true
-	if fromTrace {
-		s.now = queue[0].ArrivalS
-		next = queue[0].ArrivalS
+	if w.Trace != nil {
+		s.now, l.next = l.queue[0].ArrivalS, l.queue[0].ArrivalS
 	} else {
-		next = g.NextArrival()
+		l.next = l.g.NextArrival()
 	}
 	stalls := 0
 	for iter := 0; ; iter++ {
 		if iter%64 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if !fromTrace && s.cfg.Window != nil {
-			if s.windowDone() {
-				break
-			}
-		} else if !fromTrace && g.NumJobs() > 0 && remaining <= 0 {
+		if s.finished(l) {
 			break
-		} else if fromTrace {
-			if remaining == 0 {
-				break
-			}
-			if len(queue) > 0 {
-				next, haveNext = queue[0].ArrivalS, true
-			} else {
-				haveNext = false
-				if len(run) == 0 {
-					s.last = 0
-				}
-			}
 		}
-		maxTS := 0.0
-		if len(run) > 0 {
-			latest := run[0].finish
-			for _, r := range run {
-				latest = math.Max(latest, r.finish)
-			}
-			if latest > maxTS {
-				maxTS = latest
-				if haveEnd {
-					roundStart = roundEnd
-				}
-				roundEnd, haveEnd = maxTS, true
-			}
+		if s.cfg.MaxS > 0 && s.now > s.cfg.MaxS {
+			s.res.Truncated = true
+			break
 		}
 		before := s.now
-		if maxTS > 0 {
-			s.now = maxTS
-		} else if haveNext {
-			s.now = next
-		}
-		sort.SliceStable(run, func(a, b int) bool {
-			if run[a].finish != run[b].finish {
-				return run[a].finish > run[b].finish
-			}
-			return run[a].key.less(run[b].key)
-		})
-		for _, r := range run {
-			if !s.anyActive(r.key) {
-				continue
-			}
-			s.complete(r, roundStart)
-			for _, m := range r.key.members() {
-				if _, active := s.jobs[m]; !active {
-					remaining--
-				}
-			}
-		}
-		run = run[:0]
-		if fromTrace {
-			for len(queue) > 0 && queue[0].ArrivalS <= s.now {
-				if err := s.addJob(queue[0], tp, queue[0].ArrivalS); err != nil {
-					return err
-				}
-				queue = queue[1:]
-			}
-		} else {
-			for next <= s.now {
-				if g.NumJobs() > 0 && g.Generated() >= g.NumJobs() {
-					break
-				}
-				j := g.Next()
-				if err := s.addJob(j, tp, j.ArrivalS); err != nil {
-					return err
-				}
-				next = g.NextArrival()
-			}
-		}
-		out, err := s.scheduleRound()
-		if err != nil {
+		s.advance(l)
+		if err := s.admit(l); err != nil {
 			return err
 		}
-		for _, a := range s.cur {
-			if s.anyActive(a.key) {
-				s.leaseOpp++
-			}
-		}
-		prev := map[ckey][]int{}
-		for _, a := range s.cur {
-			prev[a.key] = a.workers
-		}
-		for _, a := range out {
-			if p, ok := prev[a.key]; ok && sameSet(p, a.workers) {
-				s.leaseExt++
-			}
-		}
-		s.cur = out
-		byKey := map[ckey]*entry{}
-		for _, e := range s.entries {
-			byKey[e.key] = e
-		}
-		for _, a := range out {
-			steps, fin, err := s.stepsAndFinish(byKey[a.key], s.wtype[a.workers[0]])
-			if err != nil {
-				return err
-			}
-			run = append(run, running{a.key, a.workers, steps, fin})
-			if s.cfg.Log != nil {
-				fmt.Fprintf(s.cfg.Log, "[%v] job %v %s workers %v\n", s.now, a.key.members(), s.types[s.wtype[a.workers[0]]], a.workers)
-			}
+		if err := s.dispatch(l); err != nil {
+			return err
 		}
 		s.res.Rounds++
-		if len(run) == 0 && s.now == before && (!haveNext || next <= s.now) && len(s.active) > 0 {
+		if len(l.run) == 0 && s.now == before && (!l.haveNext || l.next <= s.now) && len(s.active) > 0 {
 			if stalls++; stalls > 2 {
 				return fmt.Errorf("t=%.1f s: stalled: %d active jobs, none can run and no job arrives (Gavel's simulator loops forever here)", s.now, len(s.active))
 			}
 		} else {
 			stalls = 0
+		}
+	}
+	return nil
+}
+
+// finished is the loop's exit test, in Gavel's order: a window's jobs
+// done (generator), all jobs generated and done (static), or every trace
+// job done; a trace also looks at its next arrival here, and with nothing
+// running and nothing to come forces a reset, as Gavel does.
+func (s *simulator) finished(l *loopState) bool {
+	switch {
+	case l.g != nil && s.cfg.Window != nil:
+		return s.windowDone()
+	case l.g != nil:
+		return l.g.NumJobs() > 0 && l.remaining <= 0
+	case l.remaining == 0:
+		return true
+	case len(l.queue) > 0:
+		l.next, l.haveNext = l.queue[0].ArrivalS, true
+	default:
+		l.haveNext = false
+		if len(l.run) == 0 {
+			s.last = 0
+		}
+	}
+	return false
+}
+
+// advance moves the clock to the end of the round (its latest
+// micro-task), or to the next arrival when nothing runs, and completes
+// the round's micro-tasks, latest first as Gavel's heap pops them.
+func (s *simulator) advance(l *loopState) {
+	maxTS := 0.0
+	for _, r := range l.run {
+		maxTS = math.Max(maxTS, r.finish)
+	}
+	if maxTS > 0 {
+		if l.haveEnd {
+			l.roundStart = l.roundEnd
+		}
+		l.roundEnd, l.haveEnd = maxTS, true
+		s.now = maxTS
+	} else if l.haveNext {
+		s.now = l.next
+	}
+	run := l.run
+	sort.SliceStable(run, func(a, b int) bool {
+		if run[a].finish != run[b].finish {
+			return run[a].finish > run[b].finish
+		}
+		return run[a].key.less(run[b].key)
+	})
+	for _, r := range run {
+		if !s.anyActive(r.key) {
+			continue
+		}
+		s.complete(r, l.roundStart)
+		for _, m := range r.key.members() {
+			if _, active := s.jobs[m]; !active {
+				l.remaining--
+			}
+		}
+	}
+	l.run = run[:0]
+}
+
+// admit adds the jobs that have arrived by now.
+func (s *simulator) admit(l *loopState) error {
+	if l.g == nil {
+		for len(l.queue) > 0 && l.queue[0].ArrivalS <= s.now {
+			if err := s.addJob(l.queue[0], l.tp, l.queue[0].ArrivalS); err != nil {
+				return err
+			}
+			l.queue = l.queue[1:]
+		}
+		return nil
+	}
+	for l.next <= s.now {
+		if l.g.NumJobs() > 0 && l.g.Generated() >= l.g.NumJobs() {
+			break
+		}
+		j := l.g.Next()
+		if err := s.addJob(j, l.tp, j.ArrivalS); err != nil {
+			return err
+		}
+		l.next = l.g.NextArrival()
+	}
+	return nil
+}
+
+// dispatch schedules the next round, counts lease extensions as Gavel
+// does, and starts the round's micro-tasks.
+func (s *simulator) dispatch(l *loopState) error {
+	out, err := s.scheduleRound()
+	if err != nil {
+		return err
+	}
+	prev := map[ckey][]int{}
+	for _, a := range s.cur {
+		if s.anyActive(a.key) {
+			s.leaseOpp++
+		}
+		prev[a.key] = a.workers
+	}
+	for _, a := range out {
+		if p, ok := prev[a.key]; ok && sameSet(p, a.workers) {
+			s.leaseExt++
+		}
+	}
+	s.cur = out
+	byKey := map[ckey]*entry{}
+	for _, e := range s.entries {
+		byKey[e.key] = e
+	}
+	for _, a := range out {
+		steps, fin, err := s.stepsAndFinish(byKey[a.key], s.wtype[a.workers[0]])
+		if err != nil {
+			return err
+		}
+		l.run = append(l.run, running{a.key, a.workers, steps, fin})
+		if s.cfg.Log != nil {
+			fmt.Fprintf(s.cfg.Log, "[%v] job %v %s workers %v\n", s.now, a.key.members(), s.types[s.wtype[a.workers[0]]], a.workers)
 		}
 	}
 	return nil

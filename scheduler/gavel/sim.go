@@ -27,6 +27,10 @@ type Config struct {
 	// Check verifies the invariants every round (no type over capacity,
 	// no worker twice, allocation rows ≤ 1 for the non-FIFO policies).
 	Check bool
+	// MaxS, when > 0, ends the run once simulated time passes it (a
+	// saturated continuous workload never finishes its window; Gavel's
+	// sweeps use a timeout instead). The result says Truncated.
+	MaxS float64
 	// Ideal applies the allocation exactly (fluid, no rounds) instead of
 	// the round mechanism.
 	Ideal bool
