@@ -110,6 +110,9 @@ func slurmCommand() *cli.Command {
 
 // slurmBridge turns the flags into a bridge.
 func slurmBridge(c *cli.Command) (*slurm.Bridge, error) {
+	if c.Args().Len() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", c.Args().First())
+	}
 	b := &slurm.Bridge{Cmd: slurmExec(c), Config: slurm.Config{Partition: c.String(slurmFlagPartition)}}
 	var err error
 	if b.Config.Strategy, err = scheduler.NewStrategy(c.String(slurmFlagStrategy)); err != nil {
@@ -211,6 +214,9 @@ func slurmQuiet(res *slurm.Result) bool {
 }
 
 func runSlurmCluster(ctx context.Context, c *cli.Command) error {
+	if c.Args().Len() > 0 {
+		return fmt.Errorf("unexpected argument %q", c.Args().First())
+	}
 	snap, err := slurm.ReadSnapshot(ctx, slurmExec(c))
 	if err != nil {
 		return fmt.Errorf("slurm cluster: %w", err)
