@@ -14,7 +14,7 @@ DEMO_CPUS   ?= 0.5,1,2
 DEMO_MEM    ?= 64MiB,128MiB,384MiB
 DEMO_READ   ?= 40MB
 
-.PHONY: all build demo demo-k8s demo-slurm test test-short bench fuzz clean
+.PHONY: all build demo demo-k8s demo-slurm demo-pytorch test test-short bench fuzz clean
 
 all: build
 
@@ -47,9 +47,16 @@ demo-k8s: build
 demo-slurm: build
 	deploy/slurm-demo.sh
 
+# PyTorch: the image reference job (JPEG decode + augmentation, GPU step
+# emulated at a V100's ResNet-18 pace) over --cpus 1,2 and two memory limits;
+# RUNNER=local|docker (docker builds synergy/pytorch first; docs/pytorch.md).
+RUNNER ?= local
+demo-pytorch: build
+	DEMO=$(DEMO) scripts/demo-pytorch.sh $(RUNNER)
+
 test:
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 30m ./...
 
 test-short:
 	$(GO) test -short ./...

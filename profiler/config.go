@@ -17,7 +17,9 @@ import (
 type Config struct {
 	// Command is the training script and the user's own arguments. The
 	// contract flags (--batch, --workers, --max-iterations, --data) are
-	// appended last for every point.
+	// appended last for every point, unless the command is a template
+	// ({workers}, {batch}, {data}, {iterations}: jobargs.go), expanded per
+	// point with nothing appended.
 	Command []string
 	JobName string
 	Batch   int
@@ -64,8 +66,12 @@ type Config struct {
 	// Poll is how often the metrics stream is read.
 	Poll time.Duration
 
+	// Env is added to every point's environment, after the thread counts
+	// (ThreadEnv) it may override.
 	Env    []string
 	Runner runner.Runner
+	// JobSetup: the DataLoader probe and its loader-only mode (probe.go).
+	JobSetup
 	// Cache evicts and warms the dataset's page cache; nil means the
 	// profiler cannot control it (the profile then carries a warning).
 	Cache Cache
@@ -85,6 +91,20 @@ type Config struct {
 	// StallBreakdown runs the job once with --synthetic-data first, so each
 	// measured cell's stall can be split into preprocessing and fetch.
 	StallBreakdown bool
+
+	// Windows measures consecutive points of one memory column in windows
+	// of one launch, changing the running job's CPU limits between them
+	// (docs/cost.md); a runner whose handles cannot change limits falls
+	// back to a launch per point with a warning.
+	Windows bool
+	// TimeBudget bounds this run of the sweep: once spent, it stops between
+	// points, saves the profile and records the stop reason (0: none).
+	TimeBudget time.Duration
+	// MemScale, in (0,1), measures each limited memory point on a random
+	// sample of MemScale of the dataset's bytes under a limit scaled the
+	// same way around the job's own memory (docs/cost.md); 0 or 1: the
+	// whole dataset.
+	MemScale float64
 
 	// LogDir receives each point's stdout and stderr; "" discards them.
 	LogDir string
@@ -155,7 +175,7 @@ func (c *Config) withDefaults() {
 		c.Now = time.Now
 	}
 	if c.JobName == "" && len(c.Command) > 0 {
-		c.JobName = baseName(c.Command[0])
+		c.JobName = JobNameFor(c.Command)
 	}
 }
 
@@ -178,12 +198,19 @@ func (c *Config) Validate() error {
 		return errors.New("out: no profile path given")
 	case c.Budget < 2:
 		return fmt.Errorf("budget: %d points cannot cover both ends of an axis", c.Budget)
+	case c.MemScale < 0 || c.MemScale > 1 || math.IsNaN(c.MemScale):
+		return fmt.Errorf("mem-scale: %v is not a fraction in (0,1]", c.MemScale)
+	case c.TimeBudget < 0:
+		return fmt.Errorf("time-budget: %s is negative", c.TimeBudget)
 	case c.ValidateCells < 0:
 		return fmt.Errorf("validate: %d is negative", c.ValidateCells)
 	case c.TargetRelCI <= 0 || c.TargetRelCI >= 1:
 		return fmt.Errorf("target CI: %v is not a fraction in (0,1)", c.TargetRelCI)
 	}
 	if _, err := plannerFor(c.Strategy); err != nil {
+		return err
+	}
+	if err := c.validateJob(); err != nil {
 		return err
 	}
 	for i, v := range c.CPUs {
@@ -267,13 +294,4 @@ func Workers(cpus float64, gpus int) int {
 		gpus = 1
 	}
 	return max(1, int(math.Ceil(cpus/float64(gpus))))
-}
-
-func baseName(p string) string {
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i] == '/' {
-			return p[i+1:]
-		}
-	}
-	return p
 }

@@ -65,6 +65,11 @@ type Job struct {
 	// MetricsDir is a writable directory shared with the job for its
 	// metrics stream (SYNERGY_METRICS_FILE lives inside it).
 	MetricsDir string
+	// ProbeDir is a host directory of code the job loads (the injected
+	// DataLoader probe, on PYTHONPATH): used in place by the local runner,
+	// mounted read-only by container runners, which rewrite paths below it
+	// in Argv and Env as for MetricsDir. "" when none.
+	ProbeDir string
 }
 
 // Runner starts jobs under limits.

@@ -21,6 +21,11 @@ const (
 	LabelProfile = "synergy.profile" // always "1"
 	LabelJob     = "synergy.job"     // Job.Name
 	LabelPoint   = "synergy.point"   // Limits.String(), e.g. "cpus=2 mem=1GiB"
+	// LabelOwner is the synergy process that made the container,
+	// "PID-START" (runner/owner), and LabelHost the host it runs on: a
+	// container whose owner on this host is dead is an orphan (ReapOrphans).
+	LabelOwner = "synergy.owner"
+	LabelHost  = "synergy.host"
 )
 
 // pathMap rewrites host paths to container paths: a value equal to a host
@@ -98,7 +103,7 @@ func translateEnv(env []string, m pathMap, metricsDir string) ([]string, error) 
 		if !ok || k == "" {
 			return nil, fmt.Errorf("env[%d] %q: not KEY=VALUE", i, kv)
 		}
-		t, moved := m.path(v)
+		t, moved := m.envValue(k, v)
 		if k == jobcontract.EnvMetricsFile && v != "" && !moved {
 			return nil, fmt.Errorf("env %s=%s: not inside Job.MetricsDir %q, the only host directory the container can write", jobcontract.EnvMetricsFile, v, metricsDir)
 		}
@@ -114,7 +119,7 @@ func containerConfig(job runner.Job, o Options) (*container.Config, error) {
 	if len(job.Argv) == 0 {
 		return nil, fmt.Errorf("job %q: empty Argv", job.Name)
 	}
-	m := newPathMap(pathRule{job.DataDir, o.ContainerMnt}, pathRule{job.MetricsDir, o.MetricsMnt})
+	m := newPathMap(pathRule{job.DataDir, o.ContainerMnt}, pathRule{job.MetricsDir, o.MetricsMnt}, pathRule{job.ProbeDir, ProbeMnt})
 	argv := translateArgv(job.Argv, m)
 	env, err := translateEnv(job.Env, m, job.MetricsDir)
 	if err != nil {
@@ -178,7 +183,7 @@ func shmSizeFor(explicit, memLimitBytes int64) int64 {
 //   - /dev/shm: shmSizeFor.
 //   - Reads: BlkioDeviceReadBps on readDevice.
 //   - Mounts: DataDir read-only at ContainerMnt, MetricsDir read-write at
-//     MetricsMnt.
+//     MetricsMnt, ProbeDir read-only at ProbeMnt.
 //   - GPUs: a DeviceRequest for Options.GPUs GPUs (-1: all).
 func hostConfig(job runner.Job, o Options, online []int, readDevice string) (*container.HostConfig, error) {
 	l := job.Limits
@@ -245,6 +250,11 @@ func hostConfig(job runner.Job, o Options, online []int, readDevice string) (*co
 		hc.Mounts = append(hc.Mounts, mount.Mount{
 			Type: mount.TypeBind, Source: filepath.Clean(job.MetricsDir), Target: o.MetricsMnt,
 		})
+	}
+	if pm, err := probeMount(job); err != nil {
+		return nil, err
+	} else if pm != nil {
+		hc.Mounts = append(hc.Mounts, *pm)
 	}
 
 	if o.GPUs != 0 {

@@ -26,6 +26,11 @@
 //     SYNERGY_METRICS_FILE=<MetricsDir>/metrics.jsonl and the job appends to
 //     /synergy/metrics.jsonl, which is the same file. SYNERGY_METRICS_FILE
 //     outside MetricsDir is an error.
+//   - ProbeDir (a host directory of code the job loads, the DataLoader
+//     probe) is bind-mounted read-only at ProbeMnt (/synergy-probe), with
+//     paths below it rewritten likewise; in PYTHONPATH, LD_LIBRARY_PATH and
+//     PATH each ':'-separated element is rewritten on its own, and the
+//     image's own PYTHONPATH is appended to the job's.
 //   - Env is the container's environment on top of the image's; Dir is
 //     ignored (the image's WORKDIR applies).
 //   - Limits: see hostConfig. The daemon must run on this host: bind

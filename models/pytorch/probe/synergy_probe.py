@@ -178,6 +178,21 @@ class LoaderRecord:
         self.samples = 0
         self.data_wait_s = 0.0
         self.first_batch_at = None
+        self.cpus = None  # this process's CPU affinity at the first batch
+        self.worker_cpus = None  # {pid: affinity} of the loader's worker processes then
+
+    def note_affinity(self, it):
+        """Record the CPUs this process and the iterator's worker processes
+        may run on (the profiler checks them against the point's cpuset)."""
+        try:
+            self.cpus = sorted(os.sched_getaffinity(0))
+            self.worker_cpus = {}
+            for w in getattr(it, "_workers", None) or []:
+                pid = getattr(w, "pid", None)
+                if pid:
+                    self.worker_cpus[str(pid)] = sorted(os.sched_getaffinity(pid))
+        except (AttributeError, OSError):
+            pass  # no sched_getaffinity here, or a worker already gone
 
     def as_dict(self):
         d = {"index": self.index, "site": self.site, "class": self.cls, "batch_size": self.batch_size,
@@ -186,6 +201,9 @@ class LoaderRecord:
              "data_wait_s": round(self.data_wait_s, 6)}
         if self.workers_note:
             d["workers_note"] = self.workers_note
+        if self.cpus is not None:
+            d["cpus"] = self.cpus
+            d["worker_cpus"] = self.worker_cpus
         return d
 
 
@@ -415,6 +433,7 @@ class Probe:
         rec.data_wait_s += t1 - t0
         if rec.first_batch_at is None:
             rec.first_batch_at = t1
+            rec.note_affinity(it)
             if primary and self.script_writes_stream():
                 self.stand_down()
                 primary = False

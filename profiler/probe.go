@@ -1,0 +1,241 @@
+package profiler
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/synergy-sched/synergy/models/pytorch"
+)
+
+// Values of JobSetup.Probe.
+const (
+	ProbeAuto  = ""      // torch when the command is a Python interpreter
+	ProbeTorch = "torch" // inject the DataLoader probe
+	ProbeNone  = "none"  // inject nothing
+)
+
+// JobSetup says how the job is run beside its command: the injected
+// DataLoader probe and its loader-only mode (docs/job-contract.md,
+// "Unmodified PyTorch scripts").
+type JobSetup struct {
+	// Probe is ProbeAuto, ProbeTorch or ProbeNone.
+	Probe string
+	// EmulateStep runs the probe's loader-only mode with this fixed step.
+	EmulateStep time.Duration
+	// EmulateGPU and Model run the loader-only mode with the model's step
+	// on that GPU from the step table (models/pytorch/synergy_metrics.py).
+	EmulateGPU, Model string
+}
+
+func (j JobSetup) validate(command []string) error {
+	switch j.Probe {
+	case ProbeAuto, ProbeTorch, ProbeNone:
+	default:
+		return fmt.Errorf("probe: %q is not torch or none", j.Probe)
+	}
+	switch {
+	case j.EmulateStep < 0:
+		return fmt.Errorf("emulate-step: %v is negative", j.EmulateStep)
+	case j.EmulateStep > 0 && j.EmulateGPU != "":
+		return errors.New("emulate-step and emulate-gpu: give one or the other")
+	case j.EmulateGPU != "" && j.Model == "":
+		return errors.New("emulate-gpu: needs the model whose step to take from the table (--model, e.g. resnet18)")
+	case j.Model != "" && j.EmulateGPU == "":
+		return errors.New("model: only with --emulate-gpu")
+	case j.emulate() && !j.probeOn(command):
+		return errors.New("emulate-step/emulate-gpu: the loader-only mode is the probe's; it needs --probe torch")
+	}
+	return nil
+}
+
+func (j JobSetup) emulate() bool { return j.EmulateStep > 0 || j.EmulateGPU != "" }
+
+// probeOn reports whether the probe is injected into the job.
+func (j JobSetup) probeOn(command []string) bool {
+	return j.Probe == ProbeTorch || (j.Probe == ProbeAuto && len(command) > 0 && IsPython(command[0]))
+}
+
+// jobState is what a sweep derives from the command once: its template and
+// the probe's directory.
+type jobState struct {
+	tmpl     template
+	probeDir string // "" when no probe is injected
+	// emulatedLabel is the loader-only step the probe reported.
+	emulatedLabel string
+}
+
+// setupJob parses the command's template and writes the probe into the
+// sweep's work directory when it is injected.
+func (s *sweep) setupJob() error {
+	var err error
+	if s.tmpl, err = parseTemplate(s.cfg.Command); err != nil {
+		return err
+	}
+	if s.tmpl.has() && s.cfg.StallBreakdown && s.prof.StepOnly == nil {
+		s.warnf("no step-only run: the command is a template and has no way to ask for synthetic data (stall breakdown off)")
+	}
+	if !s.cfg.probeOn(s.cfg.Command) {
+		return nil
+	}
+	dir := filepath.Join(s.workDir, "probe")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	if err := pytorch.WriteProbe(dir); err != nil {
+		return err
+	}
+	s.probeDir = dir
+	return nil
+}
+
+// stepOnlyPossible reports whether the job can be asked for a step-only
+// run: only through the appended --synthetic-data.
+func (s *sweep) stepOnlyPossible() bool { return !s.tmpl.has() }
+
+// reportPath is where the probe writes its report for a point.
+func (run *pointRun) reportPath() string { return filepath.Join(run.metricsDir, "probe-report.json") }
+
+// probeEnv is the probe's environment for a point: its directory first on
+// PYTHONPATH (chaining the job's own), the report, the iteration cap, the
+// worker count when neither a placeholder nor an appended flag gives it,
+// and the loader-only mode.
+func (s *sweep) probeEnv(pt point, run *pointRun) []string {
+	if s.probeDir == "" {
+		return nil
+	}
+	pp := s.probeDir
+	if own := s.jobPythonPath(); own != "" {
+		pp += string(os.PathListSeparator) + own
+	}
+	env := []string{
+		"PYTHONPATH=" + pp,
+		pytorch.ProbeEnvReport + "=" + run.reportPath(),
+		pytorch.ProbeEnvMaxIterations + "=" + strconv.Itoa(s.maxIterationsFor(pt)),
+	}
+	if s.tmpl.has() && !s.tmpl.used[PlaceholderWorkers] {
+		env = append(env, pytorch.ProbeEnvWorkers+"="+strconv.Itoa(Workers(pt.cpus, s.cfg.GPUs)))
+	}
+	switch j := s.cfg.JobSetup; {
+	case j.EmulateStep > 0:
+		env = append(env, pytorch.ProbeEnvStepS+"="+strconv.FormatFloat(j.EmulateStep.Seconds(), 'g', -1, 64))
+	case j.EmulateGPU != "":
+		env = append(env, pytorch.ProbeEnvEmulateGPU+"="+j.EmulateGPU, pytorch.ProbeEnvModel+"="+j.Model)
+	}
+	return env
+}
+
+// jobPythonPath is the PYTHONPATH the job would have without the probe:
+// the user's (Config.Env), else, for the local runner, the one it inherits.
+func (s *sweep) jobPythonPath() string {
+	for i := len(s.cfg.Env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(s.cfg.Env[i], "PYTHONPATH="); ok {
+			return v
+		}
+	}
+	if s.cfg.Runner != nil && s.cfg.Runner.Name() == "local" {
+		return os.Getenv("PYTHONPATH")
+	}
+	return ""
+}
+
+// probeReport is what the probe's JSON report says (docs/job-contract.md,
+// "Exit status and the report"); the profiler reads these keys only.
+type probeReport struct {
+	State    string   `json:"state"`
+	Stream   string   `json:"stream"`
+	Fallback string   `json:"fallback"`
+	Notes    []string `json:"notes"`
+	Emulated *struct {
+		StepS  float64 `json:"step_s"`
+		Source string  `json:"source"`
+		Label  string  `json:"label"`
+	} `json:"emulated"`
+	Loaders []struct {
+		Site       string `json:"site"`
+		NumWorkers int    `json:"num_workers"`
+		Primary    bool   `json:"primary"`
+		Batches    int    `json:"batches"`
+		// CPUs and WorkerCPUs are the affinity of the iterating process
+		// and of each worker process (by pid) at the loader's first batch.
+		CPUs       []int            `json:"cpus"`
+		WorkerCPUs map[string][]int `json:"worker_cpus"`
+	} `json:"loaders"`
+}
+
+// readProbe reads the point's probe report and keeps a copy beside its
+// timeline; nil when the probe wrote none.
+func (s *sweep) readProbe(pt point, run *pointRun) *probeReport {
+	if s.probeDir == "" {
+		return nil
+	}
+	f, err := os.Open(run.reportPath())
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	body, err := io.ReadAll(f)
+	if err != nil {
+		return nil
+	}
+	if s.cfg.TimelineDir != "" {
+		if err := os.WriteFile(filepath.Join(s.cfg.TimelineDir, pt.fileLabel()+".probe.json"), body, 0o644); err != nil {
+			s.warnf("timeline: %v", err)
+		}
+	}
+	var r probeReport
+	if err := json.Unmarshal(body, &r); err != nil {
+		s.warnf("%s: the probe's report is not JSON: %v", pt.label(), err)
+		return nil
+	}
+	return &r
+}
+
+// errProbeConfig is returned for a point whose probe refused its settings:
+// every other point would be refused alike.
+var errProbeConfig = errors.New("the DataLoader probe refused its settings")
+
+// applyProbe records what the probe's report says about a point: its
+// settings refused (an error that ends the sweep), no loader seen (the
+// fallback, with its notes), the loader-only step used.
+func (s *sweep) applyProbe(pt point, r *probeReport, end pointEnd) error {
+	if r == nil {
+		return nil
+	}
+	if r.State == "error" && end.res.ExitCode == pytorch.ProbeExitConfig {
+		return fmt.Errorf("%w (check --emulate-gpu, --model, --emulate-step): %s", errProbeConfig, strings.Join(r.Notes, "; "))
+	}
+	failed := end.err != nil || end.res.OOMKilled || (end.stopReason == "" && end.res.ExitCode != 0)
+	if r.Fallback != "" && !failed {
+		s.warnf("%s: the probe saw no DataLoader batch, so the point is measured by %s: %s", pt.label(), strings.ReplaceAll(r.Fallback, "_", " "), strings.Join(r.Notes, "; "))
+	}
+	if r.Stream == "script" && s.cfg.emulate() {
+		s.warnf("the script writes the metrics stream itself, so the probe stood down and ran no loader-only mode: pass the script its own emulation flags (e.g. --emulate-gpu)")
+	}
+	if r.Emulated != nil && r.Emulated.Label != "" {
+		s.emulatedLabel = r.Emulated.Label
+	}
+	s.checkAffinity(pt, r)
+	return nil
+}
+
+// checkAffinity warns when a loader's process or worker could run on more
+// or fewer cores than the point's cpuset holds.
+func (s *sweep) checkAffinity(pt point, r *probeReport) {
+	want := threads(pt.cpus)
+	for _, l := range r.Loaders {
+		bad := l.CPUs != nil && len(l.CPUs) != want
+		for _, c := range l.WorkerCPUs {
+			bad = bad || len(c) != want
+		}
+		if bad {
+			s.warnf("%s: the loader built at %s ran on CPUs %v with workers on %v, not on the point's %d cores", pt.label(), l.Site, l.CPUs, l.WorkerCPUs, want)
+		}
+	}
+}

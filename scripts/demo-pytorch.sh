@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Profile the image reference job (models/pytorch/train_imagenet.py, ResNet-18
+# input pipeline, GPU step emulated at a V100's pace) over --cpus 1,2 and two
+# memory limits on a small generated JPEG dataset, write
+# DEMO/pytorch-image-RUNNER.json and print the matrix (`make demo-pytorch`).
+#   scripts/demo-pytorch.sh [local|docker]
+# Environment: DEMO (demo), PYDEMO_BYTES (64MiB of JPEGs), PYDEMO_MEM
+# (384MiB,768MiB), PYDEMO_BATCH (32). Installs Debian's torch
+# (scripts/install-torch.sh) and, for docker, builds the synergy/pytorch image
+# (scripts/build-pytorch-image.sh; cached, about 16 minutes the first time).
+set -euo pipefail
+runner=${1:-local}
+root=$(cd "$(dirname "$0")/.." && pwd)
+demo=${DEMO:-demo}
+bytes=${PYDEMO_BYTES:-64MiB}
+mem=${PYDEMO_MEM:-384MiB,768MiB}
+batch=${PYDEMO_BATCH:-32}
+case $runner in
+local)
+	"$root/scripts/install-torch.sh"
+	job=(/usr/bin/python3 "$root/models/pytorch/train_imagenet.py")
+	flags=(--runner local)
+	;;
+docker)
+	"$root/scripts/install-torch.sh" # gen_data.py runs on the host
+	tag=$("$root/scripts/build-pytorch-image.sh" --quiet | tail -1)
+	job=(/usr/bin/python3 /opt/synergy/train_imagenet.py)
+	flags=(--runner docker --docker-img "$tag")
+	;;
+*) echo "demo-pytorch: RUNNER=$runner: want local or docker" >&2; exit 2 ;;
+esac
+mkdir -p "$demo"
+PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "$root/models/pytorch/gen_data.py" image --dir "$demo/data-image" --bytes "$bytes" --seed 1
+out=$demo/pytorch-image-$runner.json
+rm -rf "$out" "${out%.json}.logs" "${out%.json}.timeline"
+"$root/bin/synergy" profile "${flags[@]}" --strategy grid --cpus 1,2 --mem-limits "$mem" -b "$batch" \
+	--data "$demo/data-image" --max-iterations 200 --point-timeout 180s --stall-breakdown=false \
+	--env PYTHONDONTWRITEBYTECODE=1 --out "$out" -- "${job[@]}" --emulate-gpu v100 --arch resnet18
+echo "demo-pytorch: profile written to $out"
