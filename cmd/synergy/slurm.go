@@ -33,7 +33,7 @@ const (
 	slurmFlagHold      = "hold"
 	slurmFlagFirst     = "profile-first"
 	slurmFlagData      = "data"
-	slurmFlagPFlag     = "profile-flag"
+	slurmFlagPFlag     = "profile-args"
 	slurmFlagCache     = "profile-cache"
 	slurmFlagBin       = "synergy-bin"
 )
@@ -66,7 +66,7 @@ func slurmCommand() *cli.Command {
 					&cli.BoolFlag{Name: slurmFlagHold, Usage: "submit held, for `synergy slurm place` to place"},
 					&cli.BoolFlag{Name: slurmFlagFirst, Usage: "instead of --profile: profile SCRIPT with `synergy profile` as a Slurm job on one node (whole node, 1 GPU) first, or reuse the cached profile of the same script, arguments, dataset, flags and node shape; sbatch options after -- must then be written --name=value"},
 					&cli.StringFlag{Name: slurmFlagData, Usage: "--profile-first: the dataset directory (synergy profile --data)"},
-					&cli.StringSliceFlag{Name: slurmFlagPFlag, Usage: "--profile-first: a flag for synergy profile, as one word (--profile-flag=--cpus=1,2; repeat)"},
+					&cli.StringFlag{Name: slurmFlagPFlag, Usage: "--profile-first: flags for synergy profile, as words split at spaces (\"--cpus=1,2 --mem-limits=16GiB,32GiB\")"},
 					&cli.StringFlag{Name: slurmFlagCache, Usage: "--profile-first: directory of cached profiles (default: the user's cache directory/synergy/slurm-profiles)"},
 					&cli.StringFlag{Name: slurmFlagBin, Usage: "--profile-first: the synergy binary the profiling job runs, on a path the nodes see (default: this one)"},
 				},
@@ -110,6 +110,9 @@ func slurmCommand() *cli.Command {
 
 // slurmBridge turns the flags into a bridge.
 func slurmBridge(c *cli.Command) (*slurm.Bridge, error) {
+	if c.Args().Len() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", c.Args().First())
+	}
 	b := &slurm.Bridge{Cmd: slurmExec(c), Config: slurm.Config{Partition: c.String(slurmFlagPartition)}}
 	var err error
 	if b.Config.Strategy, err = scheduler.NewStrategy(c.String(slurmFlagStrategy)); err != nil {
@@ -211,6 +214,9 @@ func slurmQuiet(res *slurm.Result) bool {
 }
 
 func runSlurmCluster(ctx context.Context, c *cli.Command) error {
+	if c.Args().Len() > 0 {
+		return fmt.Errorf("unexpected argument %q", c.Args().First())
+	}
 	snap, err := slurm.ReadSnapshot(ctx, slurmExec(c))
 	if err != nil {
 		return fmt.Errorf("slurm cluster: %w", err)
@@ -334,7 +340,7 @@ func printSlurmSubmit(w, ew io.Writer, id int, sp *slurm.SubmitPlan, asJSON bool
 // profiles it as a Slurm job first.
 func slurmProfileFirst(ctx context.Context, c *cli.Command, partition string) (string, error) {
 	pf := slurm.ProfileFirst{Synergy: c.String(slurmFlagBin), CacheDir: c.String(slurmFlagCache), Data: c.String(slurmFlagData),
-		ProfileArgs: c.StringSlice(slurmFlagPFlag), Partition: partition}
+		ProfileArgs: strings.Fields(c.String(slurmFlagPFlag)), Partition: partition}
 	var err error
 	if pf.Synergy == "" {
 		if pf.Synergy, err = os.Executable(); err != nil {

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestSlurm_FlagErrorsNameTheFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"slurm", "submit", "--", "train.sh"}, "give --profile P.json or --profile-first"},
+		{[]string{"slurm", "submit", "--profile", "p.json", "--profile-first", "--", "train.sh"}, "give --profile P.json or --profile-first"},
+		{[]string{"slurm", "submit", "--profile-first", "--dry-run", "--", "train.sh"}, "--profile-first runs a profiling job: not with --dry-run"},
+		{[]string{"slurm", "submit", "--profile", "p.json", "--gpus", "-1", "--", "train.sh"}, "--gpus: -1: must not be negative"},
+		{[]string{"slurm", "place", "--strategy", "nosuch"}, `--strategy: unknown strategy "nosuch"`},
+		{[]string{"slurm", "place", "--policy", "nosuch"}, `--policy: unknown policy "nosuch"`},
+		{[]string{"slurm", "place", "extra"}, `unexpected argument "extra"`},
+		{[]string{"slurm", "watch", "--interval", "0s"}, "--interval: 0s: must be positive"},
+		{[]string{"slurm", "cluster", "extra"}, `unexpected argument "extra"`},
+	} {
+		_, _, err := runCLI(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("synergy %s: error %v, want it to contain %q", strings.Join(c.args, " "), err, c.want)
+		}
+	}
+}
