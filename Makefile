@@ -14,7 +14,7 @@ DEMO_CPUS   ?= 0.5,1,2
 DEMO_MEM    ?= 64MiB,128MiB,384MiB
 DEMO_READ   ?= 40MB
 
-.PHONY: all build demo demo-k8s demo-pytorch test test-short bench fuzz clean
+.PHONY: all build demo demo-k8s demo-slurm demo-pytorch test test-short bench fuzz clean
 
 all: build
 
@@ -40,6 +40,13 @@ demo: build
 demo-k8s: build
 	deploy/demo.sh
 
+# Slurm: on the local cluster (scripts/local-slurm.sh: Debian's slurm-wlm,
+# 4 nodes x 8 GPUs through gres), three profiled jobs submitted held, placed
+# by `synergy slurm place`; prints squeue and scontrol show job -d for each,
+# beside the GPU-proportional alternative (docs/slurm.md).
+demo-slurm: build
+	deploy/slurm-demo.sh
+
 # PyTorch: the image reference job (JPEG decode + augmentation, GPU step
 # emulated at a V100's ResNet-18 pace) over --cpus 1,2 and two memory limits;
 # RUNNER=local|docker (docker builds synergy/pytorch first; docs/pytorch.md).
@@ -49,7 +56,7 @@ demo-pytorch: build
 
 test:
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 30m ./...
 
 test-short:
 	$(GO) test -short ./...

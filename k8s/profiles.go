@@ -36,7 +36,7 @@ var profileName = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
 
 // ErrNoSource is returned for a stored profile when no ProfileSource is
 // configured.
-var ErrNoSource = errors.New("no profile source configured (--profiles-configmap or --profiles-dir); only zoo:MODEL profiles can be used")
+var ErrNoSource = errors.New("no profile source configured (neither a profiles ConfigMap nor a profiles directory); only zoo:MODEL profiles can be used")
 
 // JobFor builds the scheduler's job for a profile reference (a stored
 // profile's name or zoo:MODEL) and a GPU count on a cluster of shape s,

@@ -92,6 +92,20 @@ type Config struct {
 	// measured cell's stall can be split into preprocessing and fetch.
 	StallBreakdown bool
 
+	// Windows measures consecutive points of one memory column in windows
+	// of one launch, changing the running job's CPU limits between them
+	// (docs/cost.md); a runner whose handles cannot change limits falls
+	// back to a launch per point with a warning.
+	Windows bool
+	// TimeBudget bounds this run of the sweep: once spent, it stops between
+	// points, saves the profile and records the stop reason (0: none).
+	TimeBudget time.Duration
+	// MemScale, in (0,1), measures each limited memory point on a random
+	// sample of MemScale of the dataset's bytes under a limit scaled the
+	// same way around the job's own memory (docs/cost.md); 0 or 1: the
+	// whole dataset.
+	MemScale float64
+
 	// LogDir receives each point's stdout and stderr; "" discards them.
 	LogDir string
 	// Now is the clock (tests may fix it); nil means time.Now.
@@ -184,6 +198,10 @@ func (c *Config) Validate() error {
 		return errors.New("out: no profile path given")
 	case c.Budget < 2:
 		return fmt.Errorf("budget: %d points cannot cover both ends of an axis", c.Budget)
+	case c.MemScale < 0 || c.MemScale > 1 || math.IsNaN(c.MemScale):
+		return fmt.Errorf("mem-scale: %v is not a fraction in (0,1]", c.MemScale)
+	case c.TimeBudget < 0:
+		return fmt.Errorf("time-budget: %s is negative", c.TimeBudget)
 	case c.ValidateCells < 0:
 		return fmt.Errorf("validate: %d is negative", c.ValidateCells)
 	case c.TargetRelCI <= 0 || c.TargetRelCI >= 1:

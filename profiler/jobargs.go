@@ -1,6 +1,7 @@
 package profiler
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -155,9 +156,9 @@ func (c *Config) validateJob() error {
 func (s *sweep) argv(pt point) []string {
 	contract := jobcontract.Point{
 		Batch:         s.cfg.Batch,
-		Workers:       Workers(pt.cpus, s.cfg.GPUs),
+		Workers:       cmp.Or(pt.launchWorkers, Workers(pt.cpus, s.cfg.GPUs)),
 		MaxIterations: s.maxIterationsFor(pt),
-		DataDir:       s.cfg.DataDir,
+		DataDir:       s.dataDirFor(pt),
 		Synthetic:     pt.synthetic,
 	}
 	if s.tmpl.has() {

@@ -35,6 +35,9 @@ type point struct {
 	phase     string
 	cold      bool // dataset evicted before start; measure after one pass
 	synthetic bool // the step-only run: --synthetic-data
+	// A windowed launch (window.go) starts with these instead of the
+	// point's own worker count and iteration cap; 0: the point's.
+	launchWorkers, launchIters int
 }
 
 // memText is a memory limit as labels show it.
@@ -95,7 +98,7 @@ func (s *sweep) window(pt point, all []jobcontract.Iteration) (win, first []jobc
 				start = i
 				break
 			}
-		} else if ipe := s.itersPerEpoch(); ipe > 0 && it.Iter >= ipe {
+		} else if ipe := s.itersPerEpochAt(pt); ipe > 0 && it.Iter >= ipe {
 			start = i
 			break
 		}
@@ -116,9 +119,12 @@ func (s *sweep) window(pt point, all []jobcontract.Iteration) (win, first []jobc
 // maxIterationsFor is the --max-iterations the job is given at a point:
 // warm-up plus the cap, plus one pass over the data for cold points.
 func (s *sweep) maxIterationsFor(pt point) int {
+	if pt.launchIters > 0 {
+		return pt.launchIters
+	}
 	n := s.cfg.Warmup + s.cfg.MaxIterations
 	if pt.cold {
-		n += s.itersPerEpoch()
+		n += s.itersPerEpochAt(pt)
 	}
 	return n
 }
@@ -194,14 +200,15 @@ func (s *sweep) prepareCache(pt point, stats *sensitivity.PointStats) error {
 	if cfg.Cache == nil || cfg.DataDir == "" || pt.synthetic {
 		return nil
 	}
+	dataDir := s.dataDirFor(pt) // the dataset, or its sample at a scaled memory point
 	if pt.cold {
-		if _, err := cfg.Cache.Evict(cfg.DataDir); err != nil {
+		if _, err := cfg.Cache.Evict(dataDir); err != nil {
 			return fmt.Errorf("evict dataset before %s: %w", pt.label(), err)
 		}
-	} else if err := cfg.Cache.Warm(cfg.DataDir); err != nil {
+	} else if err := cfg.Cache.Warm(dataDir); err != nil {
 		return fmt.Errorf("warm dataset before %s: %w", pt.label(), err)
 	}
-	res, _, err := cfg.Cache.Resident(cfg.DataDir)
+	res, _, err := cfg.Cache.Resident(dataDir)
 	if err != nil {
 		return fmt.Errorf("check dataset residency before %s: %w", pt.label(), err)
 	}
@@ -252,11 +259,11 @@ func (s *sweep) launch(ctx context.Context, pt point, run *pointRun) error {
 		Stdout: out, Stderr: out,
 		Limits: runner.Limits{
 			CPUs:          pt.cpus,
-			MemLimitBytes: pt.memLimit,
+			MemLimitBytes: s.memLimitFor(pt),
 			ReadBPS:       cfg.ReadBPS,
 			ReadBPSPath:   cfg.DataDir,
 		},
-		DataDir:    cfg.DataDir,
+		DataDir:    s.dataDirFor(pt),
 		MetricsDir: run.metricsDir,
 		ProbeDir:   s.probeDir,
 	}

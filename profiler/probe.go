@@ -1,6 +1,7 @@
 package profiler
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,7 +121,7 @@ func (s *sweep) probeEnv(pt point, run *pointRun) []string {
 		pytorch.ProbeEnvMaxIterations + "=" + strconv.Itoa(s.maxIterationsFor(pt)),
 	}
 	if s.tmpl.has() && !s.tmpl.used[PlaceholderWorkers] {
-		env = append(env, pytorch.ProbeEnvWorkers+"="+strconv.Itoa(Workers(pt.cpus, s.cfg.GPUs)))
+		env = append(env, pytorch.ProbeEnvWorkers+"="+strconv.Itoa(cmp.Or(pt.launchWorkers, Workers(pt.cpus, s.cfg.GPUs))))
 	}
 	switch j := s.cfg.JobSetup; {
 	case j.EmulateStep > 0:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/synergy-sched/synergy/jobcontract"
+	"github.com/synergy-sched/synergy/runner/owner"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
@@ -34,9 +35,11 @@ type sweep struct {
 	warnings     []string
 	jobState
 
-	started  time.Time // when this Run began
-	baseWall float64   // wall seconds of the runs this one resumes
-	index    int       // points started, a resumed profile's included
+	started  time.Time   // when this Run began
+	baseWall float64     // wall seconds of the runs this one resumes
+	index    int         // points started, a resumed profile's included
+	win      windows     // the running windowed launch, if any (window.go)
+	scaled   *scaledData // the dataset's sample for scaled memory points (cost_memscale.go)
 }
 
 func (s *sweep) warnf(format string, a ...any) {
@@ -89,12 +92,16 @@ func Run(ctx context.Context, cfg Config) (*sensitivity.Profile, error) {
 			return s.prof, err
 		}
 	}
-	if err := s.runPlan(ctx, plan); err != nil {
+	defer s.endLaunch()
+	err = s.runPlan(ctx, plan)
+	if err == nil {
+		err = s.runValidation(ctx)
+	}
+	s.endLaunch()
+	if err != nil && !errors.Is(err, errTimeBudget) {
 		return s.prof, err
 	}
-	if err := s.runValidation(ctx); err != nil {
-		return s.prof, err
-	}
+	s.setStop(err)
 	if err := s.save(); err != nil {
 		return s.prof, err
 	}
@@ -104,15 +111,14 @@ func Run(ctx context.Context, cfg Config) (*sensitivity.Profile, error) {
 // makeDirs makes the sweep's work directory (returned, for the caller to
 // remove) and the log and timeline directories.
 func (s *sweep) makeDirs() (string, error) {
-	work, err := os.MkdirTemp("", "synergy-profile-*")
+	// Named after this process (a later run removes it if this one dies)
+	// and 0700: only this run enters it; a container's user gets its own
+	// point directory, mounted (runner/docker).
+	work, err := owner.MkdirTemp("", owner.TempDirPrefix)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("work directory: %w", err)
 	}
 	s.workDir = work
-	if err := os.Chmod(work, 0o777); err != nil { // container jobs may run as another user
-		os.RemoveAll(work)
-		return "", err
-	}
 	for _, d := range []string{s.cfg.LogDir, s.cfg.TimelineDir} {
 		if d != "" {
 			if err := os.MkdirAll(d, 0o755); err != nil {
@@ -173,13 +179,17 @@ func (s *sweep) runValidation(ctx context.Context) error {
 // interrupted point saves what came before it and returns ErrInterrupted.
 func (s *sweep) runOne(ctx context.Context, pt point, total string) error {
 	cfg := &s.cfg
+	if err := s.checkBudget(); err != nil {
+		return err
+	}
 	s.index++
 	if cfg.Progress != nil {
 		cfg.Progress.PointStart(s.index, total, pt.label())
 	}
 	t0 := cfg.Now()
-	cell, err := s.runPoint(ctx, pt)
+	cell, err := s.measurePoint(ctx, pt)
 	if errors.Is(err, errInterrupted) {
+		s.setStop(err)
 		if serr := s.save(); serr != nil {
 			return serr
 		}
@@ -190,9 +200,11 @@ func (s *sweep) runOne(ctx context.Context, pt point, total string) error {
 	}
 	s.prof.SetCell(cell)
 	s.prof.Cost.Points++
+	s.addCost(cell)
 	if cfg.Progress != nil {
 		cfg.Progress.PointDone(pt.label(), cell, cfg.Now().Sub(t0))
 	}
+	s.noteTimeLeft(s.index, total)
 	return s.save()
 }
 
@@ -311,6 +323,7 @@ func (s *sweep) runStepOnly(ctx context.Context) error {
 		s.cfg.Progress.PointStart(0, "step-only", pt.label())
 	}
 	t0 := s.cfg.Now()
+	s.prof.Cost.Launches++
 	cell, err := s.runPoint(ctx, pt)
 	if errors.Is(err, errInterrupted) {
 		return ErrInterrupted

@@ -19,6 +19,9 @@ type Server struct {
 	GPUs     int     `json:"gpus"`
 	CPUs     float64 `json:"cpus"`
 	MemBytes int64   `json:"mem_bytes"`
+	// GPUType is the GPU model of the server's GPUs ("v100", "a100", any
+	// name); optional: empty for clusters of one untyped kind.
+	GPUType string `json:"gpu_type,omitempty"`
 }
 
 // Cluster is a set of servers. Server i in Servers is addressed by index i
@@ -90,6 +93,9 @@ func (c *Cluster) Validate() error {
 		}
 		if s.Name == "" {
 			return fmt.Errorf("cluster: %s.name: empty", f)
+		}
+		if s.GPUType != strings.TrimSpace(s.GPUType) {
+			return fmt.Errorf("cluster: %s.gpu_type = %q: leading or trailing spaces", f, s.GPUType)
 		}
 		if j, dup := names[s.Name]; dup {
 			return fmt.Errorf("cluster: %s.name = %q: same as servers[%d]", f, s.Name, j)

@@ -118,3 +118,19 @@ func FuzzParseCluster(f *testing.F) {
 		}
 	})
 }
+
+func TestClusterGPUTypeOptional(t *testing.T) {
+	old := `{"name":"c","servers":[{"name":"a","rack":0,"gpus":8,"cpus":24,"mem_bytes":500000000000}]}`
+	c, err := ParseCluster([]byte(old))
+	if err != nil || c.Servers[0].GPUType != "" {
+		t.Fatalf("an untyped cluster file: %+v %v", c, err)
+	}
+	typed := `{"name":"c","servers":[{"name":"a","rack":0,"gpus":8,"cpus":24,"mem_bytes":500000000000,"gpu_type":"h100"}]}`
+	if c, err = ParseCluster([]byte(typed)); err != nil || c.Servers[0].GPUType != "h100" {
+		t.Fatalf("a typed cluster file: %+v %v", c, err)
+	}
+	bad := `{"name":"c","servers":[{"name":"a","rack":0,"gpus":8,"cpus":24,"mem_bytes":500000000000,"gpu_type":" h100"}]}`
+	if _, err = ParseCluster([]byte(bad)); err == nil || !strings.Contains(err.Error(), "gpu_type") {
+		t.Fatalf("error %v, want one naming gpu_type", err)
+	}
+}

@@ -89,6 +89,8 @@ var (
 	stallBounds = []string{"prep", "fetch", "step"}
 	fitModels   = []string{ModelMinGPUCPUFetch}
 	baselines   = []string{"", BaselineMinIO}
+	// sweepStops are Cost.StopReason's values ("" in older profiles).
+	sweepStops = []string{"", SweepStopComplete, SweepStopTimeBudget, SweepStopInterrupted}
 )
 
 // FailureClasses lists the failure classes a profile may record.
@@ -183,6 +185,8 @@ func (p *Profile) Validate() error {
 	c.validation(p)
 	c.float("cost.wall_seconds", "", p.Cost.WallSeconds, 0, MaxSeconds, "longer than any profile runs")
 	c.int("cost.points", "", int64(p.Cost.Points), 0, MaxIterationCap, "more launches than any sweep makes")
+	c.int("cost.launches", "", int64(p.Cost.Launches), 0, MaxIterationCap, "more launches than any sweep makes")
+	c.oneOf("cost.stop_reason", "", p.Cost.StopReason, sweepStops)
 	for i, s := range p.Samplers {
 		f := fmt.Sprintf("samplers[%d]", i)
 		if s.Name == "" {

@@ -186,6 +186,20 @@ type PointStats struct {
 	HostCPUPctMean float64 `json:"host_cpu_pct_mean,omitempty"`
 	GPUUtilPctMean float64 `json:"gpu_util_pct_mean,omitempty"`
 	Timeline       string  `json:"timeline,omitempty"`
+	// Cost and provenance (docs/cost.md): the launch (1-based, counted over
+	// the profile) whose run measured the point; whether it was measured in
+	// place, in a window after a live limit change; seconds before its
+	// measured iterations (start-up, warm-up or first pass, or settling
+	// after the change) and of them.
+	Launch int `json:"launch,omitempty"`
+	// MemScale is the fraction of the dataset's bytes a scaled memory
+	// point read (its sample), under ScaledMemLimitBytes instead of the
+	// cell's limit; absent: the whole dataset.
+	MemScale            float64 `json:"mem_scale,omitempty"`
+	ScaledMemLimitBytes int64   `json:"scaled_mem_limit_bytes,omitempty"`
+	InPlace             bool    `json:"in_place,omitempty"`
+	WarmupSeconds       float64 `json:"warmup_seconds,omitempty"`
+	MeasureSeconds      float64 `json:"measure_seconds,omitempty"`
 }
 
 // Failure records why a point did not produce a measurement.
@@ -199,7 +213,23 @@ type Failure struct {
 type Cost struct {
 	Points      int     `json:"points"`
 	WallSeconds float64 `json:"wall_seconds"`
+	// Launches counts job starts (a windowed launch serves several points);
+	// WarmupSeconds and MeasureSeconds add up the points' own figures.
+	Launches       int     `json:"launches,omitempty"`
+	WarmupSeconds  float64 `json:"warmup_seconds,omitempty"`
+	MeasureSeconds float64 `json:"measure_seconds,omitempty"`
+	// TimeBudgetSeconds is the --time-budget the sweep ran under (0: none);
+	// StopReason says how the last run of the sweep ended (SweepStop*).
+	TimeBudgetSeconds float64 `json:"time_budget_seconds,omitempty"`
+	StopReason        string  `json:"stop_reason,omitempty"`
 }
+
+// How a sweep ended (Cost.StopReason).
+const (
+	SweepStopComplete    = "complete"    // the strategy (and validation) ran out of points
+	SweepStopTimeBudget  = "time_budget" // --time-budget was spent; the profile holds what was measured
+	SweepStopInterrupted = "interrupted" // cancelled (Ctrl-C); resume continues it
+)
 
 // Validation compares predicted cells with cells measured for the check only.
 type Validation struct {

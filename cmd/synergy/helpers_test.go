@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/synergy-sched/synergy/runner/local"
+	"github.com/synergy-sched/synergy/runner/reap"
 )
 
 // binaries are the synergy and synthtrain executables, each built at most
@@ -110,6 +111,9 @@ func genDataset(t *testing.T, synthtrain, preset, size string) string {
 func TestMain(m *testing.M) {
 	if local.IsGate(os.Args) {
 		local.GateMain()
+	}
+	if reap.IsWatchdog(os.Args) {
+		reap.WatchdogMain()
 	}
 	code := m.Run()
 	if binDir != "" {

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/synergy-sched/synergy/runner/local"
+	"github.com/synergy-sched/synergy/runner/reap"
 )
 
 // version is stamped by the Makefile (-ldflags "-X main.version=...").
@@ -22,6 +23,10 @@ func main() {
 	// until it is inside its cgroups (runner/local: GateMain).
 	if local.IsGate(os.Args) {
 		local.GateMain()
+	}
+	// A profile run starts this binary as its watchdog (runner/reap).
+	if reap.IsWatchdog(os.Args) {
+		reap.WatchdogMain()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -46,6 +51,8 @@ func newApp() *cli.Command {
 			simulateCommand(),
 			matrixCommand(),
 			k8sCommand(),
+			slurmCommand(),
+			cleanupCommand(),
 		},
 	}
 }

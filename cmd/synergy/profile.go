@@ -77,7 +77,7 @@ from the file named by $SYNERGY_METRICS_FILE.
 Example:
   synergy profile --cpus 1,2 --mem-limits 64MiB,128MiB --data demo/data \
       --disk-read-bps 40MB --out demo/profile.json -- bin/synthtrain --preset audio`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: flagRunner, Value: "local", Usage: "`NAME` of the runner the points run on: local (a cgroup on this host) or docker"},
 			&cli.StringFlag{Name: flagCPUs, DefaultText: "the --cpu sweep", Usage: "CPU axis: `LIST` of core counts, e.g. 1,2,4 (fractions down to 0.01: 0.5 is a CFS quota on one pinned core)"},
 			&cli.FloatFlag{Name: flagCPUMax, DefaultText: "all online cores", Usage: "sweep 1, 2, 4, ... up to `MAX` cores"},
@@ -107,7 +107,7 @@ Example:
 			&cli.StringFlag{Name: flagDockerImg, Usage: "docker runner: `IMAGE` holding the script (never pulled)"},
 			&cli.StringFlag{Name: flagContainerMnt, Value: "/datadrive", Usage: "docker runner: mount the dataset read-only at `PATH`"},
 			&cli.StringFlag{Name: flagShmSize, DefaultText: "1GiB, at most half the memory limit", Usage: "docker runner: /dev/shm `SIZE` for loader workers"},
-		},
+		}, costFlags()...),
 		Action: runProfile,
 	})
 }
@@ -137,6 +137,7 @@ func parseProfileFlags(c *cli.Command) (profileOptions, error) {
 	}
 	for _, parse := range []func(*cli.Command, *profileOptions) error{
 		parseRunnerFlag, parseAxisFlags, parseMeasureFlags, parseDataFlags, parseStrategyFlags, parseOutputFlags, parseDockerFlags, parseJobFlags,
+		parseCostFlags,
 	} {
 		if err := parse(c, &o); err != nil {
 			return o, err
@@ -410,6 +411,11 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 	if err := resolveAxes(&o, h, runtime.NumCPU()); err != nil {
 		return err
 	}
+	guard, err := guardRun(ctx, c.Root().ErrWriter, o.runnerName, cfg)
+	if err != nil {
+		return err
+	}
+	defer guard.release()
 	env, err := probeEnvironment(ctx, o, h)
 	if err != nil {
 		return err
@@ -417,6 +423,9 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 	defer env.close()
 	withEnvironment(cfg, env)
 	stdout, stderr := c.Root().Writer, c.Root().ErrWriter
+	if err := guard.share(ctx, cfg, stderr); err != nil {
+		return err
+	}
 	for _, w := range env.warnings {
 		fmt.Fprintln(stderr, "warning:", w)
 	}

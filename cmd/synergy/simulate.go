@@ -53,8 +53,8 @@ func simulateCommand() *cli.Command {
 		Description: "Rounds of --round (300 s) with Synergy's semantics: every round the policy orders the runnable jobs and the\n" +
 			"strategy re-packs them on the empty cluster. Results are over the job ids in --window. A sweep over\n" +
 			"--strategies × --policies × --loads × --seed runs in parallel. Same flags and seed: identical output.\n\n" +
-			namedHelp("Strategies", scheduler.StrategyHelp()) + "\n" + namedHelp("Policies", scheduler.PolicyHelp()),
-		Flags: []cli.Flag{
+			namedHelp("Strategies", scheduler.StrategyHelp()) + "\n" + namedHelp("Policies", scheduler.PolicyHelp()) + "\n\n" + gavelHelp(),
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: simFlagCluster, Value: "default", Usage: "cluster JSON file or preset (" + strings.Join(scheduler.PresetNames(), ", ") + ")"},
 			&cli.StringFlag{Name: simFlagTrace, Usage: "Synergy recorded trace CSV (job_id,model,arrival_s,iterations,gpus) instead of the generator"},
 			&cli.StringFlag{Name: simFlagPhilly, Usage: "Philly cluster_job_log JSON instead of the generator: jobs in log order (cycling), GPU counts from the log with --multi-gpu, Poisson arrivals at --loads"},
@@ -76,7 +76,7 @@ func simulateCommand() *cli.Command {
 			&cli.IntFlag{Name: simFlagWorkers, Value: runtime.GOMAXPROCS(0), Usage: "parallel runs"},
 			&cli.BoolFlag{Name: simFlagJSON, Usage: "print the results JSON on stdout instead of the table"},
 			&cli.StringFlag{Name: simFlagPlot, Usage: "draw the JCT CDF of every run here; format by extension (.png, .svg, .pdf)"},
-		},
+		}, gavelFlags()...),
 		Action: runSimulate,
 	}
 }
@@ -346,6 +346,9 @@ func (x recording) Next() (*scheduler.Job, bool) {
 }
 
 func runSimulate(ctx context.Context, c *cli.Command) error {
+	if gavelMode(c) {
+		return runGavelSimulate(ctx, c)
+	}
 	o, err := parseSimulateFlags(c)
 	if err != nil {
 		return err

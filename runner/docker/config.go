@@ -21,6 +21,11 @@ const (
 	LabelProfile = "synergy.profile" // always "1"
 	LabelJob     = "synergy.job"     // Job.Name
 	LabelPoint   = "synergy.point"   // Limits.String(), e.g. "cpus=2 mem=1GiB"
+	// LabelOwner is the synergy process that made the container,
+	// "PID-START" (runner/owner), and LabelHost the host it runs on: a
+	// container whose owner on this host is dead is an orphan (ReapOrphans).
+	LabelOwner = "synergy.owner"
+	LabelHost  = "synergy.host"
 )
 
 // pathMap rewrites host paths to container paths: a value equal to a host

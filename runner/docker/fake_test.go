@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	cerrdefs "github.com/containerd/errdefs"
+	dockerspec "github.com/moby/docker-image-spec/specs-go/v1"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
@@ -32,10 +34,17 @@ type fakeDocker struct {
 	// successful kill closes it.
 	exited chan struct{}
 
-	mu      sync.Mutex
-	calls   []string
-	removed []client.ContainerRemoveOptions
-	running bool
+	// listed is what ContainerList returns; files what CopyFromContainer
+	// finds (path -> content).
+	listed    []container.Summary
+	files     map[string]string
+	imageUser string // the image's USER
+
+	mu         sync.Mutex
+	calls      []string
+	removed    []client.ContainerRemoveOptions
+	removedIDs []string
+	running    bool
 }
 
 var _ dockerAPI = (*fakeDocker)(nil)
@@ -58,6 +67,22 @@ func (f *fakeDocker) called(c string) int {
 		}
 	}
 	return n
+}
+
+func (f *fakeDocker) ContainerList(context.Context, client.ContainerListOptions) (client.ContainerListResult, error) {
+	f.record("list")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return client.ContainerListResult{Items: f.listed}, nil
+}
+
+func (f *fakeDocker) CopyFromContainer(_ context.Context, _ string, o client.CopyFromContainerOptions) (client.CopyFromContainerResult, error) {
+	f.record("copy " + o.SourcePath)
+	body, ok := f.files[o.SourcePath]
+	if !ok {
+		return client.CopyFromContainerResult{}, cerrdefs.ErrNotFound
+	}
+	return client.CopyFromContainerResult{Content: io.NopCloser(bytes.NewReader(tarOf(filepath.Base(o.SourcePath), body)))}, nil
 }
 
 func (f *fakeDocker) ContainerCreate(context.Context, client.ContainerCreateOptions) (client.ContainerCreateResult, error) {
@@ -122,10 +147,11 @@ func (f *fakeDocker) ContainerKill(_ context.Context, _ string, o client.Contain
 	return client.ContainerKillResult{}, nil
 }
 
-func (f *fakeDocker) ContainerRemove(_ context.Context, _ string, o client.ContainerRemoveOptions) (client.ContainerRemoveResult, error) {
+func (f *fakeDocker) ContainerRemove(_ context.Context, id string, o client.ContainerRemoveOptions) (client.ContainerRemoveResult, error) {
 	f.record("remove")
 	f.mu.Lock()
 	f.removed = append(f.removed, o)
+	f.removedIDs = append(f.removedIDs, id)
 	f.mu.Unlock()
 	return client.ContainerRemoveResult{}, f.removeErr
 }
@@ -153,7 +179,25 @@ func fakeRunner(t *testing.T, f *fakeDocker, edit func(*Options)) *Runner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newRunner(f, nil, o)
+	return newRunner(f, fakeImages{user: f.imageUser}, o)
+}
+
+// fakeImages answers ImageInspect with an image whose USER is user.
+type fakeImages struct{ user string }
+
+func (i fakeImages) ImageInspect(context.Context, string, ...client.ImageInspectOption) (client.ImageInspectResult, error) {
+	var res client.ImageInspectResult
+	res.Config = &dockerspec.DockerOCIImageConfig{}
+	res.Config.User = i.user
+	return res, nil
+}
+
+func (fakeImages) ImageBuild(context.Context, io.Reader, client.ImageBuildOptions) (client.ImageBuildResult, error) {
+	return client.ImageBuildResult{}, errors.New("fake: no builds")
+}
+
+func (fakeImages) ImageRemove(context.Context, string, client.ImageRemoveOptions) (client.ImageRemoveResult, error) {
+	return client.ImageRemoveResult{}, nil
 }
 
 func fakeJob() runner.Job {
@@ -468,4 +512,14 @@ func TestStart_BadJobNeverReachesTheEngine(t *testing.T) {
 	if _, err := fakeRunner(t, f, func(o *Options) { o.Image = "" }).Start(context.Background(), fakeJob()); err == nil || !strings.Contains(err.Error(), "no image given") {
 		t.Errorf("no image: err = %v", err)
 	}
+}
+
+// tarOf is a tar stream of one file, as CopyFromContainer returns it.
+func tarOf(name, body string) []byte {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	_ = tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
+	_, _ = tw.Write([]byte(body))
+	_ = tw.Close()
+	return buf.Bytes()
 }

@@ -27,7 +27,7 @@ const LabelImage = "synergy.image"
 // files (image path -> host path) with its host permission bits. Entries
 // are sorted and timestamps fixed, so the same inputs give the same context
 // (and hit the engine's build cache).
-func scratchContext(files map[string]string, entrypoint []string) ([]byte, error) {
+func scratchContext(files map[string]string, entrypoint []string, user string) ([]byte, error) {
 	if len(files) == 0 {
 		return nil, errors.New("no files to put in the image")
 	}
@@ -42,13 +42,9 @@ func scratchContext(files map[string]string, entrypoint []string) ([]byte, error
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].image < entries[j].image })
 
-	df := "FROM scratch\nCOPY rootfs/ /\n"
-	if len(entrypoint) > 0 {
-		ep, err := json.Marshal(entrypoint)
-		if err != nil {
-			return nil, fmt.Errorf("encode entrypoint: %w", err)
-		}
-		df += "ENTRYPOINT " + string(ep) + "\n"
+	df, err := scratchDockerfile(entrypoint, user)
+	if err != nil {
+		return nil, err
 	}
 
 	var buf bytes.Buffer
@@ -104,6 +100,26 @@ func scratchContext(files map[string]string, entrypoint []string) ([]byte, error
 	return buf.Bytes(), nil
 }
 
+// scratchDockerfile is the Dockerfile of a scratch image holding rootfs/,
+// with entrypoint and user when given.
+func scratchDockerfile(entrypoint []string, user string) (string, error) {
+	df := "FROM scratch\nCOPY rootfs/ /\n"
+	if len(entrypoint) > 0 {
+		ep, err := json.Marshal(entrypoint)
+		if err != nil {
+			return "", fmt.Errorf("encode entrypoint: %w", err)
+		}
+		df += "ENTRYPOINT " + string(ep) + "\n"
+	}
+	if user != "" {
+		if strings.ContainsAny(user, " \t\n\\") {
+			return "", fmt.Errorf("image user %q: want uid[:gid] or name[:group]", user)
+		}
+		df += "USER " + user + "\n"
+	}
+	return df, nil
+}
+
 // buildMessage is one line of the engine's build output stream; old engines
 // put the error in "error", newer ones in "errorDetail".
 type buildMessage struct {
@@ -148,10 +164,17 @@ func readBuildOutput(r io.Reader) error {
 // image has no libc), and entrypoint, if given, becomes its ENTRYPOINT. It
 // returns the image ID.
 func (r *Runner) BuildScratchImage(ctx context.Context, tag string, files map[string]string, entrypoint []string) (string, error) {
+	return r.BuildScratchImageAs(ctx, tag, files, entrypoint, "")
+}
+
+// BuildScratchImageAs is BuildScratchImage with a USER line: containers of
+// the image run as user ("65534", "nobody:nogroup"; a name must be in an
+// /etc/passwd among files). "" keeps root.
+func (r *Runner) BuildScratchImageAs(ctx context.Context, tag string, files map[string]string, entrypoint []string, user string) (string, error) {
 	if tag == "" {
 		return "", errors.New("build scratch image: empty tag")
 	}
-	tarball, err := scratchContext(files, entrypoint)
+	tarball, err := scratchContext(files, entrypoint, user)
 	if err != nil {
 		return "", fmt.Errorf("build scratch image %s: %w", tag, err)
 	}

@@ -21,7 +21,7 @@ func TestScratchContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := map[string]string{"/usr/local/bin/synthtrain": bin, "etc/cfg": cfg}
-	tarball, err := scratchContext(files, []string{"/usr/local/bin/synthtrain", "--x"})
+	tarball, err := scratchContext(files, []string{"/usr/local/bin/synthtrain", "--x"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,12 +60,12 @@ func TestScratchContext(t *testing.T) {
 		}
 	}
 	// Same inputs, same bytes: the engine's build cache can hit.
-	again, err := scratchContext(files, []string{"/usr/local/bin/synthtrain", "--x"})
+	again, err := scratchContext(files, []string{"/usr/local/bin/synthtrain", "--x"}, "")
 	if err != nil || !reflect.DeepEqual(again, tarball) {
 		t.Error("scratchContext is not deterministic")
 	}
 
-	noEP, err := scratchContext(map[string]string{"/p": bin}, nil)
+	noEP, err := scratchContext(map[string]string{"/p": bin}, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestScratchContext_BadInput(t *testing.T) {
 		{map[string]string{"/x": "/no/such/file"}, "image file x"},
 		{map[string]string{"/x": "/"}, "not a regular file"},
 	} {
-		if _, err := scratchContext(tt.files, nil); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+		if _, err := scratchContext(tt.files, nil, ""); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 			t.Errorf("%v: err = %v, want %q", tt.files, err, tt.wantErr)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -103,6 +104,10 @@ type Runner struct {
 	host       string
 	apiVersion string
 	closer     io.Closer
+
+	userMu    sync.Mutex
+	user      string // the image's USER, once userKnown
+	userKnown bool
 }
 
 var _ runner.Runner = (*Runner)(nil)
@@ -229,6 +234,13 @@ func (r *Runner) Start(ctx context.Context, job runner.Job) (runner.Handle, erro
 	if err != nil {
 		return nil, err
 	}
+	owned, err := ownerLabels()
+	if err != nil {
+		return nil, fmt.Errorf("job %q: %w", job.Name, err)
+	}
+	for k, v := range owned {
+		cfg.Labels[k] = v
+	}
 	r.chainImageEnv(ctx, cfg)
 	hc, err := hostConfig(job, r.opts, online, readDev)
 	if err != nil {
@@ -248,6 +260,11 @@ func (r *Runner) Start(ctx context.Context, job runner.Job) (runner.Handle, erro
 		}
 	}
 	h := newHandle(r, created.ID, job)
+	if job.MetricsDir != "" {
+		if err := r.handOver(ctx, created.ID, job.MetricsDir); err != nil {
+			return nil, errors.Join(fmt.Errorf("job %q: metrics directory %s: %w", job.Name, job.MetricsDir, err), h.abandon())
+		}
+	}
 	if err := h.begin(ctx); err != nil {
 		return nil, errors.Join(err, h.abandon())
 	}
@@ -267,4 +284,19 @@ func onlineCPUs(sysRoot string) ([]int, error) {
 		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	return cpus, nil
+}
+
+// handOver gives the metrics directory to the user the container runs as
+// (the image's USER, names resolved in the created container's /etc/passwd
+// and /etc/group), mode 0700.
+func (r *Runner) handOver(ctx context.Context, id, dir string) error {
+	spec, err := r.userSpec(ctx)
+	if err != nil {
+		return err
+	}
+	u, err := resolveUser(spec, r.readFromContainer(ctx, id))
+	if err != nil {
+		return err
+	}
+	return giveMetricsDir(dir, u)
 }

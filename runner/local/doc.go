@@ -53,9 +53,14 @@
 // normal exit, reads the final counters, classifies the end (exit code,
 // signal, OOM kill from the memory.oom_control or memory.events oom_kill
 // counter) and removes the cgroup, on success and on every failure path.
-// Jobs are not tied to the runner's life (no parent-death signal: Go may
-// retire the OS thread that forked), so a runner killed outright leaves its
-// jobs and their cgroups behind; they carry the prefix, pid and a sequence
-// number in their names ("synergy-<job>-<pid>-<n>") to be found and removed.
+// Jobs are tied to the runner's life: each job's first process is started
+// with a parent-death signal (SIGKILL, PR_SET_PDEATHSIG), forked from one
+// goroutine locked to its OS thread for the life of the process (the signal
+// follows the forking thread, and Go may otherwise retire a thread while the
+// runner runs on). Processes the job started itself do not get the signal;
+// they are in the job's cgroup, which is named after its runner's PID and
+// start time ("<prefix>-<job>-<PID>-<START>-<n>", see runner/owner), and
+// ReapOrphans, which every synergy run and `synergy cleanup` call, kills
+// what is left in the cgroups of runners no longer alive and removes them.
 // A parent given in Options is made when missing and never removed.
 package local

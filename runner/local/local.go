@@ -20,6 +20,7 @@ import (
 
 	"github.com/synergy-sched/synergy/runner"
 	"github.com/synergy-sched/synergy/runner/cgroupfs"
+	"github.com/synergy-sched/synergy/runner/owner"
 )
 
 // Options configure a Runner. Every host path is injectable; zero values
@@ -290,8 +291,12 @@ func (r *Runner) reserveName(jobName string, anchor hierarchy) (string, error) {
 	if err := os.MkdirAll(anchor.dir(""), 0o755); err != nil {
 		return "", fmt.Errorf("create parent cgroup %s: %w", anchor.dir(""), err)
 	}
+	me, err := owner.Self()
+	if err != nil {
+		return "", fmt.Errorf("name the job's cgroup after this process: %w", err)
+	}
 	for range 1000 {
-		name := fmt.Sprintf("%s-%s-%d-%d", r.opts.Prefix, sanitizeName(jobName), os.Getpid(), r.seq.Add(1))
+		name := fmt.Sprintf("%s-%s-%s-%d", r.opts.Prefix, sanitizeName(jobName), me, r.seq.Add(1))
 		err := os.Mkdir(anchor.dir(name), 0o755)
 		if err == nil {
 			return name, nil
@@ -325,7 +330,7 @@ func sanitizeName(s string) string {
 
 // launch starts the job's process in grp and returns its handle.
 func (r *Runner) launch(ctx context.Context, job runner.Job, grp group) (*handle, error) {
-	h := &handle{job: job, grp: grp, exited: make(chan struct{})}
+	h := &handle{run: r, job: job, grp: grp, exited: make(chan struct{})}
 	stdout, err := h.attach(job.Stdout)
 	if err != nil {
 		return nil, err
@@ -367,6 +372,7 @@ func (r *Runner) launch(ctx context.Context, job runner.Job, grp group) (*handle
 
 // handle is a running job.
 type handle struct {
+	run     *Runner // for Update (update.go)
 	job     runner.Job
 	grp     group
 	cmd     *exec.Cmd
@@ -472,8 +478,8 @@ func (h *handle) startGated(job runner.Job, grp group, gatePath string, stdout, 
 	cmd := h.command(gatePath, append([]string{GateArg, "--"}, job.Argv...), job, stdout, stderr)
 	cmd.Args[0] = job.Argv[0]               // what ps shows until the exec
 	cmd.ExtraFiles = []*os.File{relR, errW} // fds 3 and 4
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	err = startOnLockedThread(cmd)
 	relR.Close()
 	errW.Close()
 	h.closeOutputs()
@@ -521,8 +527,8 @@ func (h *handle) startV2(job runner.Job, grp *v2Group, stdout, stderr *os.File) 
 		h.closeOutputs()
 		return nil, fmt.Errorf("find program %q: %w", job.Argv[0], cmd.Err)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, UseCgroupFD: true, CgroupFD: fd}
-	err = cmd.Start()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, UseCgroupFD: true, CgroupFD: fd, Pdeathsig: syscall.SIGKILL}
+	err = startOnLockedThread(cmd)
 	h.closeOutputs()
 	if err != nil {
 		return nil, fmt.Errorf("start %s in cgroup %s: %w", job.Argv[0], grp.dir, err)

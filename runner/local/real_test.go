@@ -71,6 +71,8 @@ func helperMain(mode string) int {
 				return 0
 			}
 		}
+	case "owner":
+		return ownerMain()
 	case "read":
 		f, err := os.Open(os.Getenv("SYNERGY_TEST_FILE"))
 		if err != nil {

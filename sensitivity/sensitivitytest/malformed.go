@@ -26,147 +26,184 @@ func Malformed(good []byte) []Case {
 	if err != nil {
 		panic("sensitivitytest: the good profile does not decode: " + err.Error())
 	}
-	// indices of cells the mutations address, by role
-	idx := func(cpus float64, mem int64) int {
-		for i, c := range p.Cells {
-			if c.CPUs == cpus && c.MemLimitBytes == mem {
-				return i
-			}
+	c := &cases{good: good, p: p}
+	c.meas = c.idx(0.5, 0)         // measured, phase cpu, unlimited
+	c.memCell = c.idx(0.5, 64*mib) // measured, phase memory, fetch-bound
+	c.pred = c.idx(2, 64*mib)      // predicted
+	c.valid = c.idx(1, 128*mib)    // measured for validation
+	c.decoderCases()
+	c.jobCases()
+	c.axesCases()
+	c.cellCases()
+	c.statCases()
+	c.restCases()
+	return c.out
+}
+
+// cases builds malformed profiles from one good profile; meas, memCell, pred
+// and valid index the cells the mutations address, by role.
+type cases struct {
+	good                       []byte
+	p                          *sensitivity.Profile
+	meas, memCell, pred, valid int
+	out                        []Case
+}
+
+// idx returns the index of the good profile's cell at cpus and mem.
+func (c *cases) idx(cpus float64, mem int64) int {
+	for i, cl := range c.p.Cells {
+		if cl.CPUs == cpus && cl.MemLimitBytes == mem {
+			return i
 		}
-		panic(fmt.Sprintf("sensitivitytest: no cell at cpus=%g mem=%d", cpus, mem))
 	}
-	meas := idx(0.5, 0)         // measured, phase cpu, unlimited
-	memCell := idx(0.5, 64*mib) // measured, phase memory, fetch-bound
-	pred := idx(2, 64*mib)      // predicted
-	valid := idx(1, 128*mib)    // measured for validation
-	cell := func(i int, field string) string { return fmt.Sprintf("cells[%d].%s", i, field) }
+	panic(fmt.Sprintf("sensitivitytest: no cell at cpus=%g mem=%d", cpus, mem))
+}
 
-	var out []Case
-	add := func(name, field string, mutate func(d *doc)) {
-		d := parse(good)
-		mutate(d)
-		out = append(out, Case{Name: name, Field: field, JSON: d.bytes()})
-	}
+// add records the case named name: the good profile changed by mutate,
+// whose refusal must name field.
+func (c *cases) add(name, field string, mutate func(d *doc)) {
+	d := parse(c.good)
+	mutate(d)
+	c.out = append(c.out, Case{Name: name, Field: field, JSON: d.bytes()})
+}
 
+// cell is the JSON path of field in cells[i].
+func cell(i int, field string) string { return fmt.Sprintf("cells[%d].%s", i, field) }
+
+// decoderCases are the cases of the schema version and the strict decoder.
+func (c *cases) decoderCases() {
 	// the version and the decoder
-	add("schema version missing", "schema_version", func(d *doc) { d.del("schema_version") })
-	add("schema version from the future", "schema_version", func(d *doc) { d.set("schema_version", 2) })
-	add("schema version zero", "schema_version", func(d *doc) { d.set("schema_version", 0) })
-	add("schema version negative", "schema_version", func(d *doc) { d.set("schema_version", -1) })
-	add("unknown top-level key", "stratgy", func(d *doc) { d.set("stratgy", "axes") })
-	add("unknown cell key", "sample_per_s", func(d *doc) { d.set(cell(meas, "sample_per_s"), 1) })
-	add("cells not an array", "cells", func(d *doc) { d.set("cells", map[string]any{}) })
-	add("rate overflowing float64", "samples_per_s", func(d *doc) { d.set(cell(meas, "samples_per_s"), json.Number("1e309")) })
-	add("GPUs overflowing int", "gpus", func(d *doc) { d.set("job.gpus", json.Number("1e30")) })
+	c.add("schema version missing", "schema_version", func(d *doc) { d.del("schema_version") })
+	c.add("schema version from the future", "schema_version", func(d *doc) { d.set("schema_version", 2) })
+	c.add("schema version zero", "schema_version", func(d *doc) { d.set("schema_version", 0) })
+	c.add("schema version negative", "schema_version", func(d *doc) { d.set("schema_version", -1) })
+	c.add("unknown top-level key", "stratgy", func(d *doc) { d.set("stratgy", "axes") })
+	c.add("unknown cell key", "sample_per_s", func(d *doc) { d.set(cell(c.meas, "sample_per_s"), 1) })
+	c.add("cells not an array", "cells", func(d *doc) { d.set("cells", map[string]any{}) })
+	c.add("rate overflowing float64", "samples_per_s", func(d *doc) { d.set(cell(c.meas, "samples_per_s"), json.Number("1e309")) })
+	c.add("GPUs overflowing int", "gpus", func(d *doc) { d.set("job.gpus", json.Number("1e30")) })
+}
 
+// jobCases are the cases of the job, the host and the GPU.
+func (c *cases) jobCases() {
 	// job
-	add("batch zero", "job.batch", func(d *doc) { d.set("job.batch", 0) })
-	add("batch negative", "job.batch", func(d *doc) { d.set("job.batch", -16) })
-	add("batch absurd", "job.batch", func(d *doc) { d.set("job.batch", 1_000_000_000) })
-	add("10^12 GPUs", "job.gpus", func(d *doc) { d.set("job.gpus", 1_000_000_000_000) })
-	add("GPUs negative", "job.gpus", func(d *doc) { d.set("job.gpus", -1) })
-	add("max iterations negative", "job.max_iterations", func(d *doc) { d.set("job.max_iterations", -5) })
-	add("job name with a newline", "job.name", func(d *doc) { d.set("job.name", "synthtrain\n--cpus-per-gpu=64") })
+	c.add("batch zero", "job.batch", func(d *doc) { d.set("job.batch", 0) })
+	c.add("batch negative", "job.batch", func(d *doc) { d.set("job.batch", -16) })
+	c.add("batch absurd", "job.batch", func(d *doc) { d.set("job.batch", 1_000_000_000) })
+	c.add("10^12 GPUs", "job.gpus", func(d *doc) { d.set("job.gpus", 1_000_000_000_000) })
+	c.add("GPUs negative", "job.gpus", func(d *doc) { d.set("job.gpus", -1) })
+	c.add("max iterations negative", "job.max_iterations", func(d *doc) { d.set("job.max_iterations", -5) })
+	c.add("job name with a newline", "job.name", func(d *doc) { d.set("job.name", "synthtrain\n--cpus-per-gpu=64") })
 
 	// host
-	add("DRAM beyond any machine", "host.dram_bytes", func(d *doc) { d.set("host.dram_bytes", int64(1)<<62) })
-	add("DRAM unknown with an unlimited column", "host.dram_bytes", func(d *doc) { d.set("host.dram_bytes", 0) })
-	add("host with a million CPUs", "host.logical_cpus", func(d *doc) { d.set("host.logical_cpus", 1_000_000) })
-	add("axis needs more cores than the host", "axes.cpus[2]", func(d *doc) { d.set("host.logical_cpus", 1) })
-	add("cold read negative", "host.cold_read_mb_per_s", func(d *doc) { d.set("host.cold_read_mb_per_s", -3) })
-	add("dataset bytes in no files", "host.dataset_files", func(d *doc) { d.set("host.dataset_files", 0) })
-	add("cgroup mode unknown", "host.cgroup_mode", func(d *doc) { d.set("host.cgroup_mode", "v3") })
+	c.add("DRAM beyond any machine", "host.dram_bytes", func(d *doc) { d.set("host.dram_bytes", int64(1)<<62) })
+	c.add("DRAM unknown with an unlimited column", "host.dram_bytes", func(d *doc) { d.set("host.dram_bytes", 0) })
+	c.add("host with a million CPUs", "host.logical_cpus", func(d *doc) { d.set("host.logical_cpus", 1_000_000) })
+	c.add("axis needs more cores than the host", "axes.cpus[2]", func(d *doc) { d.set("host.logical_cpus", 1) })
+	c.add("cold read negative", "host.cold_read_mb_per_s", func(d *doc) { d.set("host.cold_read_mb_per_s", -3) })
+	c.add("dataset bytes in no files", "host.dataset_files", func(d *doc) { d.set("host.dataset_files", 0) })
+	c.add("cgroup mode unknown", "host.cgroup_mode", func(d *doc) { d.set("host.cgroup_mode", "v3") })
 
 	// gpu
-	add("GPU mode unknown", "gpu.mode", func(d *doc) { d.set("gpu.mode", "cuda") })
-	add("10^12 GPUs on the host", "gpu.count", func(d *doc) { d.set("gpu.count", 1_000_000_000_000) })
+	c.add("GPU mode unknown", "gpu.mode", func(d *doc) { d.set("gpu.mode", "cuda") })
+	c.add("10^12 GPUs on the host", "gpu.count", func(d *doc) { d.set("gpu.count", 1_000_000_000_000) })
+}
 
+// axesCases are the cases of the axes.
+func (c *cases) axesCases() {
 	// axes
-	add("CPU axis empty", "axes.cpus", func(d *doc) { d.set("axes.cpus", []any{}) })
-	add("memory axis empty", "axes.mem_limit_bytes", func(d *doc) { d.set("axes.mem_limit_bytes", []any{}) })
-	add("CPU axis descending", "axes.cpus[1]", func(d *doc) { d.set("axes.cpus", []any{1, 0.5, 2}) })
-	add("CPU axis repeats a value", "axes.cpus[2]", func(d *doc) { d.set("axes.cpus", []any{0.5, 1, 1, 2}) })
-	add("10^18 CPUs", "axes.cpus[2]", func(d *doc) { d.set("axes.cpus[2]", json.Number("1e18")) })
-	add("CPUs below a CFS quota", "axes.cpus[0]", func(d *doc) { d.set("axes.cpus[0]", 0.001) })
-	add("CPUs zero", "axes.cpus[0]", func(d *doc) { d.set("axes.cpus[0]", 0) })
-	add("CPUs negative", "axes.cpus[0]", func(d *doc) { d.set("axes.cpus[0]", -0.5) })
-	add("unlimited not last", "axes.mem_limit_bytes[2]", func(d *doc) {
+	c.add("CPU axis empty", "axes.cpus", func(d *doc) { d.set("axes.cpus", []any{}) })
+	c.add("memory axis empty", "axes.mem_limit_bytes", func(d *doc) { d.set("axes.mem_limit_bytes", []any{}) })
+	c.add("CPU axis descending", "axes.cpus[1]", func(d *doc) { d.set("axes.cpus", []any{1, 0.5, 2}) })
+	c.add("CPU axis repeats a value", "axes.cpus[2]", func(d *doc) { d.set("axes.cpus", []any{0.5, 1, 1, 2}) })
+	c.add("10^18 CPUs", "axes.cpus[2]", func(d *doc) { d.set("axes.cpus[2]", json.Number("1e18")) })
+	c.add("CPUs below a CFS quota", "axes.cpus[0]", func(d *doc) { d.set("axes.cpus[0]", 0.001) })
+	c.add("CPUs zero", "axes.cpus[0]", func(d *doc) { d.set("axes.cpus[0]", 0) })
+	c.add("CPUs negative", "axes.cpus[0]", func(d *doc) { d.set("axes.cpus[0]", -0.5) })
+	c.add("unlimited not last", "axes.mem_limit_bytes[2]", func(d *doc) {
 		d.set("axes.mem_limit_bytes", []any{64 * mib, 0, 128 * mib, 384 * mib})
 	})
-	add("memory limit negative", "axes.mem_limit_bytes[0]", func(d *doc) { d.set("axes.mem_limit_bytes[0]", -1) })
-	add("memory limit of 1 KiB", "axes.mem_limit_bytes[0]", func(d *doc) { d.set("axes.mem_limit_bytes[0]", 1024) })
-	add("memory limit beyond any machine", "axes.mem_limit_bytes[2]", func(d *doc) { d.set("axes.mem_limit_bytes[2]", int64(1)<<55) })
-	add("memory limit above the host's DRAM", "axes.mem_limit_bytes[3]", func(d *doc) {
+	c.add("memory limit negative", "axes.mem_limit_bytes[0]", func(d *doc) { d.set("axes.mem_limit_bytes[0]", -1) })
+	c.add("memory limit of 1 KiB", "axes.mem_limit_bytes[0]", func(d *doc) { d.set("axes.mem_limit_bytes[0]", 1024) })
+	c.add("memory limit beyond any machine", "axes.mem_limit_bytes[2]", func(d *doc) { d.set("axes.mem_limit_bytes[2]", int64(1)<<55) })
+	c.add("memory limit above the host's DRAM", "axes.mem_limit_bytes[3]", func(d *doc) {
 		d.set("axes.mem_limit_bytes", []any{64 * mib, 128 * mib, 384 * mib, int64(32) << 30, 0})
 	})
+}
 
+// cellCases are the cases of the cells: their place on the axes, rates, failures and phases.
+func (c *cases) cellCases() {
 	// cells
-	add("cell CPUs off the axis", cell(meas, "cpus"), func(d *doc) { d.set(cell(meas, "cpus"), 3) })
-	add("cell memory off the axis", cell(memCell, "mem_limit_bytes"), func(d *doc) { d.set(cell(memCell, "mem_limit_bytes"), 96*mib) })
-	add("duplicate cell", fmt.Sprintf("cells[%d]", len(p.Cells)), func(d *doc) { d.append("cells", d.get(cell(meas, ""))) })
-	add("1e308 samples/s", cell(meas, "samples_per_s"), func(d *doc) { d.set(cell(meas, "samples_per_s"), json.Number("1e308")) })
-	add("samples/s negative", cell(meas, "samples_per_s"), func(d *doc) { d.set(cell(meas, "samples_per_s"), -388.8) })
-	add("interval negative", cell(meas, "samples_per_s_ci95"), func(d *doc) { d.set(cell(meas, "samples_per_s_ci95"), -1) })
-	add("predicted rate absurd", cell(pred, "samples_per_s"), func(d *doc) { d.set(cell(pred, "samples_per_s"), json.Number("1e12")) })
-	add("failed point claiming a rate", cell(memCell, "samples_per_s"), func(d *doc) {
-		d.set(cell(memCell, "failure"), map[string]any{"class": "oom_killed", "exit_code": -1, "message": "OOM-killed"})
-		d.del(cell(memCell, "stall"))
+	c.add("cell CPUs off the axis", cell(c.meas, "cpus"), func(d *doc) { d.set(cell(c.meas, "cpus"), 3) })
+	c.add("cell memory off the axis", cell(c.memCell, "mem_limit_bytes"), func(d *doc) { d.set(cell(c.memCell, "mem_limit_bytes"), 96*mib) })
+	c.add("duplicate cell", fmt.Sprintf("cells[%d]", len(c.p.Cells)), func(d *doc) { d.append("cells", d.get(cell(c.meas, ""))) })
+	c.add("1e308 samples/s", cell(c.meas, "samples_per_s"), func(d *doc) { d.set(cell(c.meas, "samples_per_s"), json.Number("1e308")) })
+	c.add("samples/s negative", cell(c.meas, "samples_per_s"), func(d *doc) { d.set(cell(c.meas, "samples_per_s"), -388.8) })
+	c.add("interval negative", cell(c.meas, "samples_per_s_ci95"), func(d *doc) { d.set(cell(c.meas, "samples_per_s_ci95"), -1) })
+	c.add("predicted rate absurd", cell(c.pred, "samples_per_s"), func(d *doc) { d.set(cell(c.pred, "samples_per_s"), json.Number("1e12")) })
+	c.add("failed point claiming a rate", cell(c.memCell, "samples_per_s"), func(d *doc) {
+		d.set(cell(c.memCell, "failure"), map[string]any{"class": "oom_killed", "exit_code": -1, "message": "OOM-killed"})
+		d.del(cell(c.memCell, "stall"))
 	})
-	add("failed point claiming an interval", cell(memCell, "samples_per_s_ci95"), func(d *doc) {
-		d.set(cell(memCell, "failure"), map[string]any{"class": "oom_killed", "exit_code": -1, "message": "OOM-killed"})
-		d.del(cell(memCell, "stall"))
-		d.set(cell(memCell, "samples_per_s"), 0)
+	c.add("failed point claiming an interval", cell(c.memCell, "samples_per_s_ci95"), func(d *doc) {
+		d.set(cell(c.memCell, "failure"), map[string]any{"class": "oom_killed", "exit_code": -1, "message": "OOM-killed"})
+		d.del(cell(c.memCell, "stall"))
+		d.set(cell(c.memCell, "samples_per_s"), 0)
 	})
-	add("failure class unknown", cell(memCell, "failure.class"), func(d *doc) {
-		d.set(cell(memCell, "failure"), map[string]any{"class": "exploded", "exit_code": 1, "message": ""})
-		d.del(cell(memCell, "stall"))
-		d.set(cell(memCell, "samples_per_s"), 0)
-		d.set(cell(memCell, "samples_per_s_ci95"), 0)
+	c.add("failure class unknown", cell(c.memCell, "failure.class"), func(d *doc) {
+		d.set(cell(c.memCell, "failure"), map[string]any{"class": "exploded", "exit_code": 1, "message": ""})
+		d.del(cell(c.memCell, "stall"))
+		d.set(cell(c.memCell, "samples_per_s"), 0)
+		d.set(cell(c.memCell, "samples_per_s_ci95"), 0)
 	})
-	add("failure on a predicted cell", cell(pred, "failure"), func(d *doc) {
-		d.set(cell(pred, "failure"), map[string]any{"class": "crashed", "exit_code": 1, "message": "x"})
+	c.add("failure on a predicted cell", cell(c.pred, "failure"), func(d *doc) {
+		d.set(cell(c.pred, "failure"), map[string]any{"class": "crashed", "exit_code": 1, "message": "x"})
 	})
-	add("phase on a predicted cell", cell(pred, "phase"), func(d *doc) { d.set(cell(pred, "phase"), "memory") })
-	add("stats on a predicted cell", cell(pred, "stats"), func(d *doc) { d.set(cell(pred, "stats"), d.get(cell(meas, "stats"))) })
-	add("stall on a predicted cell", cell(pred, "stall"), func(d *doc) { d.set(cell(pred, "stall"), d.get(cell(meas, "stall"))) })
-	add("measured cell without a phase", cell(meas, "phase"), func(d *doc) { d.del(cell(meas, "phase")) })
-	add("phase unknown", cell(meas, "phase"), func(d *doc) { d.set(cell(meas, "phase"), "warmup") })
-	add("cpu phase under a memory limit", cell(memCell, "phase"), func(d *doc) { d.set(cell(memCell, "phase"), "cpu") })
-	add("measured cell without a rate or a failure", cell(meas, "samples_per_s"), func(d *doc) {
-		d.set(cell(meas, "samples_per_s"), 0)
-		d.set(cell(meas, "samples_per_s_ci95"), 0)
+	c.add("phase on a predicted cell", cell(c.pred, "phase"), func(d *doc) { d.set(cell(c.pred, "phase"), "memory") })
+	c.add("stats on a predicted cell", cell(c.pred, "stats"), func(d *doc) { d.set(cell(c.pred, "stats"), d.get(cell(c.meas, "stats"))) })
+	c.add("stall on a predicted cell", cell(c.pred, "stall"), func(d *doc) { d.set(cell(c.pred, "stall"), d.get(cell(c.meas, "stall"))) })
+	c.add("measured cell without a phase", cell(c.meas, "phase"), func(d *doc) { d.del(cell(c.meas, "phase")) })
+	c.add("phase unknown", cell(c.meas, "phase"), func(d *doc) { d.set(cell(c.meas, "phase"), "warmup") })
+	c.add("cpu phase under a memory limit", cell(c.memCell, "phase"), func(d *doc) { d.set(cell(c.memCell, "phase"), "cpu") })
+	c.add("measured cell without a rate or a failure", cell(c.meas, "samples_per_s"), func(d *doc) {
+		d.set(cell(c.meas, "samples_per_s"), 0)
+		d.set(cell(c.meas, "samples_per_s_ci95"), 0)
 	})
-	add("measured cell without its metrics source", cell(meas, "stats.metrics_source"), func(d *doc) { d.del(cell(meas, "stats.metrics_source")) })
-	add("measured cell without its stop reason", cell(meas, "stats.stop_reason"), func(d *doc) { d.del(cell(meas, "stats.stop_reason")) })
-	add("measured cell without iterations", cell(meas, "stats.iterations"), func(d *doc) {
-		d.set(cell(meas, "stats.iterations"), 0)
-		d.set(cell(meas, "stats.warmup_iterations"), 0)
+}
+
+// statCases are the cases of the measured cells' statistics, timelines and stalls.
+func (c *cases) statCases() {
+	c.add("measured cell without its metrics source", cell(c.meas, "stats.metrics_source"), func(d *doc) { d.del(cell(c.meas, "stats.metrics_source")) })
+	c.add("measured cell without its stop reason", cell(c.meas, "stats.stop_reason"), func(d *doc) { d.del(cell(c.meas, "stats.stop_reason")) })
+	c.add("measured cell without iterations", cell(c.meas, "stats.iterations"), func(d *doc) {
+		d.set(cell(c.meas, "stats.iterations"), 0)
+		d.set(cell(c.meas, "stats.warmup_iterations"), 0)
 	})
-	add("more warm-up than iterations", cell(meas, "stats.warmup_iterations"), func(d *doc) { d.set(cell(meas, "stats.warmup_iterations"), 1000) })
-	add("data wait above 1", cell(meas, "stats.data_wait_fraction"), func(d *doc) { d.set(cell(meas, "stats.data_wait_fraction"), 1.5) })
-	add("p95 below p50", cell(meas, "stats.iter_seconds_p95"), func(d *doc) { d.set(cell(meas, "stats.iter_seconds_p95"), 0.001) })
-	add("peak memory beyond any machine", cell(meas, "stats.mem_peak_bytes"), func(d *doc) { d.set(cell(meas, "stats.mem_peak_bytes"), int64(1)<<60) })
-	add("timeline outside any timeline directory", cell(meas, "stats.timeline"), func(d *doc) { d.set(cell(meas, "stats.timeline"), "/etc/shadow") })
-	add("timeline escaping with ..", cell(meas, "stats.timeline"), func(d *doc) {
-		d.set(cell(meas, "stats.timeline"), "demo/profile.timeline/../../../etc/cpus0.5-x.samples.jsonl")
+	c.add("more warm-up than iterations", cell(c.meas, "stats.warmup_iterations"), func(d *doc) { d.set(cell(c.meas, "stats.warmup_iterations"), 1000) })
+	c.add("data wait above 1", cell(c.meas, "stats.data_wait_fraction"), func(d *doc) { d.set(cell(c.meas, "stats.data_wait_fraction"), 1.5) })
+	c.add("p95 below p50", cell(c.meas, "stats.iter_seconds_p95"), func(d *doc) { d.set(cell(c.meas, "stats.iter_seconds_p95"), 0.001) })
+	c.add("peak memory beyond any machine", cell(c.meas, "stats.mem_peak_bytes"), func(d *doc) { d.set(cell(c.meas, "stats.mem_peak_bytes"), int64(1)<<60) })
+	c.add("timeline outside any timeline directory", cell(c.meas, "stats.timeline"), func(d *doc) { d.set(cell(c.meas, "stats.timeline"), "/etc/shadow") })
+	c.add("timeline escaping with ..", cell(c.meas, "stats.timeline"), func(d *doc) {
+		d.set(cell(c.meas, "stats.timeline"), "demo/profile.timeline/../../../etc/cpus0.5-x.samples.jsonl")
 	})
-	add("timeline of another point", cell(meas, "stats.timeline"), func(d *doc) {
-		d.set(cell(meas, "stats.timeline"), "demo/profile.timeline/cpus2-memunlimited.samples.jsonl")
+	c.add("timeline of another point", cell(c.meas, "stats.timeline"), func(d *doc) {
+		d.set(cell(c.meas, "stats.timeline"), "demo/profile.timeline/cpus2-memunlimited.samples.jsonl")
 	})
-	add("timeline with a control character", cell(meas, "stats.timeline"), func(d *doc) {
-		d.set(cell(meas, "stats.timeline"), "demo/profile.timeline/cpus0.5-mem\x00unlimited.samples.jsonl")
+	c.add("timeline with a control character", cell(c.meas, "stats.timeline"), func(d *doc) {
+		d.set(cell(c.meas, "stats.timeline"), "demo/profile.timeline/cpus0.5-mem\x00unlimited.samples.jsonl")
 	})
-	add("stalls adding up past the iteration", cell(memCell, "stall.fetch_stall_fraction"), func(d *doc) {
-		d.set(cell(memCell, "stall.prep_stall_fraction"), 0.6)
-		d.set(cell(memCell, "stall.fetch_stall_fraction"), 0.6)
+	c.add("stalls adding up past the iteration", cell(c.memCell, "stall.fetch_stall_fraction"), func(d *doc) {
+		d.set(cell(c.memCell, "stall.prep_stall_fraction"), 0.6)
+		d.set(cell(c.memCell, "stall.fetch_stall_fraction"), 0.6)
 	})
-	add("stall bound unknown", cell(memCell, "stall.bound"), func(d *doc) { d.set(cell(memCell, "stall.bound"), "gpu") })
+	c.add("stall bound unknown", cell(c.memCell, "stall.bound"), func(d *doc) { d.set(cell(c.memCell, "stall.bound"), "gpu") })
 	firstPred := 0
-	for p.Cells[firstPred].Measured {
+	for c.p.Cells[firstPred].Measured {
 		firstPred++
 	}
-	add("predictions with nothing measured", cell(firstPred, "measured"), func(d *doc) {
-		for i, c := range p.Cells {
+	c.add("predictions with nothing measured", cell(firstPred, "measured"), func(d *doc) {
+		for i, c := range c.p.Cells {
 			if c.Measured {
 				d.set(cell(i, "failure"), map[string]any{"class": "crashed", "exit_code": 3, "message": "x"})
 				d.set(cell(i, "samples_per_s"), 0)
@@ -175,26 +212,28 @@ func Malformed(good []byte) []Case {
 			}
 		}
 	})
+}
 
+// restCases are the cases of the step-only run, the fit, validation, cost and samplers.
+func (c *cases) restCases() {
 	// step_only
-	add("step-only failure claiming a rate", "step_only.samples_per_s", func(d *doc) {
+	c.add("step-only failure claiming a rate", "step_only.samples_per_s", func(d *doc) {
 		d.set("step_only.failure", map[string]any{"class": "crashed", "exit_code": 2, "message": "no --synthetic-data"})
 	})
-	add("step-only at zero CPUs", "step_only.cpus", func(d *doc) { d.set("step_only.cpus", 0) })
+	c.add("step-only at zero CPUs", "step_only.cpus", func(d *doc) { d.set("step_only.cpus", 0) })
 
 	// fit and validation
-	add("fit model unknown", "fit.model", func(d *doc) { d.set("fit.model", "linear/v0") })
-	add("fit on more CPU points than measured", "fit.params.cpu_points", func(d *doc) { d.set("fit.params.cpu_points", 99) })
-	add("fit parameter negative", "fit.params.g_samples_per_s", func(d *doc) { d.set("fit.params.g_samples_per_s", -1) })
-	add("validation over more cells than measured for it", "validation.cells", func(d *doc) { d.set("validation.cells", 5) })
-	add("validation's worst cell not a validate cell", "validation.worst_cpus", func(d *doc) { d.set("validation.worst_cpus", 2) })
-	add("validation MAPE negative", "validation.mape_pct", func(d *doc) { d.set("validation.mape_pct", -1) })
-	add("validation without validate cells", "validation.cells", func(d *doc) { d.set(cell(valid, "phase"), "grid") })
+	c.add("fit model unknown", "fit.model", func(d *doc) { d.set("fit.model", "linear/v0") })
+	c.add("fit on more CPU points than measured", "fit.params.cpu_points", func(d *doc) { d.set("fit.params.cpu_points", 99) })
+	c.add("fit parameter negative", "fit.params.g_samples_per_s", func(d *doc) { d.set("fit.params.g_samples_per_s", -1) })
+	c.add("validation over more cells than measured for it", "validation.cells", func(d *doc) { d.set("validation.cells", 5) })
+	c.add("validation's worst cell not a validate cell", "validation.worst_cpus", func(d *doc) { d.set("validation.worst_cpus", 2) })
+	c.add("validation MAPE negative", "validation.mape_pct", func(d *doc) { d.set("validation.mape_pct", -1) })
+	c.add("validation without validate cells", "validation.cells", func(d *doc) { d.set(cell(c.valid, "phase"), "grid") })
 
 	// cost and samplers
-	add("cost negative", "cost.wall_seconds", func(d *doc) { d.set("cost.wall_seconds", -1) })
-	add("sampler without a name", "samplers[0].name", func(d *doc) { d.set("samplers[0].name", "") })
-	return out
+	c.add("cost negative", "cost.wall_seconds", func(d *doc) { d.set("cost.wall_seconds", -1) })
+	c.add("sampler without a name", "samplers[0].name", func(d *doc) { d.set("samplers[0].name", "") })
 }
 
 // doc is a profile as generic JSON, numbers kept as written.

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/urfave/cli/v3"
+)
+
+// Flag names of `synergy profile` about what a profile costs (docs/cost.md).
+const (
+	flagWindows    = "windows"
+	flagTimeBudget = "time-budget"
+	flagMemScale   = "mem-scale"
+)
+
+// costFlags are the flags of `synergy profile` that bound and cut its cost.
+func costFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: flagWindows, Value: true, DefaultText: "on where the runner can change a running job's limits (local, docker); --windows=false restarts the job for every point",
+			Usage: "measure consecutive points of one memory column in windows of one launch, changing the running job's CPU limits between them (the loader keeps the most workers any point needs)"},
+		&cli.DurationFlag{Name: flagTimeBudget, DefaultText: "none",
+			Usage: "stop the sweep between points once `DURATION` has passed (e.g. 10m); the profile is saved with what was measured and stop_reason time_budget, and --resume goes on"},
+		&cli.FloatFlag{Name: flagMemScale, DefaultText: "1: the whole dataset",
+			Usage: "measure each limited memory point on a random sample of `FRACTION` (0-1) of --data under a limit scaled the same way around the job's own memory: same page-cache hit fraction, a fraction of the reading (shuffled-pass jobs only; see docs/cost.md)"},
+	}
+}
+
+// parseCostFlags reads --windows, --time-budget and --mem-scale.
+func parseCostFlags(c *cli.Command, o *profileOptions) error {
+	if v := c.Float(flagMemScale); c.IsSet(flagMemScale) && !(v > 0 && v <= 1) {
+		return fmt.Errorf("--%s: %g is not a fraction in (0,1]", flagMemScale, v)
+	} else if c.IsSet(flagMemScale) && c.String(flagData) == "" {
+		return fmt.Errorf("--%s needs --%s: it samples the dataset", flagMemScale, flagData)
+	} else {
+		o.cfg.MemScale = v
+	}
+	o.cfg.Windows = c.Bool(flagWindows)
+	if o.cfg.TimeBudget = c.Duration(flagTimeBudget); o.cfg.TimeBudget < 0 || (c.IsSet(flagTimeBudget) && o.cfg.TimeBudget < time.Second) {
+		return fmt.Errorf("--%s: %s is not a duration of at least 1s", flagTimeBudget, o.cfg.TimeBudget)
+	}
+	return nil
+}

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/synergy-sched/synergy/internal/atomicfile"
+	"github.com/synergy-sched/synergy/scheduler"
+	"github.com/synergy-sched/synergy/scheduler/gavel"
+)
+
+// Flag names of `synergy simulate` in Gavel mode (with --gavel-trace or
+// --gavel-generate); --policies, --seed, --loads, --num-jobs, --multi-gpu,
+// --window, --round, --out, --json and --workers are shared.
+const (
+	gvFlagTrace       = "gavel-trace"
+	gvFlagGenerate    = "gavel-generate"
+	gvFlagThroughputs = "throughputs"
+	gvFlagClusterSpec = "cluster-spec"
+	gvFlagPerServer   = "gpus-per-server"
+	gvFlagPriorities  = "priorities"
+	gvFlagSLOs        = "slos"
+	gvFlagCorrected   = "agnostic-corrected"
+	gvFlagRecord      = "gavel-record-trace"
+	gvFlagIdeal       = "ideal"
+)
+
+func gavelFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: gvFlagTrace, Usage: "Gavel mode: replay a Gavel trace (10 tab-separated fields per job) with Gavel's round mechanism"},
+		&cli.StringFlag{Name: gvFlagGenerate, Usage: "Gavel mode: Gavel's generator, continuous (Poisson at --loads jobs/h, measured on --window, default 4000-4999) or static (--num-jobs at t = 0)"},
+		&cli.StringFlag{Name: gvFlagThroughputs, Usage: "Gavel mode: Gavel's throughputs JSON (worker type → \"('<model>', <scale factor>)\" → \"null\": steps/s)"},
+		&cli.StringFlag{Name: gvFlagClusterSpec, Value: "36:36:36", Usage: "Gavel mode: GPUs per type, V100:P100:K80 (36:36:36; physical = 8:16:24), name=count:… for any types in priority order, or a cluster JSON whose servers have gpu_type"},
+		&cli.StringFlag{Name: gvFlagPerServer, Usage: "Gavel mode: GPUs per server per type, same shape as --cluster-spec (default 1 each, as Gavel)"},
+		&cli.BoolFlag{Name: gvFlagPriorities, Usage: "Gavel generator: priority 5 for 20% of jobs"},
+		&cli.BoolFlag{Name: gvFlagSLOs, Usage: "Gavel generator: SLOs of 1.2×, 2× or 10× the V100 duration (counted as violations in the results)"},
+		&cli.BoolFlag{Name: gvFlagCorrected, Usage: "Gavel mode: agnostic finish_time_fairness and min_total_duration see every type's real throughput (default: Gavel's baseline, which copies the V100 throughput to every type, its issue #248)"},
+		&cli.BoolFlag{Name: gvFlagIdeal, Usage: "Gavel mode: apply each allocation exactly (fluid, no rounds), to measure what the round mechanism loses"},
+		&cli.StringFlag{Name: gvFlagRecord, Usage: "Gavel generator: write the jobs of the (single) run as a Gavel trace"},
+	}
+}
+
+// gavelMode says whether the command runs Gavel's simulator.
+func gavelMode(c *cli.Command) bool { return c.IsSet(gvFlagTrace) || c.IsSet(gvFlagGenerate) }
+
+// gavelHelp is the Gavel part of `synergy simulate --help`.
+func gavelHelp() string {
+	return "Gavel mode (--gavel-trace FILE or --gavel-generate continuous|static, with --throughputs FILE): Gavel's\n" +
+		"round mechanism (360 s rounds, priorities = allocation / share received, allocation recomputed at most every\n" +
+		"1920 s) on a typed cluster (--cluster-spec). Policies: " + strings.Join(gavelPolicyNames(), ", ") + ".\n" +
+		"Defaults there: --seed 0, --round 6m. Jobs are numbered from 0 in arrival order, as Gavel numbers them."
+}
+
+func gavelPolicyNames() []string {
+	return append(append([]string(nil), gavel.PolicyNames...), gavel.LPPolicyNames...)
+}
+
+type gavelOptions struct {
+	sweep  gavel.Sweep
+	record string
+	out    string
+	json   bool
+}
+
+func parseGavelFlags(c *cli.Command) (gavelOptions, error) {
+	var o gavelOptions
+	s := &o.sweep
+	if c.IsSet(gvFlagTrace) && c.IsSet(gvFlagGenerate) {
+		return o, badFlag(gvFlagGenerate, fmt.Errorf("cannot be used with --%s: give one workload", gvFlagTrace))
+	}
+	for _, f := range []string{simFlagTrace, simFlagPhilly} {
+		if c.IsSet(f) {
+			return o, badFlag(f, errors.New("is Synergy's workload; Gavel mode takes --gavel-trace or --gavel-generate"))
+		}
+	}
+	path := c.String(gvFlagThroughputs)
+	if path == "" {
+		return o, badFlag(gvFlagThroughputs, errors.New("required in Gavel mode (Gavel's throughputs JSON)"))
+	}
+	var err error
+	if s.Throughputs, err = gavel.LoadThroughputs(path); err != nil {
+		return o, badFlag(gvFlagThroughputs, err)
+	}
+	spec := c.String(gvFlagClusterSpec)
+	if spec == "physical" {
+		spec = "8:16:24"
+	}
+	if strings.HasSuffix(spec, ".json") {
+		cl, err := scheduler.LoadCluster(spec)
+		if err == nil {
+			s.Config.Cluster, err = gavel.SpecFromCluster(cl)
+		}
+		if err != nil {
+			return o, badFlag(gvFlagClusterSpec, err)
+		}
+	} else if s.Config.Cluster, err = gavel.ParseClusterSpec(spec, c.String(gvFlagPerServer)); err != nil {
+		return o, badFlag(gvFlagClusterSpec, err)
+	}
+	if err := o.parseGavelWorkload(c); err != nil {
+		return o, err
+	}
+	if err := o.parseGavelSweep(c); err != nil {
+		return o, err
+	}
+	return o, s.Check()
+}
+
+func (o *gavelOptions) parseGavelWorkload(c *cli.Command) error {
+	s := &o.sweep
+	if p := c.String(gvFlagTrace); p != "" {
+		var err error
+		if s.Trace, err = gavel.LoadTrace(p); err != nil {
+			return badFlag(gvFlagTrace, err)
+		}
+		for i, j := range s.Trace {
+			if _, err := s.Throughputs.Row(j.Key(), s.Config.Cluster.Types); err != nil {
+				return badFlag(gvFlagTrace, fmt.Errorf("%s: job %d (%s): %w", p, i, j.JobType, err))
+			}
+		}
+		return nil
+	}
+	g := &gavel.GeneratorConfig{MultiGPU: c.Bool(simFlagMultiGPU), MultiPriority: c.Bool(gvFlagPriorities), SLOs: c.Bool(gvFlagSLOs)}
+	s.Generator = g
+	switch c.String(gvFlagGenerate) {
+	case "continuous":
+		loads, err := parsePositiveList(c.String(simFlagLoads))
+		if err != nil {
+			return badFlag(simFlagLoads, err)
+		}
+		s.Loads = loads
+		g.NumJobs = c.Int(simFlagNumJobs)
+	case "static":
+		if g.NumJobs = c.Int(simFlagNumJobs); g.NumJobs < 1 {
+			return badFlag(simFlagNumJobs, errors.New("a static Gavel workload needs --num-jobs ≥ 1"))
+		}
+		s.Loads = []float64{0}
+	default:
+		return badFlag(gvFlagGenerate, fmt.Errorf("%q: want continuous or static", c.String(gvFlagGenerate)))
+	}
+	return nil
+}
+
+func (o *gavelOptions) parseGavelSweep(c *cli.Command) error {
+	s := &o.sweep
+	s.Seeds = []uint64{0}
+	if c.IsSet(simFlagSeed) {
+		s.Seeds = nil
+		for _, f := range splitList(c.String(simFlagSeed)) {
+			v, err := strconv.ParseUint(f, 10, 64)
+			if err != nil {
+				return badFlag(simFlagSeed, fmt.Errorf("%q is not a non-negative integer", f))
+			}
+			s.Seeds = append(s.Seeds, v)
+		}
+	}
+	if s.Policies = splitList(c.String(simFlagPolicies)); len(s.Policies) == 0 {
+		return badFlag(simFlagPolicies, errors.New("no policies given"))
+	}
+	for _, p := range s.Policies {
+		if _, err := gavel.NewPolicy(p, 0, false); err != nil {
+			return badFlag(simFlagPolicies, err)
+		}
+	}
+	s.Config.RoundS = gavel.DefaultRoundS
+	if c.IsSet(simFlagRound) {
+		if s.Config.RoundS = c.Duration(simFlagRound).Seconds(); !(s.Config.RoundS > 0) {
+			return badFlag(simFlagRound, fmt.Errorf("%v is not a positive duration", c.Duration(simFlagRound)))
+		}
+	}
+	if err := o.parseGavelWindow(c.String(simFlagWindow)); err != nil {
+		return badFlag(simFlagWindow, err)
+	}
+	s.Config.Check = true
+	s.Config.Ideal = c.Bool(gvFlagIdeal)
+	s.Corrected = c.Bool(gvFlagCorrected)
+	if s.Workers = c.Int(simFlagWorkers); s.Workers < 1 {
+		return badFlag(simFlagWorkers, fmt.Errorf("%d: need at least 1", s.Workers))
+	}
+	o.out, o.json, o.record = c.String(simFlagOut), c.Bool(simFlagJSON), c.String(gvFlagRecord)
+	if o.record != "" && (s.Generator == nil || len(s.Loads) != 1 || len(s.Seeds) != 1) {
+		return badFlag(gvFlagRecord, errors.New("needs --gavel-generate with a single --loads value and a single --seed"))
+	}
+	return nil
+}
+
+// parseGavelWindow: a trace or a static workload reports on all jobs by
+// default; a continuous one on jobs 4000-4999 (Gavel's paper), and ends
+// when they have finished.
+func (o *gavelOptions) parseGavelWindow(w string) error {
+	s := &o.sweep
+	w = strings.TrimSpace(w)
+	continuous := s.Generator != nil && s.Generator.NumJobs == 0
+	if w == "" && continuous {
+		w = "4000-4999"
+	}
+	if w == "" || w == "all" {
+		if continuous {
+			return errors.New("all: a continuous workload never ends; give FIRST-LAST or --num-jobs")
+		}
+		return nil
+	}
+	a, b, ok := strings.Cut(w, "-")
+	first, err1 := strconv.Atoi(strings.TrimSpace(a))
+	last, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || err1 != nil || err2 != nil || first < 0 || last < first {
+		return fmt.Errorf("%q is not FIRST-LAST with 0 <= FIRST <= LAST, or all", w)
+	}
+	if s.Trace != nil && last >= len(s.Trace) {
+		return fmt.Errorf("%q: the trace has jobs 0-%d", w, len(s.Trace)-1)
+	}
+	s.Config.Window = &gavel.Window{First: first, Last: last}
+	return nil
+}
+
+func runGavelSimulate(ctx context.Context, c *cli.Command) error {
+	o, err := parseGavelFlags(c)
+	if err != nil {
+		return err
+	}
+	stdout, stderr := c.Root().Writer, c.Root().ErrWriter
+	tty := writesToTerminal(stderr)
+	start := time.Now()
+	res, err := o.sweep.Run(ctx, func(done, total int, p gavel.Point) {
+		if tty || done == total || done%10 == 0 {
+			fmt.Fprintf(stderr, "gavel: %d/%d runs (%s, seed %d, %g jobs/h) %.1fs\n", done, total, p.Policy, p.Seed, p.JobsPerHour, time.Since(start).Seconds())
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if o.record != "" {
+		if err := o.writeRecordedTrace(res); err != nil {
+			return badFlag(gvFlagRecord, err)
+		}
+	}
+	if o.out != "" {
+		if err := atomicfile.WriteWith(o.out, 0o644, func(w io.Writer) error { return res.WriteJSON(w) }); err != nil {
+			return badFlag(simFlagOut, err)
+		}
+	}
+	if o.json {
+		return res.WriteJSON(stdout)
+	}
+	return printGavelSweep(stdout, res)
+}
+
+// writeRecordedTrace draws the run's jobs again (the generator is
+// deterministic) and writes them in Gavel's trace format.
+func (o *gavelOptions) writeRecordedTrace(res *gavel.SweepResult) error {
+	s := &o.sweep
+	g := *s.Generator
+	g.Seed = s.Seeds[0]
+	if s.Loads[0] > 0 {
+		g.MeanInterarrivalS = 3600 / s.Loads[0]
+	}
+	gen, err := gavel.NewGenerator(g, s.Throughputs)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, r := range res.Runs {
+		n = max(n, r.Result.NumJobs)
+	}
+	jobs := gen.Take(n)
+	return atomicfile.WriteWith(o.record, 0o644, func(w io.Writer) error { return gavel.WriteTrace(w, jobs) })
+}
+
+func printGavelSweep(w io.Writer, res *gavel.SweepResult) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tjobs/h\tseed\tfinished\tmean JCT h\tmakespan h\tutilisation\tlease ext.\trounds\t")
+	for _, r := range res.Runs {
+		x := r.Result
+		ext := "-"
+		if x.LeaseExtensions[1] > 0 {
+			ext = fmt.Sprintf("%.1f%%", 100*float64(x.LeaseExtensions[0])/float64(x.LeaseExtensions[1]))
+		}
+		fmt.Fprintf(tw, "%s\t%g\t%d\t%d/%d\t%.3f\t%.3f\t%.3f\t%s\t%d\t\n", r.Point.Policy, r.Point.JobsPerHour, r.Point.Seed,
+			x.NumFinished, windowSize(x), x.MeanJCTS/3600, x.MakespanS/3600, x.Utilization, ext, x.Rounds)
+	}
+	return tw.Flush()
+}
+
+func windowSize(r *gavel.Result) int {
+	if r.Window == nil {
+		return r.NumJobs
+	}
+	return r.Window.Last - r.Window.First + 1
+}

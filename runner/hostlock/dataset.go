@@ -1,0 +1,102 @@
+package hostlock
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Dataset serializes page-cache use of one dataset directory across runs:
+// shared while a point relies on it being cached, exclusive while a point
+// evicts it and runs cold.
+type Dataset struct {
+	ctx  context.Context
+	path string // lock file
+	data string
+	note func(string)
+
+	mu   sync.Mutex
+	l    *lockFile
+	kind int // unix.LOCK_SH or unix.LOCK_EX while l is held
+}
+
+// OpenDataset prepares the lock of dataset directory data under
+// dir/datasets (keyed by its resolved path). ctx bounds every wait; note
+// hears once per wait which run it waits for.
+func OpenDataset(ctx context.Context, dir, data string, note func(string)) (*Dataset, error) {
+	real, err := filepath.EvalSymlinks(data)
+	if err != nil {
+		return nil, fmt.Errorf("dataset lock: %w", err)
+	}
+	real, err = filepath.Abs(real)
+	if err != nil {
+		return nil, fmt.Errorf("dataset lock: %w", err)
+	}
+	ddir := filepath.Join(dir, "datasets")
+	if err := os.MkdirAll(ddir, 0o755); err != nil {
+		return nil, fmt.Errorf("dataset lock: %w", err)
+	}
+	sum := sha256.Sum256([]byte(real))
+	return &Dataset{ctx: ctx, path: filepath.Join(ddir, hex.EncodeToString(sum[:8])+".lock"), data: real, note: note}, nil
+}
+
+// Shared holds the lock shared (a warm point), waiting for an exclusive
+// holder to finish.
+func (d *Dataset) Shared() error { return d.hold(unix.LOCK_SH) }
+
+// Exclusive holds the lock alone (a cold point), waiting for every other
+// run's warm or cold point on the dataset to finish.
+func (d *Dataset) Exclusive() error { return d.hold(unix.LOCK_EX) }
+
+func (d *Dataset) hold(kind int) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.l != nil && d.kind == kind {
+		return nil
+	}
+	if d.l != nil { // changing kind: drop, then take anew
+		_ = d.l.unlock()
+		d.l = nil
+	}
+	told := false
+	for {
+		l, ok, err := tryLock(d.path, kind)
+		if err != nil {
+			return fmt.Errorf("dataset lock: %w", err)
+		}
+		if ok {
+			d.l, d.kind = l, kind
+			return nil
+		}
+		if !told && d.note != nil {
+			what := "measuring a cold point (it evicts the dataset from the page cache)"
+			if kind == unix.LOCK_EX {
+				what = "measuring a point that relies on the dataset being cached"
+			}
+			d.note(fmt.Sprintf("waiting: %s on the same dataset %s is %s", pidList(Holders(d.path)), d.data, what))
+			told = true
+		}
+		select {
+		case <-d.ctx.Done():
+			return fmt.Errorf("waiting for the dataset lock of %s: %w", d.data, d.ctx.Err())
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// Release drops the lock.
+func (d *Dataset) Release() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.l != nil {
+		_ = d.l.unlock()
+		d.l = nil
+	}
+}

@@ -1,0 +1,177 @@
+package hostlock
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// helperEnv makes the test binary hold a lock in a process of its own.
+const helperEnv = "SYNERGY_HOSTLOCK_HELPER"
+
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(helperEnv); spec != "" {
+		// "out PATH" or "cores DIR N": take it, say "held", wait for stdin to close.
+		f := strings.Fields(spec)
+		switch f[0] {
+		case "out":
+			if _, err := Out(f[1]); err != nil {
+				os.Stdout.WriteString(err.Error() + "\n")
+				os.Exit(1)
+			}
+		case "cores":
+			n, _ := strconv.Atoi(f[2])
+			c, err := ClaimCores(context.Background(), f[1], n, []int{0, 1}, nil)
+			if err != nil {
+				os.Exit(1)
+			}
+			os.Stdout.WriteString(strconv.Itoa(c.CPUs()[0]) + "\n")
+		}
+		os.Stdout.WriteString("held\n")
+		b := make([]byte, 1)
+		os.Stdin.Read(b)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// holder runs the helper holding spec until the test ends (or kill is
+// called) and returns its pid and first output line.
+func holder(t *testing.T, spec string) (*exec.Cmd, string) {
+	t.Helper()
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), helperEnv+"="+spec)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); cmd.Wait() })
+	buf := make([]byte, 64)
+	n, _ := out.Read(buf)
+	line, _, _ := strings.Cut(string(buf[:n]), "\n")
+	return cmd, line
+}
+
+func TestOut_SecondRunRefusedWithPID(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "p.json")
+	cmd, _ := holder(t, "out "+out)
+	_, err := Out(out)
+	if !errors.Is(err, ErrOutBusy) || !strings.Contains(err.Error(), "PID "+strconv.Itoa(cmd.Process.Pid)) {
+		t.Fatalf("second lock of %s: %v, want ErrOutBusy naming PID %d", out, err, cmd.Process.Pid)
+	}
+	// kill -9 of the holder frees it: the kernel drops the flock.
+	cmd.Process.Kill()
+	cmd.Wait()
+	l, err := Out(out)
+	if err != nil {
+		t.Fatalf("after the holder died: %v", err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(out + ".lock"); !os.IsNotExist(err) {
+		t.Errorf("lock file left after Release: %v", err)
+	}
+	// Two locks in this process conflict too (one per open file).
+	a, err := Out(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Out(out); !errors.Is(err, ErrOutBusy) {
+		t.Errorf("second lock in one process: %v, want ErrOutBusy", err)
+	}
+	a.Release()
+}
+
+func TestClaimCores_DisjointAndWaits(t *testing.T) {
+	dir := t.TempDir()
+	cmd, first := holder(t, "cores "+dir+" 1")
+	if first != "0" {
+		t.Fatalf("first claim got CPU %q, want 0 (lowest free)", first)
+	}
+	// One core left: a second run gets CPU 1, not the held 0.
+	c, err := ClaimCores(context.Background(), dir, 1, []int{0, 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.CPUs(), []int{1}) {
+		t.Errorf("second claim got %v, want [1]", c.CPUs())
+	}
+	c.Release()
+	// Two cores while one is held: wait, naming the holder, until it ends.
+	var msgs []string
+	go func() { time.Sleep(600 * time.Millisecond); cmd.Process.Kill() }()
+	c, err = ClaimCores(context.Background(), dir, 2, []int{0, 1}, func(m string) { msgs = append(msgs, m) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	if !slices.Equal(c.CPUs(), []int{0, 1}) {
+		t.Errorf("claim after the holder died got %v, want [0 1]", c.CPUs())
+	}
+	if len(msgs) != 1 || !strings.Contains(msgs[0], "PID "+strconv.Itoa(cmd.Process.Pid)) || !strings.Contains(msgs[0], "CPU 0") {
+		t.Errorf("wait messages %q, want one naming PID %d and CPU 0", msgs, cmd.Process.Pid)
+	}
+	// A cancelled wait ends with the context's error.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := ClaimCores(ctx, dir, 1, []int{0, 1}, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("claim with every core held: %v, want the deadline", err)
+	}
+	if _, err := ClaimCores(context.Background(), dir, 3, []int{0, 1}, nil); err == nil {
+		t.Error("claiming more cores than available gave no error")
+	}
+}
+
+func TestDataset_ColdWaitsForWarm(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	var notes []string
+	a, err := OpenDataset(context.Background(), dir, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := OpenDataset(context.Background(), dir, data, func(m string) { notes = append(notes, m) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two warm points share it.
+	if err := a.Shared(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Shared(); err != nil {
+		t.Fatal(err)
+	}
+	// b's cold point waits until a's warm point is over.
+	released := make(chan time.Time, 1)
+	go func() { time.Sleep(500 * time.Millisecond); released <- time.Now(); a.Release() }()
+	if err := b.Exclusive(); err != nil {
+		t.Fatal(err)
+	}
+	if got := time.Now(); got.Before(<-released) {
+		t.Error("the cold point did not wait for the warm one")
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "PID "+strconv.Itoa(os.Getpid())) || !strings.Contains(notes[0], "relies on the dataset being cached") {
+		t.Errorf("notes %q, want one naming this PID and the warm point", notes)
+	}
+	// ...and a's next warm point waits for b's cold one.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	c, _ := OpenDataset(ctx, dir, data, nil)
+	if err := c.Shared(); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("warm point during a cold one: %v, want to wait (deadline)", err)
+	}
+	b.Release()
+	if err := c.Shared(); err != nil {
+		t.Errorf("warm point after the cold one ended: %v", err)
+	}
+	c.Release()
+}

@@ -1,0 +1,171 @@
+package gavel
+
+import (
+	"fmt"
+	"sort"
+)
+
+// gandivaPolicy is Gavel's GandivaPolicy (a baseline modelled on
+// Gandiva's introspective packing): when the jobs' GPUs fit the cluster,
+// time is split equally over the jobs; otherwise jobs are paired at
+// random (random.Random(seed).sample, only equal scale factors), a pair is
+// kept while its normalised packed throughput summed over the types stays
+// ≥ 1, and time is split equally over the pairs and the unpaired jobs. It
+// ignores heterogeneity.
+type gandivaPolicy struct {
+	rng      *PyRandom
+	assigned map[int]gandivaComb // job → its combination
+}
+
+type gandivaComb struct {
+	pair  [2]int // pair[1] = -1: the job alone
+	other int    // the partner, -1 when alone
+}
+
+func (g *gandivaPolicy) Name() string { return "Gandiva_Packing" }
+
+func (g *gandivaPolicy) Allocate(*State) (Allocation, error) {
+	return nil, fmt.Errorf("gandiva allocates pairs: use AllocatePacked")
+}
+
+func (g *gandivaPolicy) AllocatePacked(s *State, pairs []PairState) (Allocation, map[[2]int][]float64, error) {
+	jobs := map[int]*StateJob{}
+	for i := range s.Jobs {
+		jobs[s.Jobs[i].ID] = &s.Jobs[i]
+	}
+	pairTput := map[[2]int][][2]float64{}
+	for _, p := range pairs {
+		pairTput[[2]int{p.A, p.B}] = p.Throughput
+	}
+	g.forget(jobs, pairTput)
+	requested, available := 0, 0
+	for _, j := range s.Jobs {
+		requested += j.ScaleFactor
+	}
+	for _, w := range s.Workers {
+		available += w
+	}
+	var combos [][2]int
+	if requested <= available {
+		for _, j := range s.Jobs {
+			combos = append(combos, [2]int{j.ID, -1})
+		}
+	} else {
+		g.pairUp(s, jobs)
+		seen := map[[2]int]bool{}
+		for _, c := range g.assigned {
+			if !seen[c.pair] {
+				seen[c.pair] = true
+				combos = append(combos, c.pair)
+			}
+		}
+		sort.Slice(combos, func(a, b int) bool {
+			return ckey{combos[a][0], combos[a][1]}.less(ckey{combos[b][0], combos[b][1]})
+		})
+	}
+	single := Allocation{}
+	for _, j := range s.Jobs {
+		single[j.ID] = make([]float64, len(s.Types))
+	}
+	packed := map[[2]int][]float64{}
+	for _, p := range pairs {
+		packed[[2]int{p.A, p.B}] = make([]float64, len(s.Types))
+	}
+	m := float64(len(combos))
+	for _, c := range combos {
+		row := make([]float64, len(s.Types))
+		sf := float64(jobs[c[0]].ScaleFactor)
+		for t := range row {
+			row[t] = float64(s.Workers[t]) / m / sf
+		}
+		d := max(rowSum(row), 1)
+		for t := range row {
+			row[t] /= d
+		}
+		if c[1] < 0 {
+			single[c[0]] = row
+		} else {
+			packed[c] = row
+		}
+	}
+	return single, packed, nil
+}
+
+// forget drops combinations whose jobs left, and pairs whose normalised
+// packed throughput (summed over every type) is below 1; a job alone is
+// always dropped (its normalised packed throughput is 0), to be paired
+// again.
+func (g *gandivaPolicy) forget(jobs map[int]*StateJob, pairTput map[[2]int][][2]float64) {
+	var drop []int
+	for id, c := range g.assigned {
+		switch {
+		case jobs[id] == nil:
+			drop = append(drop, id, c.other)
+		case c.other >= 0 && jobs[c.other] == nil:
+			drop = append(drop, id, c.other)
+		case normalisedPacked(c.pair, jobs, pairTput) < 1:
+			drop = append(drop, id, c.other)
+		}
+	}
+	for _, id := range drop {
+		if id >= 0 {
+			delete(g.assigned, id)
+		}
+	}
+}
+
+func normalisedPacked(pair [2]int, jobs map[int]*StateJob, pairTput map[[2]int][][2]float64) float64 {
+	if pair[1] < 0 {
+		return 0
+	}
+	tp, ok := pairTput[pair]
+	if !ok {
+		return 0
+	}
+	sum := 0.0
+	for t, p := range tp {
+		for i, m := range pair {
+			if p[i] <= 0 {
+				return 0
+			}
+			sum += p[i] / jobs[m].Throughput[t]
+		}
+	}
+	return sum
+}
+
+// pairUp pairs the jobs not yet in a combination at random, as Gavel
+// does: up to n draws of two jobs (random.sample), a draw of different
+// scale factors wasted; the rest run alone.
+func (g *gandivaPolicy) pairUp(s *State, jobs map[int]*StateJob) {
+	var free []int
+	for _, j := range s.Jobs {
+		if _, ok := g.assigned[j.ID]; !ok {
+			free = append(free, j.ID)
+		}
+	}
+	n := len(free)
+	for i := 0; len(free) > 1 && i < n; i++ {
+		idx := g.rng.Sample(len(free), 2)
+		a, b := free[idx[0]], free[idx[1]]
+		if jobs[a].ScaleFactor != jobs[b].ScaleFactor {
+			continue
+		}
+		free = removeInt(removeInt(free, a), b)
+		p := [2]int{min(a, b), max(a, b)}
+		g.assigned[a] = gandivaComb{p, b}
+		g.assigned[b] = gandivaComb{p, a}
+	}
+	for _, id := range free {
+		g.assigned[id] = gandivaComb{[2]int{id, -1}, -1}
+	}
+}
+
+func removeInt(xs []int, v int) []int {
+	for i, x := range xs {
+		if x == v {
+			return append(xs[:i:i], xs[i+1:]...)
+		}
+	}
+	return xs
+}

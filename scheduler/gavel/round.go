@@ -1,0 +1,263 @@
+package gavel
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// scheduleRound is Gavel's _schedule_jobs_on_workers: priorities, the
+// type order (shuffled each round for heterogeneity-agnostic policies),
+// job selection, then placement: per type, larger jobs first, a job keeps
+// its previous workers when none of them is taken (lease extension),
+// otherwise workers are taken server by server.
+func (s *simulator) scheduleRound() ([]assignment, error) {
+	if err := s.updatePriorities(); err != nil {
+		return nil, err
+	}
+	order := append([]int(nil), s.order...)
+	if n := s.policy.Name(); !strings.Contains(n, "Perf") && !strings.Contains(n, "Packing") {
+		s.shuffler.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	}
+	sched := s.selectJobs(order)
+	prev := map[ckey]assignment{}
+	for _, a := range s.cur {
+		prev[a.key] = a
+	}
+	var out []assignment
+	pos := map[ckey]int{}
+	sfOf := func(e *entry) int { return s.jobs[e.key.a].job.ScaleFactor }
+	for _, t := range order {
+		jobs := sched[t]
+		sort.SliceStable(jobs, func(a, b int) bool { return sfOf(jobs[a]) > sfOf(jobs[b]) })
+		servers := make([][]int, len(s.servers[t]))
+		for i := range servers {
+			servers[i] = append([]int(nil), s.servers[t][i]...)
+		}
+		taken := map[int]bool{}
+		ptr := 0
+		var sfs []int
+		for _, e := range jobs {
+			if sf := sfOf(e); len(sfs) == 0 || sfs[len(sfs)-1] != sf {
+				sfs = append(sfs, sf)
+			}
+		}
+		for _, sf := range sfs {
+			for _, e := range jobs {
+				p, ok := prev[e.key]
+				if sfOf(e) != sf || !ok || s.wtype[p.workers[0]] != t {
+					continue
+				}
+				free := true
+				for _, w := range p.workers {
+					free = free && !taken[w]
+				}
+				if free {
+					pos[e.key] = len(out)
+					out = append(out, assignment{e.key, p.workers})
+					for _, w := range p.workers {
+						taken[w] = true
+					}
+				}
+			}
+			for _, e := range jobs {
+				if sfOf(e) != sf {
+					continue
+				}
+				if _, ok := s.alloc[e.key]; !ok {
+					continue
+				}
+				var ids []int
+				k, had := pos[e.key]
+				if had {
+					ids = out[k].workers
+				}
+				for len(ids) < sf && ptr < len(servers) {
+					if len(servers[ptr]) == 0 {
+						ptr++
+						continue
+					}
+					w := servers[ptr][0]
+					if !taken[w] {
+						ids = append(ids, w)
+						taken[w] = true
+					}
+					servers[ptr] = servers[ptr][1:]
+				}
+				if len(ids) != sf {
+					return nil, fmt.Errorf("t=%.1f s: could not assign %d %s workers to %v", s.now, sf, s.types[t], e.key.members())
+				}
+				if had {
+					out[k].workers = ids
+				} else {
+					pos[e.key] = len(out)
+					out = append(out, assignment{e.key, ids})
+				}
+			}
+		}
+	}
+	if s.cfg.Check {
+		if err := s.checkPlacement(out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// stepsAndFinish is Gavel's _get_job_steps_and_finish_times: per member,
+// int(throughput × round) steps, at most what remains; the entry finishes
+// when its slowest member does.
+func (s *simulator) stepsAndFinish(e *entry, t int) ([]float64, float64, error) {
+	finish := s.now
+	var steps []float64
+	for i, m := range e.key.members() {
+		js := s.jobs[m]
+		tp := e.tput[t][i]
+		if tp <= 0 {
+			return nil, 0, fmt.Errorf("job %d has throughput %v on %s", m, tp, s.types[t])
+		}
+		n := math.Trunc(tp * s.cfg.RoundS)
+		if rem := js.job.TotalSteps - js.stepsRun; rem < n {
+			n = rem
+		}
+		steps = append(steps, n)
+		finish = math.Max(finish, s.now+n/tp)
+	}
+	return steps, finish, nil
+}
+
+// complete is the simulator's completion of one micro-task (Gavel's
+// per-worker _done_callback calls, folded): each member's steps split over
+// the workers (floor division, the rest to the last); a worker with 0
+// steps fails the micro-task, and 5 failures of a single job drop it.
+func (s *simulator) complete(r running, roundStart float64) {
+	exec := r.finish - roundStart
+	members := r.key.members()
+	for _, m := range members {
+		s.jobs[m].latest = r.finish
+	}
+	sf := float64(s.jobs[members[0]].job.ScaleFactor)
+	type upd struct {
+		w     int
+		steps []float64
+	}
+	ups := make([]upd, len(r.workers))
+	acc := make([]float64, len(members))
+	for i, w := range r.workers {
+		ups[i] = upd{w, make([]float64, len(members))}
+		for j := range members {
+			if i == len(r.workers)-1 {
+				ups[i].steps[j] = r.steps[j] - acc[j]
+			} else {
+				ups[i].steps[j] = math.Floor(r.steps[j] / sf)
+				acc[j] += ups[i].steps[j]
+			}
+		}
+	}
+	sort.Slice(ups, func(a, b int) bool { return ups[a].w < ups[b].w })
+	ok := true
+	total := make([]float64, len(members))
+	for _, u := range ups {
+		for j := range members {
+			if u.steps[j] <= 0 || exec <= 0 {
+				ok = false
+			}
+			total[j] += u.steps[j]
+		}
+	}
+	t := s.wtype[r.workers[0]]
+	if !ok {
+		if !r.key.isPair() {
+			js := s.jobs[r.key.a]
+			if js.failures++; js.failures >= maxFailedAttempts {
+				s.removeJob(r.key.a, true)
+			}
+		}
+		s.needUpd = true
+		return
+	}
+	var done []int
+	for j, m := range members {
+		js := s.jobs[m]
+		js.failures = 0
+		js.stepsRun += total[j]
+		if js.job.TotalSteps-js.stepsRun <= 0 {
+			done = append(done, m)
+		}
+	}
+	for _, e := range s.entries {
+		if e.key == r.key {
+			e.timeSoFar[t] += exec
+			break
+		}
+	}
+	s.wtime[t] += exec
+	for _, w := range r.workers {
+		s.cumBusy[w] += exec
+	}
+	for _, m := range done {
+		s.removeJob(m, false)
+	}
+}
+
+func (s *simulator) checkPlacement(out []assignment) error {
+	used := make([]int, len(s.types))
+	seen := map[int]bool{}
+	for _, a := range out {
+		t := s.wtype[a.workers[0]]
+		for _, w := range a.workers {
+			if seen[w] {
+				return fmt.Errorf("invariant: t=%.1f s: worker %d placed twice", s.now, w)
+			}
+			if s.wtype[w] != t {
+				return fmt.Errorf("invariant: t=%.1f s: job %v spans GPU types", s.now, a.key.members())
+			}
+			seen[w] = true
+		}
+		used[t] += len(a.workers)
+	}
+	for t, n := range used {
+		if n > s.workers[t] {
+			return fmt.Errorf("invariant: t=%.1f s: %d %s GPUs used of %d", s.now, n, s.types[t], s.workers[t])
+		}
+	}
+	return nil
+}
+
+func (s *simulator) checkAllocation(a map[ckey][]float64) error {
+	rows := map[int]float64{}
+	load := make([]float64, len(s.types))
+	for k, row := range a {
+		for t, v := range row {
+			if v < -1e-6 || math.IsNaN(v) {
+				return fmt.Errorf("invariant: t=%.1f s: %v allocation %v", s.now, k.members(), row)
+			}
+			if js, ok := s.jobs[k.a]; ok {
+				load[t] += v * float64(js.job.ScaleFactor)
+			}
+		}
+		for _, m := range k.members() {
+			for _, v := range row {
+				rows[m] += v
+			}
+		}
+	}
+	for id, sum := range rows {
+		if sum > 1+1e-6 {
+			return fmt.Errorf("invariant: t=%.1f s: job %d's allocation sums to %v > 1", s.now, id, sum)
+		}
+	}
+	if n := s.policy.Name(); strings.HasPrefix(n, "FIFO") || n == "Proportional" {
+		// Gavel's fifo may allocate a type over its capacity, and its
+		// proportional split ignores scale factors; rounds never place
+		// over capacity (checkPlacement).
+		return nil
+	}
+	for t := range s.types {
+		if load[t] > float64(s.workers[t])*(1+1e-6)+1e-6 {
+			return fmt.Errorf("invariant: t=%.1f s: allocation puts %.4f GPUs of load on %d %s GPUs", s.now, load[t], s.workers[t], s.types[t])
+		}
+	}
+	return nil
+}

@@ -1,0 +1,417 @@
+package gavel
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Gavel's simulator constants.
+const (
+	DefaultRoundS        = 360.0  // time_per_iteration
+	DefaultMinResetS     = 1920.0 // minimum_time_between_allocation_resets
+	maxFailedAttempts    = 5      // MAX_FAILED_ATTEMPTS
+	neverRunPriorityMult = 1e9    // priority of a job that has received no time
+)
+
+// Config is one simulation.
+type Config struct {
+	Cluster   ClusterSpec
+	RoundS    float64 // round length (Gavel's 360 s by default)
+	MinResetS float64 // allocation recomputed at most this often (1920 s)
+	Seed      uint64  // Gavel's --seed: fifo's RNG is seeded with it, the type shuffler with seed+5
+	// Window, when set, ends a generated run once jobs First..Last have
+	// completed (Gavel's jobs_to_complete) and is what the results average.
+	Window *Window
+	// Check verifies the invariants every round (no type over capacity,
+	// no worker twice, allocation rows ≤ 1 for the non-FIFO policies).
+	Check bool
+	// Ideal applies the allocation exactly (fluid, no rounds) instead of
+	// the round mechanism.
+	Ideal bool
+	// Log, when set, gets one line per scheduled micro-task ("<t> job <id>
+	// <type> workers <ids>") for debugging against Gavel's log.
+	Log io.Writer
+}
+
+// Window is a range of job ids (inclusive).
+type Window struct{ First, Last int }
+
+// Contains says whether id is in the window (a nil window holds every id).
+func (w *Window) Contains(id int) bool { return w == nil || (id >= w.First && id <= w.Last) }
+
+type jobState struct {
+	id       int
+	job      Job
+	tput     []float64 // per sorted type
+	stepsRun float64
+	start    float64
+	latest   float64
+	failures int
+}
+
+// ckey names a schedulable entry: a single job (b = -1) or a pair of
+// co-located jobs (a < b), as Gavel's JobIdPair; singles sort before
+// pairs, pairs by (a, b).
+type ckey struct{ a, b int }
+
+func single(id int) ckey    { return ckey{id, -1} }
+func (k ckey) isPair() bool { return k.b >= 0 }
+func (k ckey) less(o ckey) bool {
+	if k.isPair() != o.isPair() {
+		return !k.isPair()
+	}
+	if k.a != o.a {
+		return k.a < o.a
+	}
+	return k.b < o.b
+}
+func (k ckey) members() []int {
+	if k.isPair() {
+		return []int{k.a, k.b}
+	}
+	return []int{k.a}
+}
+
+// entry is what Gavel's priorities, deficits and time counters are kept
+// for: a single job, or (for packing policies) a pair of jobs.
+type entry struct {
+	key       ckey
+	tput      [][]float64 // per sorted type, per member
+	timeSoFar []float64   // since the last reset
+	priority  []float64
+	deficit   []float64
+}
+
+type assignment struct {
+	key     ckey
+	workers []int
+}
+
+type running struct {
+	key     ckey
+	workers []int
+	steps   []float64 // per member
+	finish  float64
+}
+
+// simulator is Gavel's Scheduler in simulation mode, for single jobs (no
+// space sharing).
+type simulator struct {
+	cfg                Config
+	policy             Policy
+	types              []string // sorted by name: worker registration and allocation order
+	order              []int    // round order: indices into types, in cluster spec order
+	workers            []int    // GPUs per sorted type
+	servers            [][][]int
+	wtype              []int // worker id → sorted type index
+	cumBusy            []float64
+	wtime              []float64 // worker time so far per type, since the last reset
+	jobs               map[int]*jobState
+	active             []int    // active job ids, ascending
+	entries            []*entry // in Gavel's priority-dict order
+	packing            PackingPolicy
+	alloc              map[ckey][]float64
+	last               float64 // last reset time
+	needUpd            bool
+	now                float64
+	shuffler           *PyRandom
+	cur                []assignment
+	leaseExt, leaseOpp int
+	res                *Result
+	allocs             int
+}
+
+func newSimulator(cfg Config, p Policy) *simulator {
+	if cfg.RoundS == 0 {
+		cfg.RoundS = DefaultRoundS
+	}
+	if cfg.MinResetS == 0 {
+		cfg.MinResetS = DefaultMinResetS
+	}
+	s := &simulator{cfg: cfg, policy: p, types: cfg.Cluster.sortedTypes(), jobs: map[int]*jobState{},
+		alloc: map[ckey][]float64{}, shuffler: NewPyRandom(cfg.Seed + 5), res: &Result{}}
+	idx := map[string]int{}
+	for i, t := range s.types {
+		idx[t] = i
+	}
+	byName := map[string]int{}
+	for i, t := range cfg.Cluster.Types {
+		byName[t] = i
+	}
+	s.workers = make([]int, len(s.types))
+	s.servers = make([][][]int, len(s.types))
+	s.wtime = make([]float64, len(s.types))
+	for ti, t := range s.types {
+		ci := byName[t]
+		per := cfg.Cluster.GPUsPerServer[ci]
+		for k := 0; k < cfg.Cluster.GPUs[ci]/per; k++ {
+			var ids []int
+			for g := 0; g < per; g++ {
+				ids = append(ids, len(s.wtype))
+				s.wtype = append(s.wtype, ti)
+			}
+			s.servers[ti] = append(s.servers[ti], ids)
+			s.workers[ti] += per
+		}
+	}
+	for _, t := range cfg.Cluster.Types {
+		if s.workers[idx[t]] > 0 {
+			s.order = append(s.order, idx[t])
+		}
+	}
+	s.cumBusy = make([]float64, len(s.wtype))
+	s.packing, _ = p.(PackingPolicy)
+	return s
+}
+
+// addJob is Gavel's add_job at timestamp at; a packing policy also gets
+// an entry for the job paired with every active job of its scale factor.
+func (s *simulator) addJob(j Job, tp *Throughputs, at float64) error {
+	id := len(s.res.Jobs)
+	row, err := tp.Row(j.Key(), s.types)
+	if err != nil {
+		return fmt.Errorf("job %d: %w", id, err)
+	}
+	js := &jobState{id: id, job: j, tput: row, start: at}
+	e := s.newEntry(single(id), s.cfg.RoundS/2)
+	for t := range e.tput {
+		e.tput[t] = []float64{row[t]}
+	}
+	if s.packing != nil {
+		for _, o := range s.active {
+			other := s.jobs[o]
+			if other.job.ScaleFactor != j.ScaleFactor {
+				continue
+			}
+			pe := s.newEntry(ckey{o, id}, 0)
+			for t, wt := range s.types {
+				p, ok := tp.Colocated[wt][other.job.Key()][j.Key()]
+				if !ok {
+					return fmt.Errorf("job %d: throughputs have no co-located entry for %s with %s on %q (packing policies need them)", id, other.job.Key(), j.Key(), wt)
+				}
+				pe.tput[t] = []float64{p[0], p[1]}
+			}
+		}
+	}
+	s.jobs[id] = js
+	s.active = append(s.active, id)
+	s.needUpd = true
+	s.res.Jobs = append(s.res.Jobs, JobResult{ID: id, JobType: j.JobType, ScaleFactor: j.ScaleFactor,
+		Priority: j.PriorityWeight, ArrivalS: at})
+	if j.SLO > 0 && j.DurationS > 0 {
+		d := j.SLO*j.DurationS + at
+		s.res.Jobs[id].DeadlineS = &d
+	}
+	return nil
+}
+
+func (s *simulator) newEntry(k ckey, time0 float64) *entry {
+	n := len(s.types)
+	e := &entry{key: k, tput: make([][]float64, n), timeSoFar: make([]float64, n), priority: make([]float64, n), deficit: make([]float64, n)}
+	for t := range e.timeSoFar {
+		e.timeSoFar[t] = time0
+	}
+	s.entries = append(s.entries, e)
+	return e
+}
+
+func (s *simulator) removeJob(id int, failed bool) {
+	js := s.jobs[id]
+	delete(s.jobs, id)
+	k := sort.SearchInts(s.active, id)
+	s.active = append(s.active[:k], s.active[k+1:]...)
+	kept := s.entries[:0]
+	for _, e := range s.entries {
+		if e.key.a != id && e.key.b != id {
+			kept = append(kept, e)
+		}
+	}
+	s.entries = kept
+	r := &s.res.Jobs[id]
+	if failed {
+		r.Failed = true
+	} else {
+		jct := js.latest - js.start
+		f := r.ArrivalS + jct
+		r.JCTS, r.FinishS = &jct, &f
+	}
+	s.needUpd = true
+}
+
+// state is what the policy sees.
+func (s *simulator) state() *State {
+	st := &State{Types: s.types, Workers: s.workers, Now: s.now}
+	for _, id := range s.active {
+		js := s.jobs[id]
+		st.Jobs = append(st.Jobs, StateJob{ID: id, Throughput: js.tput, ScaleFactor: js.job.ScaleFactor,
+			PriorityWeight: js.job.PriorityWeight, RemainingSteps: js.job.TotalSteps - js.stepsRun,
+			TotalSteps: js.job.TotalSteps, TimeSinceStart: s.now - js.start})
+	}
+	return st
+}
+
+// resetTimeRunSoFar is Gavel's _reset_time_run_so_far: deficits take the
+// time each entry should have had under the allocation minus what it got.
+func (s *simulator) resetTimeRunSoFar() {
+	elapsed := s.now - s.last
+	half := s.cfg.RoundS / 2
+	for t := range s.types {
+		s.wtime[t] = 0
+		for _, e := range s.entries {
+			received := e.timeSoFar[t] - half
+			should := 0.0
+			if row, ok := s.alloc[e.key]; ok {
+				should = row[t] * elapsed
+			}
+			e.deficit[t] += should - received
+			e.timeSoFar[t] = half
+			s.wtime[t] += half
+		}
+	}
+	s.last = s.now
+}
+
+// allocate asks the policy for an allocation of the active jobs (and, for
+// a packing policy, their pairs).
+func (s *simulator) allocate() (map[ckey][]float64, error) {
+	st := s.state()
+	out := map[ckey][]float64{}
+	if s.packing != nil {
+		var pairs []PairState
+		for _, e := range s.entries {
+			if e.key.isPair() {
+				p := PairState{A: e.key.a, B: e.key.b, Throughput: make([][2]float64, len(s.types))}
+				for t := range s.types {
+					p.Throughput[t] = [2]float64{e.tput[t][0], e.tput[t][1]}
+				}
+				pairs = append(pairs, p)
+			}
+		}
+		a, pa, err := s.packing.AllocatePacked(st, pairs)
+		if err != nil {
+			return nil, err
+		}
+		for id, row := range a {
+			out[single(id)] = row
+		}
+		for k, row := range pa {
+			out[ckey{k[0], k[1]}] = row
+		}
+		return out, nil
+	}
+	a, err := s.policy.Allocate(st)
+	if err != nil {
+		return nil, err
+	}
+	for id, row := range a {
+		out[single(id)] = row
+	}
+	return out, nil
+}
+
+// updatePriorities is Gavel's _update_priorities in simulation.
+func (s *simulator) updatePriorities() error {
+	need := (s.now-s.last >= s.cfg.MinResetS || s.last == 0) && s.needUpd
+	if need {
+		s.resetTimeRunSoFar()
+		a, err := s.allocate()
+		if err != nil {
+			return fmt.Errorf("t=%.1f s: allocation: %w", s.now, err)
+		}
+		if s.cfg.Check {
+			if err := s.checkAllocation(a); err != nil {
+				return err
+			}
+		}
+		s.alloc = a
+		s.allocs++
+		s.needUpd = false
+	}
+	for t := range s.types {
+		for _, e := range s.entries {
+			frac := 0.0
+			if s.wtime[t] != 0 {
+				frac = e.timeSoFar[t] / s.wtime[t]
+			}
+			row, ok := s.alloc[e.key]
+			if !ok {
+				e.priority[t] = 0
+				continue
+			}
+			zero := false
+			for _, v := range e.tput[t] {
+				zero = zero || v == 0
+			}
+			p := row[t] * neverRunPriorityMult
+			switch {
+			case row[t] == 0:
+				p = 0
+			case zero:
+				p = 0
+			case frac > 0:
+				p = row[t] / frac
+			}
+			e.priority[t] = p
+		}
+	}
+	return nil
+}
+
+type queued struct {
+	e                         *entry
+	t                         int
+	prio, deficit, allocation float64
+}
+
+// selectJobs is Gavel's _schedule_jobs_on_workers_helper: per type in
+// order, entries by decreasing (priority, deficit, allocation), greedily
+// while GPUs of the type remain, no job twice (alone or in a pair).
+func (s *simulator) selectJobs(order []int) [][]*entry {
+	left := append([]int(nil), s.workers...)
+	var q []queued
+	for _, t := range order {
+		start := len(q)
+		for _, e := range s.entries {
+			a := 0.0
+			if row, ok := s.alloc[e.key]; ok {
+				a = row[t]
+			}
+			q = append(q, queued{e, t, e.priority[t], e.deficit[t], a})
+		}
+		part := q[start:]
+		sort.SliceStable(part, func(i, j int) bool {
+			a, b := part[i], part[j]
+			if a.prio != b.prio {
+				return a.prio > b.prio
+			}
+			if a.deficit != b.deficit {
+				return a.deficit > b.deficit
+			}
+			return a.allocation > b.allocation
+		})
+	}
+	fifo := strings.HasPrefix(s.policy.Name(), "FIFO")
+	done := map[int]bool{}
+	sched := make([][]*entry, len(s.types))
+	for _, x := range q {
+		if left[x.t] == 0 {
+			continue
+		}
+		skip := false
+		for i, m := range x.e.key.members() {
+			skip = skip || done[m] || x.e.tput[x.t][i] <= 0
+		}
+		sf := s.jobs[x.e.key.a].job.ScaleFactor
+		if skip || (fifo && x.prio <= 0) || sf > left[x.t] {
+			continue
+		}
+		left[x.t] -= sf
+		for _, m := range x.e.key.members() {
+			done[m] = true
+		}
+		sched[x.t] = append(sched[x.t], x.e)
+	}
+	return sched
+}
