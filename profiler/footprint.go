@@ -38,3 +38,24 @@ func (s *sweep) noteFootprint() {
 		}
 	}
 }
+
+// PythonWorkingSetBytes is the room the default memory axis leaves above
+// the dataset for a Python job: the interpreter, the framework and its
+// loader workers (torch 1.13 with two workers: 173-214 MiB of anonymous
+// memory measured under synergy profile, docs/pytorch.md), with room for
+// the model. With 64 MiB, a small dataset's axis OOM-kills torch before
+// its first iteration.
+const PythonWorkingSetBytes = 512 << 20
+
+// DefaultMemLimitsFor is DefaultMemLimits for a command: a Python
+// interpreter's axis leaves PythonWorkingSetBytes for the job.
+func DefaultMemLimitsFor(dataDir string, command []string) ([]int64, error) {
+	if len(command) == 0 || !IsPython(command[0]) {
+		return DefaultMemLimits(dataDir)
+	}
+	datasetBytes, _, err := DatasetSize(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	return DefaultMemAxis(datasetBytes, PythonWorkingSetBytes), nil
+}

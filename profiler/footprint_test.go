@@ -1,6 +1,8 @@
 package profiler
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/synergy-sched/synergy/sensitivity"
@@ -25,5 +27,28 @@ func TestFootprint(t *testing.T) {
 	}
 	if got := footprint(cells[2:]); got != 0 {
 		t.Errorf("footprint of cold, failed and predicted cells = %d, want 0 (not measured)", got)
+	}
+}
+
+// A Python job's default memory axis leaves room for the framework: every
+// limit is above PythonWorkingSetBytes, while another job's starts lower.
+func TestDefaultMemLimitsFor(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), make([]byte, 44<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	py, err := DefaultMemLimitsFor(dir, []string{"/usr/bin/python3", "main.py"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := DefaultMemLimitsFor(dir, []string{"bin/synthtrain"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(py) == 0 || py[0] <= PythonWorkingSetBytes {
+		t.Errorf("python axis %v does not start above %d MiB", py, PythonWorkingSetBytes>>20)
+	}
+	if len(other) == 0 || other[0] >= py[0] || other[0] > 128<<20 {
+		t.Errorf("synthtrain axis %v, want it to start lower than the python axis %v", other, py)
 	}
 }
