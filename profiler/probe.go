@@ -1,6 +1,7 @@
 package profiler
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,7 +121,7 @@ func (s *sweep) probeEnv(pt point, run *pointRun) []string {
 		pytorch.ProbeEnvMaxIterations + "=" + strconv.Itoa(s.maxIterationsFor(pt)),
 	}
 	if s.tmpl.has() && !s.tmpl.used[PlaceholderWorkers] {
-		env = append(env, pytorch.ProbeEnvWorkers+"="+strconv.Itoa(Workers(pt.cpus, s.cfg.GPUs)))
+		env = append(env, pytorch.ProbeEnvWorkers+"="+strconv.Itoa(cmp.Or(pt.launchWorkers, Workers(pt.cpus, s.cfg.GPUs))))
 	}
 	switch j := s.cfg.JobSetup; {
 	case j.EmulateStep > 0:
@@ -238,4 +239,19 @@ func (s *sweep) checkAffinity(pt point, r *probeReport) {
 			s.warnf("%s: the loader built at %s ran on CPUs %v with workers on %v, not on the point's %d cores", pt.label(), l.Site, l.CPUs, l.WorkerCPUs, want)
 		}
 	}
+}
+
+// probeWindow applies the probe's report to a launch's first window: the
+// report's loaders and their affinity were seen at the launch's first
+// limits, and a refused setting ends the job at its start, so a window
+// after an in-place limit change has nothing to add.
+func (s *sweep) probeWindow(pt point, l *launch, w window, stop string) error {
+	if w.changed {
+		return nil
+	}
+	end := pointEnd{stopReason: stop}
+	if l.end != nil {
+		end.res, end.err = l.end.res, l.end.err
+	}
+	return s.applyProbe(pt, s.readProbe(pt, l.run), end)
 }

@@ -380,6 +380,7 @@ func (s *sweep) finish() {
 			p.GPU.Note += "; the probe's loader-only mode: " + s.emulatedLabel
 		}
 	}
+	s.noteFootprint()
 	p.Warnings = s.warnings
 	if err := sensitivity.Fill(p); err != nil {
 		p.Warnings = append(append([]string(nil), s.warnings...), "cells not predicted: "+err.Error())

@@ -38,6 +38,10 @@ func (s *sweep) measureWindow(ctx context.Context, pt point, l *launch, w window
 	run.sampling.stop(s, st)
 	run.sampling = nil
 	end := pointEnd{stopReason: stop, wall: s.cfg.Now().Sub(w.start).Seconds()}
+	if err := s.probeWindow(pt, l, w, stop); err != nil {
+		s.endLaunch()
+		return cell, err
+	}
 	after, err := run.h.Stats()
 	if l.end != nil {
 		end.res, end.err, after, err = l.end.res, l.end.err, l.end.res.Final, nil

@@ -226,6 +226,7 @@ func (c *checker) job(j *JobInfo) {
 	c.int("job.batch", "", int64(j.Batch), 1, MaxBatch, "larger than any per-GPU batch")
 	c.int("job.gpus", "", int64(j.GPUs), 0, MaxGPUs, "more GPUs than any job synergy profiles on one host")
 	c.int("job.max_iterations", "", int64(j.MaxIterations), 0, MaxIterationCap, "more iterations than any point runs")
+	c.int("job.footprint_bytes", "", j.FootprintBytes, 0, MaxMemBytes, "more memory than any machine holds")
 }
 
 func (c *checker) host(h *HostInfo) {

@@ -106,6 +106,12 @@ type JobInfo struct {
 	GPUs          int      `json:"gpus"`
 	MaxIterations int      `json:"max_iterations"`
 	DataDir       string   `json:"data_dir,omitempty"`
+	// FootprintBytes is the job's own memory apart from its dataset's page
+	// cache: anonymous memory plus the page cache its cgroup was charged
+	// (framework libraries) at the warm, unlimited-memory points, whose
+	// dataset the profiler had already read. A memory cell at or below it
+	// squeezes the framework, not the dataset's cache. 0: not measured.
+	FootprintBytes int64 `json:"footprint_bytes,omitempty"`
 }
 
 // HostInfo describes the machine the profile was measured on.

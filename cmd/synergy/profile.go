@@ -82,7 +82,7 @@ Example:
 			&cli.StringFlag{Name: flagCPUs, DefaultText: "the --cpu sweep", Usage: "CPU axis: `LIST` of core counts, e.g. 1,2,4 (fractions down to 0.01: 0.5 is a CFS quota on one pinned core)"},
 			&cli.FloatFlag{Name: flagCPUMax, DefaultText: "all online cores", Usage: "sweep 1, 2, 4, ... up to `MAX` cores"},
 			&cli.StringFlag{Name: flagMemLimits, DefaultText: "the --memory sweep", Usage: "memory axis: `SIZES`, e.g. 256MiB,1GiB, each at least 8MiB and below the host's memory (page cache is charged); unlimited is always measured"},
-			&cli.StringFlag{Name: flagMemoryMax, DefaultText: "1/4, 1/2 and 5/4 of the size of --data, each + 64MiB for the job", Usage: "sweep MAX/8, MAX/4, MAX/2 and `MAX`, e.g. 8GiB"},
+			&cli.StringFlag{Name: flagMemoryMax, DefaultText: "1/4, 1/2 and 5/4 of the size of --data, each + 64MiB for the job (512MiB for a Python interpreter)", Usage: "sweep MAX/8, MAX/4, MAX/2 and `MAX`, e.g. 8GiB"},
 			&cli.StringFlag{Name: flagStrategy, Value: profiler.StrategyOptimistic, Usage: "`NAME` of the strategy choosing the points to measure: optimistic (ends and knees of each axis, then where the fit is least sure, at most --budget points), axes (the whole CPU axis, then the whole memory axis at the best CPU count), grid (every cell), synergy (Synergy's CPU rule; memory predicted)"},
 			&cli.IntFlag{Name: flagBudget, Value: profiler.DefaultBudget, Usage: "optimistic strategy: measure at most `N` points (at least 2)"},
 			&cli.IntFlag{Name: flagValidate, DefaultText: "none", Usage: "measure `K` extra cells not used by the fit and report the fit's error on them"},
@@ -485,7 +485,7 @@ func resolveAxes(o *profileOptions, h sensitivity.HostInfo, online int) error {
 	}
 	if len(cfg.MemLimits) == 0 && cfg.DataDir != "" {
 		var err error
-		if cfg.MemLimits, err = profiler.DefaultMemLimits(cfg.DataDir); err != nil {
+		if cfg.MemLimits, err = profiler.DefaultMemLimitsFor(cfg.DataDir, cfg.Command); err != nil {
 			return fmt.Errorf("--%s: %w", flagData, err)
 		}
 	}

@@ -113,7 +113,7 @@ class ConfigTest(unittest.TestCase):
         ]
         for env, want in cases:
             with self.subTest(env=env):
-                with self.assertRaises(ValueError) as cm:
+                with self.assertRaises(ConfigError) as cm:  # what install() turns into exit 2
                     Config(env)
                 self.assertIn(want, str(cm.exception))
 
@@ -293,6 +293,16 @@ class ProbeStartupTest(unittest.TestCase):
         self.assertEqual(p.returncode, synergy_probe.EXIT_CONFIG, p.stderr)
         self.assertNotIn("ran", p.stdout)
         self.assertIn("synergy-probe: SYNERGY_PROBE_MAX_ITERATIONS: 'many' is not an integer", p.stderr)
+        with open(self.report) as f:
+            self.assertEqual(json.load(f)["state"], "error")
+
+    def test_unknown_gpu_model_pair_stops_the_job(self):
+        p = run_probed([sys.executable, "-c", "print('ran')"], {"SYNERGY_PROBE_EMULATE_GPU": "v100",
+                                                                "SYNERGY_PROBE_MODEL": "nosuchmodel",
+                                                                "SYNERGY_PROBE_REPORT": self.report})
+        self.assertEqual(p.returncode, synergy_probe.EXIT_CONFIG, p.stderr)
+        self.assertNotIn("ran", p.stdout)
+        self.assertIn("no measured step time for model 'nosuchmodel'", p.stderr)
         with open(self.report) as f:
             self.assertEqual(json.load(f)["state"], "error")
 

@@ -116,7 +116,10 @@ class Config:
             raise ConfigError("%s=%s: %s must name the model whose step time to use" % (ENV_EMULATE_GPU, self.gpu, ENV_MODEL))
         if self.gpu is not None:
             # Check the pair now (the batch is known only at the first batch).
-            _helper().gpu_step(self.model, self.gpu, 1)
+            try:
+                _helper().gpu_step(self.model, self.gpu, 1)
+            except ValueError as e:
+                raise ConfigError("%s=%s %s=%s: %s" % (ENV_EMULATE_GPU, self.gpu, ENV_MODEL, self.model, e)) from None
 
     @property
     def emulate(self):

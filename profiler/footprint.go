@@ -1,0 +1,61 @@
+package profiler
+
+import (
+	"github.com/synergy-sched/synergy/internal/units"
+	"github.com/synergy-sched/synergy/sensitivity"
+)
+
+// footprint is the job's own memory apart from its dataset's page cache:
+// at a warm, unlimited-memory point the profiler has read the dataset
+// beforehand, so its pages are charged to the profiler, not the job, and
+// the job's cgroup holds its anonymous memory and the page cache it first
+// touched (interpreter, framework libraries). The largest such figure over
+// those points; 0 when none was measured.
+func footprint(cells []sensitivity.Cell) int64 {
+	var fp int64
+	for _, c := range cells {
+		if !c.Measured || c.Failure != nil || !sensitivity.Unlimited(c.MemLimitBytes) || c.Stats == nil || c.Stats.ColdStart {
+			continue
+		}
+		fp = max(fp, c.Stats.MemAnonBytes+c.Stats.MemCacheBytes)
+	}
+	return fp
+}
+
+// noteFootprint records the footprint in the profile and warns about the
+// memory limits at or below it.
+func (s *sweep) noteFootprint() {
+	p := s.prof
+	fp := footprint(p.Cells)
+	if fp <= 0 || s.cfg.Cache == nil {
+		return
+	}
+	p.Job.FootprintBytes = fp
+	for _, m := range p.Axes.MemLimitBytes {
+		if !sensitivity.Unlimited(m) && m <= fp {
+			s.warnf("memory limit %s is at or below the job's own footprint (%s of anonymous memory and framework page cache): that column squeezes the framework, not the dataset's cache; give limits above it",
+				units.FormatMemLimit(m), units.FormatBytes(fp))
+		}
+	}
+}
+
+// PythonWorkingSetBytes is the room the default memory axis leaves above
+// the dataset for a Python job: the interpreter, the framework and its
+// loader workers (torch 1.13 with two workers: 173-214 MiB of anonymous
+// memory measured under synergy profile, docs/pytorch.md), with room for
+// the model. With 64 MiB, a small dataset's axis OOM-kills torch before
+// its first iteration.
+const PythonWorkingSetBytes = 512 << 20
+
+// DefaultMemLimitsFor is DefaultMemLimits for a command: a Python
+// interpreter's axis leaves PythonWorkingSetBytes for the job.
+func DefaultMemLimitsFor(dataDir string, command []string) ([]int64, error) {
+	if len(command) == 0 || !IsPython(command[0]) {
+		return DefaultMemLimits(dataDir)
+	}
+	datasetBytes, _, err := DatasetSize(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	return DefaultMemAxis(datasetBytes, PythonWorkingSetBytes), nil
+}
