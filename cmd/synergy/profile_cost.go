@@ -17,8 +17,8 @@ const (
 // costFlags are the flags of `synergy profile` that bound and cut its cost.
 func costFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.BoolFlag{Name: flagWindows, Value: true, DefaultText: "on where the runner can change a running job's limits (local, docker); --windows=false restarts the job for every point",
-			Usage: "measure consecutive points of one memory column in windows of one launch, changing the running job's CPU limits between them (the loader keeps the most workers any point needs)"},
+		&cli.BoolFlag{Name: flagWindows, Value: true, DefaultText: "on; --windows=false restarts the job for every point",
+			Usage: "measure consecutive points of one memory column that need the same loader workers in windows of one launch, changing the running job's CPU limits between them (runners that cannot change a running job's limits restart it)"},
 		&cli.DurationFlag{Name: flagTimeBudget, DefaultText: "none",
 			Usage: "stop the sweep between points once `DURATION` has passed (e.g. 10m); the profile is saved with what was measured and stop_reason time_budget, and --resume goes on"},
 		&cli.FloatFlag{Name: flagMemScale, DefaultText: "1: the whole dataset",
