@@ -66,6 +66,9 @@ type Config struct {
 
 	Env    []string
 	Runner runner.Runner
+	// Image is the container image the runner runs the job in ("" for
+	// the local runner), recorded in the profile's identity.
+	Image string
 	// Cache evicts and warms the dataset's page cache; nil means the
 	// profiler cannot control it (the profile then carries a warning).
 	Cache Cache
