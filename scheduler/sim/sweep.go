@@ -98,6 +98,9 @@ func Sweep(ctx context.Context, base Config, points []Point, workers int, source
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				if ctx.Err() != nil {
+					continue // cancelled: start no further run
+				}
 				p := points[i]
 				res, err := runPoint(ctx, base, p, source)
 				if err != nil {
