@@ -72,6 +72,9 @@ type Config struct {
 	Runner runner.Runner
 	// JobSetup: the DataLoader probe and its loader-only mode (probe.go).
 	JobSetup
+	// Image is the container image the runner runs the job in ("" for
+	// the local runner), recorded in the profile's identity.
+	Image string
 	// Cache evicts and warms the dataset's page cache; nil means the
 	// profiler cannot control it (the profile then carries a warning).
 	Cache Cache

@@ -367,7 +367,7 @@ func (s *sweep) settle(pt point, run *pointRun, stats *sensitivity.PointStats) {
 	}
 	run.sampling.stop(s, stats)
 	s.keepMetrics(pt, run.metricsPath)
-	if t := run.tailer; t.Bad > 0 {
+	if t := run.tailer; t.Bad > 0 && t.Broken(len(run.m.all)) == "" {
 		s.warnf("%s: %d malformed metrics lines (first: %s)", pt.label(), t.Bad, strings.Join(t.Errors, "; "))
 	}
 }
@@ -400,8 +400,9 @@ func (s *sweep) classifyEnd(pt point, run *pointRun, end pointEnd, cell *sensiti
 
 // measure turns the stream of a job that ended well into the cell's
 // throughput and iteration figures, or a failure when it says too little:
-// no line before the time cap, or fewer than two measurable iterations. A
-// job that wrote no stream is measured from its wall time.
+// a stream that cannot be read (malformed_metrics, with the first bad line),
+// no line before the time cap, or fewer than two measurable iterations.
+// Only a job that wrote no stream at all is measured from its wall time.
 func (s *sweep) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity.Cell) {
 	cfg, m, stats := &s.cfg, &run.m, cell.Stats
 	stopReason := end.stopReason
@@ -411,18 +412,19 @@ func (s *sweep) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 	stats.StopReason = stopReason
 	stats.Iterations = len(m.all)
 	stats.WarmupIterations = len(m.all) - m.est.Iterations // the window's first iteration only anchors time
+	if why := run.tailer.Broken(len(m.all)); why != "" {
+		stats.MetricsSource = sensitivity.MetricsStream
+		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailMalformedMetrics, ExitCode: stats.ExitCode,
+			Message: why + " (docs/job-contract.md gives the line format)"}
+		return
+	}
 	switch {
 	case len(m.all) == 0 && stopReason == StopTimeCap:
 		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailTimeout,
 			Message: fmt.Sprintf("no iteration reported within %s", cfg.PointTimeout)}
 		return
 	case len(m.all) == 0:
-		n := s.maxIterationsFor(pt)
-		stats.MetricsSource = sensitivity.MetricsWall
-		stats.Iterations = n
-		if end.wall > 0 {
-			cell.SamplesPerS = float64(n*cfg.Batch) / end.wall
-		}
+		s.measureWall(pt, end, cell)
 		return
 	}
 	stats.MetricsSource = sensitivity.MetricsStream
@@ -451,6 +453,25 @@ func (s *sweep) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 	if slices.ContainsFunc(m.all, func(it jobcontract.Iteration) bool { return it.Emulated }) {
 		s.sawEmulated = true
 	}
+}
+
+// measureWall measures a job that wrote no metrics stream and exited well:
+// it is taken to have run its --max-iterations, so its throughput is those
+// iterations' samples over the wall time of the whole run, start-up
+// included. That figure is a lower bound of the steady rate with no
+// interval to be had from one number, so its interval is recorded as
+// unknown: a half-width of the figure itself (±100%), never ±0.
+func (s *sweep) measureWall(pt point, end pointEnd, cell *sensitivity.Cell) {
+	n := s.maxIterationsFor(pt)
+	cell.Stats.MetricsSource = sensitivity.MetricsWall
+	cell.Stats.Iterations = n
+	cell.Stats.WarmupIterations = 0
+	if end.wall > 0 {
+		cell.SamplesPerS = float64(n*s.cfg.Batch) / end.wall
+		cell.SamplesPerSCI95 = cell.SamplesPerS
+	}
+	s.warnf("%s wrote no metrics stream: its throughput is measured from wall time, start-up included, with an unknown interval (metrics_source %q)",
+		s.cfg.JobName, sensitivity.MetricsWall)
 }
 
 // statsEvery is how often the profiler polls a running job's counters when

@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/synergy-sched/synergy/jobcontract"
@@ -211,10 +209,11 @@ func (s *sweep) runOne(ctx context.Context, pt point, total string) error {
 // open starts a new profile or loads the one to resume.
 func (s *sweep) open() error {
 	cfg := &s.cfg
-	if err := s.scanDataset(); err != nil {
+	ident, err := s.scanDataset()
+	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(cfg.Out); err == nil {
+	if _, err = os.Stat(cfg.Out); err == nil {
 		if !cfg.Resume {
 			return fmt.Errorf("%s: %w", cfg.Out, ErrProfileExists)
 		}
@@ -222,12 +221,11 @@ func (s *sweep) open() error {
 		if err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
-		if !slices.Equal(p.Job.Command, cfg.Command) {
-			return fmt.Errorf("resume: %s profiles %q, not %q", cfg.Out, strings.Join(p.Job.Command, " "), strings.Join(cfg.Command, " "))
+		s.warnings = p.Warnings
+		if err := s.checkResume(p, ident); err != nil {
+			return err
 		}
-		if p.Job.Batch != cfg.Batch {
-			return fmt.Errorf("resume: %s was measured at batch %d, not %d", cfg.Out, p.Job.Batch, cfg.Batch)
-		}
+		p.Identity = ident
 		// Predicted cells are recomputed at the end.
 		kept := p.Cells[:0]
 		for _, c := range p.Cells {
@@ -237,7 +235,6 @@ func (s *sweep) open() error {
 		}
 		p.Cells = kept
 		s.prof = p
-		s.warnings = p.Warnings
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("out: %w", err)
 	} else {
@@ -246,10 +243,11 @@ func (s *sweep) open() error {
 			ToolVersion:   cfg.ToolVersion,
 			CreatedAt:     cfg.Now().UTC().Truncate(1e9),
 			Job: sensitivity.JobInfo{
-				Name: cfg.JobName, Command: cfg.Command, Runner: cfg.Runner.Name(),
+				Name: cfg.JobName, Command: cfg.Command, Runner: cfg.Runner.Name(), Image: cfg.Image,
 				Batch: cfg.Batch, GPUs: cfg.GPUs, MaxIterations: cfg.MaxIterations, DataDir: cfg.DataDir,
 			},
 			Strategy: cfg.Strategy,
+			Identity: ident,
 		}
 	}
 	p := s.prof
@@ -276,14 +274,18 @@ func (s *sweep) open() error {
 	return nil
 }
 
-// scanDataset measures the dataset's size.
-func (s *sweep) scanDataset() error {
-	if s.cfg.DataDir == "" {
-		return nil
+// scanDataset measures and fingerprints the dataset and returns the
+// identity of this run (identity.go).
+func (s *sweep) scanDataset() (*sensitivity.Identity, error) {
+	var data *sensitivity.DatasetIdentity
+	if s.cfg.DataDir != "" {
+		var err error
+		if data, err = FingerprintDataset(s.cfg.DataDir); err != nil {
+			return nil, err
+		}
+		s.datasetBytes, s.datasetFiles = data.Bytes, data.Files
 	}
-	var err error
-	s.datasetBytes, s.datasetFiles, err = DatasetSize(s.cfg.DataDir)
-	return err
+	return s.identity(data)
 }
 
 // DatasetSize returns the bytes and number of regular files under dir.

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,9 @@ type fakeRunner struct {
 	rate func(l runner.Limits) float64
 	// fail returns how a point ends early: "" (runs), "crash", "oom".
 	fail func(l runner.Limits) string
+	// garbage, when set and not "", is the line a point writes instead of
+	// every metrics line.
+	garbage func(l runner.Limits) string
 	// onStart is called with the number of jobs started so far.
 	onStart func(n int)
 	noise   float64
@@ -97,7 +101,9 @@ func (f *fakeRunner) Start(ctx context.Context, job runner.Job) (runner.Handle, 
 				return
 			default:
 			}
-			if rate > 0 {
+			if f.garbage != nil && f.garbage(job.Limits) != "" {
+				out.WriteString(f.garbage(job.Limits) + "\n")
+			} else if rate > 0 {
 				ts += float64(batch) / rate * (1 + f.noise*(rng.Float64()-0.5))
 				line, _ := json.Marshal(map[string]any{"iter": i, "samples": batch, "data_wait_s": 0.001, "step_s": 0.01, "ts": ts, "epoch": i / 10, "emulated": true})
 				out.Write(append(line, '\n'))
@@ -331,6 +337,63 @@ func TestRun_NoMetricsStreamUsesWallClock(t *testing.T) {
 	want := float64(c.Stats.Iterations*cfg.Batch) / c.Stats.WallSeconds
 	if math.Abs(c.SamplesPerS-want)/want > 1e-9 {
 		t.Errorf("samples/s = %v, want %v", c.SamplesPerS, want)
+	}
+	// One number has no interval: it is recorded as unknown (±100%), never ±0.
+	if c.SamplesPerSCI95 != c.SamplesPerS {
+		t.Errorf("ci95 = %v, want the unknown interval %v (the figure itself)", c.SamplesPerSCI95, c.SamplesPerS)
+	}
+	if !slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, "wrote no metrics stream") }) {
+		t.Errorf("warnings = %q, want the wall-time fallback named", p.Warnings)
+	}
+}
+
+func TestRun_MalformedMetricsFailThePoint(t *testing.T) {
+	// The 50MiB point's job writes log lines where its metrics go; the
+	// others write a good stream.
+	garbage := func(l runner.Limits) string {
+		if l.MemLimitBytes == 50<<20 {
+			return "epoch 0 step 3 loss=0.25"
+		}
+		return ""
+	}
+	fr := &fakeRunner{rate: trueRate, garbage: garbage}
+	cfg := baseConfig(t, fr)
+	p, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Cell(2, 50<<20)
+	if c == nil || !c.Measured || c.Failure == nil || c.Failure.Class != sensitivity.FailMalformedMetrics {
+		t.Fatalf("50MiB cell = %+v, want a malformed_metrics failure", c)
+	}
+	if !strings.Contains(c.Failure.Message, `first bad line 1: "epoch 0 step 3 loss=0.25" (not a JSON object`) {
+		t.Errorf("failure message %q does not quote the first bad line", c.Failure.Message)
+	}
+	if c.SamplesPerS != 0 || c.SamplesPerSCI95 != 0 {
+		t.Errorf("malformed cell claims %v ±%v samples/s", c.SamplesPerS, c.SamplesPerSCI95)
+	}
+	if ok := p.Cell(2, 1<<30); ok == nil || ok.Failure != nil || ok.Stats.MetricsSource != sensitivity.MetricsStream {
+		t.Errorf("1GiB cell = %+v, want a stream measurement", ok)
+	}
+	if err := p.Validate(); err != nil {
+		t.Errorf("profile with a malformed_metrics cell does not validate: %v", err)
+	}
+
+	// Every point garbage: nothing measured, no throughput invented.
+	fr = &fakeRunner{rate: trueRate, garbage: func(runner.Limits) string { return "not json" }}
+	cfg = baseConfig(t, fr)
+	cfg.MemLimits = nil
+	p, err = Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(p.MeasuredOK()); n != 0 {
+		t.Errorf("%d cells measured from a garbage stream, want none", n)
+	}
+	for _, c := range p.Cells {
+		if c.Measured && (c.Failure == nil || c.Failure.Class != sensitivity.FailMalformedMetrics) {
+			t.Errorf("cell %+v, want malformed_metrics", c)
+		}
 	}
 }
 

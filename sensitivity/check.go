@@ -183,6 +183,9 @@ func (p *Profile) Validate() error {
 	}
 	c.fit(p)
 	c.validation(p)
+	if p.Identity != nil {
+		c.identity(p.Identity)
+	}
 	c.float("cost.wall_seconds", "", p.Cost.WallSeconds, 0, MaxSeconds, "longer than any profile runs")
 	c.int("cost.points", "", int64(p.Cost.Points), 0, MaxIterationCap, "more launches than any sweep makes")
 	c.int("cost.launches", "", int64(p.Cost.Launches), 0, MaxIterationCap, "more launches than any sweep makes")

@@ -71,6 +71,9 @@ type Profile struct {
 	// StepOnly is the run with synthetic data (no loading): the rate at
 	// which the (GPU or emulated) step alone ingests samples.
 	StepOnly *StepOnly `json:"step_only,omitempty"`
+	// Identity is what was measured (identity.go); absent in profiles
+	// written before it was recorded.
+	Identity *Identity `json:"identity,omitempty"`
 }
 
 // StepOnly is DS-Analyzer's first differential run: the job with

@@ -380,6 +380,7 @@ func parseOutputFlags(c *cli.Command, o *profileOptions) error {
 // local runner.
 func parseDockerFlags(c *cli.Command, o *profileOptions) error {
 	o.dockerImg = c.String(flagDockerImg)
+	o.cfg.Image = o.dockerImg // recorded in the profile's identity
 	o.mount = c.String(flagContainerMnt)
 	if o.runnerName == "docker" && o.dockerImg == "" {
 		return fmt.Errorf("--%s: needed with --%s=docker", flagDockerImg, flagRunner)
@@ -620,7 +621,7 @@ func (t *textProgress) PointDone(label string, cell sensitivity.Cell, elapsed ti
 			cell.SamplesPerS, 100*cell.SamplesPerSCI95/math.Max(cell.SamplesPerS, 1e-9),
 			st.Iterations-st.WarmupIterations, st.StopReason, 100*st.DataWaitFraction)
 		if st.MetricsSource == sensitivity.MetricsWall {
-			what = fmt.Sprintf("%.1f samples/s from wall time (the job wrote no metrics)", cell.SamplesPerS)
+			what = fmt.Sprintf("%.1f samples/s ±? from wall time, start-up included (the job wrote no metrics stream)", cell.SamplesPerS)
 		}
 	}
 	prefix := ""

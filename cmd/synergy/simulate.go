@@ -61,7 +61,7 @@ func simulateCommand() *cli.Command {
 			&cli.BoolFlag{Name: simFlagPhillyArr, Usage: "with --philly: the log's submission times instead of Poisson arrivals (one pass through the log)"},
 			&cli.StringFlag{Name: simFlagPhillyDur, Usage: "with --philly: gavel (re-drawn as the generator does; Synergy's default) or log (the log's; Synergy's --no_exp); default gavel with Poisson arrivals, log with --philly-arrivals"},
 			&cli.StringFlag{Name: simFlagLoads, Aliases: []string{"jobs-per-hour"}, Value: "9", Usage: "generator: arrival rates in jobs per hour, e.g. 3,6,9"},
-			&cli.IntFlag{Name: simFlagNumJobs, Usage: "generator: stop after this many jobs (default: when the window's jobs have finished)"},
+			&cli.IntFlag{Name: simFlagNumJobs, DefaultText: "when the window's jobs have finished", Usage: "generator: stop after `N` jobs (at most 10000000)"},
 			&cli.StringFlag{Name: simFlagSplit, Value: "20,70,10", Usage: "generator: percent of image, language, speech jobs"},
 			&cli.BoolFlag{Name: simFlagMultiGPU, Usage: "generator: GPU demands 1/2/4/8 (70/10/15/5%) instead of single-GPU jobs; --philly: the log's GPU counts"},
 			&cli.StringFlag{Name: simFlagSeed, Value: "1", Usage: "generator seed(s), e.g. 1 or 1,2,3 (one run per seed)"},
@@ -70,7 +70,7 @@ func simulateCommand() *cli.Command {
 			&cli.StringFlag{Name: simFlagPolicies, Value: "fifo", Usage: "job-ordering policies: " + strings.Join(scheduler.PolicyNames(), ", ")},
 			&cli.DurationFlag{Name: simFlagRound, Value: sim.DefaultRoundSeconds * time.Second, Usage: "round (lease) length"},
 			&cli.StringFlag{Name: simFlagOut, Usage: "write the results JSON here"},
-			&cli.StringSliceFlag{Name: simFlagProfile, Usage: "profile JSON from `synergy profile` (repeatable): a model named by its job name for the trace; with the generator, jobs take these models round-robin"},
+			&cli.StringSliceFlag{Name: simFlagProfile, Usage: "profile JSON `FILE` written by synergy profile (repeatable): a model named by its job name for the trace; with the generator, jobs take these models round-robin"},
 			&cli.StringFlag{Name: simFlagRecordTrace, Usage: "generator: write the jobs of the (single) run as a trace CSV"},
 			&cli.BoolFlag{Name: simFlagStopWhenIdle, Usage: "end a trace replay when no job is runnable at a round boundary, as the original does"},
 			&cli.IntFlag{Name: simFlagWorkers, Value: runtime.GOMAXPROCS(0), Usage: "parallel runs"},
@@ -80,6 +80,9 @@ func simulateCommand() *cli.Command {
 		Action: runSimulate,
 	}
 }
+
+// maxSimWorkers caps --workers: parallel runs beyond the cores only queue.
+const maxSimWorkers = 1024
 
 // simulateOptions is the command's flags, checked.
 type simulateOptions struct {
@@ -112,9 +115,10 @@ type simulateOptions struct {
 }
 
 // parseSimulateFlags turns flags into options; every error names its flag.
-func parseSimulateFlags(c *cli.Command) (simulateOptions, error) {
+func parseSimulateFlags(ctx context.Context, c *cli.Command) (simulateOptions, error) {
 	var o simulateOptions
-	for _, parse := range []func(*cli.Command) error{o.parseWorkload, o.parseGenerator, o.parseSweep, o.parseOutput} {
+	workload := func(c *cli.Command) error { return o.parseWorkload(ctx, c) }
+	for _, parse := range []func(*cli.Command) error{workload, o.parseGenerator, o.parseSweep, o.parseOutput} {
 		if err := parse(c); err != nil {
 			return o, err
 		}
@@ -123,8 +127,9 @@ func parseSimulateFlags(c *cli.Command) (simulateOptions, error) {
 }
 
 // parseWorkload reads the cluster, the profiles and the workload's source
-// (a trace, a Philly log, or else the generator).
-func (o *simulateOptions) parseWorkload(c *cli.Command) error {
+// (a trace, a Philly log, or else the generator); ctx stops a long trace's
+// reading.
+func (o *simulateOptions) parseWorkload(ctx context.Context, c *cli.Command) error {
 	var err error
 	if o.cluster, err = scheduler.LoadCluster(c.String(simFlagCluster)); err != nil {
 		return badFlag(simFlagCluster, err)
@@ -136,7 +141,7 @@ func (o *simulateOptions) parseWorkload(c *cli.Command) error {
 		return badFlag(simFlagPhilly, fmt.Errorf("cannot be used with --%s: give one workload", simFlagTrace))
 	}
 	if o.tracePath = c.String(simFlagTrace); o.tracePath != "" {
-		if o.trace, err = sim.LoadTrace(o.tracePath, o.catalog); err != nil {
+		if o.trace, err = sim.LoadTraceContext(ctx, o.tracePath, o.catalog); err != nil {
 			return badFlag(simFlagTrace, err)
 		}
 	}
@@ -192,8 +197,16 @@ func (o *simulateOptions) parseGenerator(c *cli.Command) error {
 	if o.loads, err = parsePositiveList(c.String(simFlagLoads)); err != nil {
 		return badFlag(simFlagLoads, err)
 	}
-	if o.numJobs = c.Int(simFlagNumJobs); o.numJobs < 0 {
+	for _, l := range o.loads {
+		if l > sim.MaxJobsPerHour {
+			return badFlag(simFlagLoads, fmt.Errorf("%g jobs per hour is above %d, the most one simulation takes", l, sim.MaxJobsPerHour))
+		}
+	}
+	switch o.numJobs = c.Int(simFlagNumJobs); {
+	case o.numJobs < 0:
 		return badFlag(simFlagNumJobs, fmt.Errorf("%d is negative", o.numJobs))
+	case o.numJobs > sim.MaxJobs:
+		return badFlag(simFlagNumJobs, fmt.Errorf("%d is above %d, the most jobs one simulation runs", o.numJobs, sim.MaxJobs))
 	}
 	split, err := parsePositiveList(c.String(simFlagSplit), true)
 	if err != nil {
@@ -235,8 +248,16 @@ func (o *simulateOptions) parseSweep(c *cli.Command) error {
 	if o.policies, err = checkNames(c.String(simFlagPolicies), func(n string) error { _, err := scheduler.NewPolicy(n); return err }); err != nil {
 		return badFlag(simFlagPolicies, err)
 	}
-	if o.roundS = c.Duration(simFlagRound).Seconds(); !(o.roundS > 0) {
+	switch o.roundS = c.Duration(simFlagRound).Seconds(); {
+	case !(o.roundS > 0):
 		return badFlag(simFlagRound, fmt.Errorf("%v is not a positive duration", c.Duration(simFlagRound)))
+	case o.roundS < sim.MinRoundSeconds || o.roundS > sim.MaxRoundSeconds:
+		return badFlag(simFlagRound, fmt.Errorf("%v is outside %v to %v (Synergy's round is 5m)", c.Duration(simFlagRound),
+			time.Duration(sim.MinRoundSeconds)*time.Second, time.Duration(sim.MaxRoundSeconds)*time.Second))
+	}
+	if n := len(o.strategies) * len(o.policies) * len(o.loads) * len(o.seeds); n > sim.MaxRuns {
+		return badFlag(simFlagSeed, fmt.Errorf("the sweep has %d runs (--%s × --%s × --%s × --%s), above %d, the most one sweep runs",
+			n, simFlagStrategies, simFlagPolicies, simFlagLoads, simFlagSeed, sim.MaxRuns))
 	}
 	return nil
 }
@@ -249,8 +270,8 @@ func (o *simulateOptions) parseOutput(c *cli.Command) error {
 		return badFlag(simFlagRecordTrace, errors.New("needs the generator with a single --loads value and a single --seed (or --philly likewise, or --philly-arrivals)"))
 	}
 	o.stopIdle = c.Bool(simFlagStopWhenIdle)
-	if o.workers = c.Int(simFlagWorkers); o.workers < 1 {
-		return badFlag(simFlagWorkers, fmt.Errorf("%d: need at least 1", o.workers))
+	if o.workers = c.Int(simFlagWorkers); o.workers < 1 || o.workers > maxSimWorkers {
+		return badFlag(simFlagWorkers, fmt.Errorf("%d: need 1 to %d", o.workers, maxSimWorkers))
 	}
 	o.json = c.Bool(simFlagJSON)
 	if o.plot = c.String(simFlagPlot); o.plot != "" {
@@ -349,7 +370,7 @@ func runSimulate(ctx context.Context, c *cli.Command) error {
 	if gavelMode(c) {
 		return runGavelSimulate(ctx, c)
 	}
-	o, err := parseSimulateFlags(c)
+	o, err := parseSimulateFlags(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -377,6 +398,9 @@ func runSimulate(ctx context.Context, c *cli.Command) error {
 	res, err := sim.Sweep(ctx, base, points, o.workers, source, func(done, total int, p sim.Point) {
 		printProgress(stderr, tty, done, total, p, time.Since(start))
 	})
+	if err != nil && ctx.Err() != nil {
+		return interrupted(stdout, stderr, tty, res, len(points), err)
+	}
 	if err != nil {
 		return err
 	}
@@ -387,6 +411,22 @@ func runSimulate(ctx context.Context, c *cli.Command) error {
 		return res.WriteJSON(stdout)
 	}
 	return printSweep(stdout, res)
+}
+
+// interrupted reports a sweep stopped by Ctrl-C or SIGTERM: the runs that
+// finished are printed (no file is written: a partial sweep is not a
+// result) and the error says how far it got.
+func interrupted(stdout, stderr io.Writer, tty bool, res *sim.SweepResult, total int, err error) error {
+	if tty {
+		fmt.Fprintln(stderr)
+	}
+	if res != nil && len(res.Runs) > 0 {
+		fmt.Fprintf(stderr, "interrupted: the %d of %d runs that finished:\n", len(res.Runs), total)
+		if perr := printSweep(stdout, res); perr != nil {
+			return perr
+		}
+	}
+	return fmt.Errorf("interrupted: %w; no results file written", err)
 }
 
 // save writes the recorded trace (when rec is set), the results file and

@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // runSimulateArgs runs `synergy simulate` in this process (runCLI).
@@ -18,6 +22,7 @@ func runSimulateArgs(t *testing.T, args ...string) error {
 func TestSimulate_BadFlagsNameTheFlag(t *testing.T) {
 	dir := t.TempDir()
 	badTrace := writeFile(t, "bad.csv", "0,alexnet,0,10,1\n1,alexnet,x,10,1\n")
+	headerTwice := writeFile(t, "h.csv", "job_id,model,arrival_s,iterations,gpus\njob_id,model,arrival_s,iterations,gpus\n")
 	badCluster := writeFile(t, "c.json", "{\"servers\": [\n {\"gpus\": 8, \"cpus\": 0, \"mem_bytes\": 1}]}")
 	cases := []struct {
 		args []string
@@ -36,6 +41,12 @@ func TestSimulate_BadFlagsNameTheFlag(t *testing.T) {
 		{[]string{"--round", "0s"}, "--round: 0s"},
 		{[]string{"--record-trace", "x.csv", "--seed", "1,2"}, "--record-trace: needs the generator with a single"},
 		{[]string{"--workers", "0"}, "--workers: 0"},
+		{[]string{"--workers", "5000"}, "--workers: 5000: need 1 to 1024"},
+		{[]string{"--num-jobs", "1000000000"}, "--num-jobs: 1000000000 is above 10000000, the most jobs one simulation runs"},
+		{[]string{"--loads", "9,1e7"}, "--loads: 1e+07 jobs per hour is above 100000"},
+		{[]string{"--round", "100ms"}, "--round: 100ms is outside 1s to 168h0m0s"},
+		{[]string{"--seed", seeds(10001)}, "--seed: the sweep has 20002 runs (--strategies × --policies × --loads × --seed), above 10000"},
+		{[]string{"--trace", headerTwice}, "--trace: " + headerTwice + ": trace line 2: job_id \"job_id\" is not a non-negative integer"},
 		{[]string{"--profile", filepath.Join(dir, "none.json")}, "--profile:"},
 	}
 	for _, c := range cases {
@@ -87,5 +98,53 @@ func TestSimulate_SameFlagsSameFile(t *testing.T) {
 	}
 	if jct(gen) != jct(replay) {
 		t.Errorf("recorded and replayed runs differ:\n%s\n%s", jct(gen), jct(replay))
+	}
+}
+
+func seeds(n int) string {
+	s := make([]string, n)
+	for i := range s {
+		s[i] = strconv.Itoa(i)
+	}
+	return strings.Join(s, ",")
+}
+
+// A trace with a header row is read (the header recognised and skipped).
+func TestSimulate_TraceHeaderAccepted(t *testing.T) {
+	trace := writeFile(t, "h.csv", "job_id,model,arrival_s,iterations,gpus\n0,res18,0,1000,1\n1,lstm,10,1000,1\n")
+	stdout, _, err := runCLI(t, "simulate", "--trace", trace, "--strategies", "fair", "--json")
+	if err != nil || !strings.Contains(stdout, `"runs"`) {
+		t.Fatalf("a trace with a header: %v\n%s", err, stdout)
+	}
+}
+
+// Cancelled (Ctrl-C, SIGTERM) while its runs are under way, simulate
+// returns saying so, prints the runs that finished and writes no file; a
+// sweep of a 2-million-job workload would otherwise run for hours.
+func TestSimulate_InterruptedReturns(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "res.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	app := newApp()
+	var stdout, stderr bytes.Buffer
+	app.Writer, app.ErrWriter = &stdout, &stderr
+	done := make(chan error, 1)
+	go func() {
+		done <- app.Run(ctx, []string{"synergy", "simulate", "--num-jobs", "2000000", "--loads", "10000", "--window", "all",
+			"--strategies", "fair,tune", "--workers", "1", "--out", out})
+	}()
+	time.Sleep(500 * time.Millisecond) // under way: no run of 2 million jobs ends this soon
+	cancel()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(2 * time.Minute): // a watchdog, not a timing: without the fix it runs for hours
+		t.Fatal("simulate did not return after its context was cancelled")
+	}
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted") || !strings.Contains(err.Error(), "0 of 2 runs finished") {
+		t.Errorf("err = %v, want interrupted with context.Canceled and the runs finished", err)
+	}
+	if _, serr := os.Stat(out); !os.IsNotExist(serr) {
+		t.Errorf("an interrupted sweep wrote %s (%v)", out, serr)
 	}
 }

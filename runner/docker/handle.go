@@ -210,22 +210,27 @@ func (h *handle) kill(cause error) error {
 	_, _ = h.sample()
 	// Samples taken while the kill tears the container down would show
 	// its memory being freed; Final is the state the job was stopped in.
+	// The kill is marked before it is sent: the engine may report the
+	// container's exit (137), and run collect it, before ContainerKill
+	// returns; marked after, a deliberate stop read as a crash under load.
 	h.mu.Lock()
 	h.frozen = true
+	wasStopped, wasCancelled := h.stopped, h.cancelled
+	h.stopped = true
+	if cause != nil {
+		h.cancelled = cause
+	}
 	h.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
 	_, err := h.r.api.ContainerKill(ctx, h.id, client.ContainerKillOptions{Signal: "KILL"})
-	switch {
-	case err == nil:
-		h.mu.Lock()
-		h.stopped = true
-		if cause != nil {
-			h.cancelled = cause
-		}
-		h.mu.Unlock()
+	if err == nil {
 		return nil
-	case cerrdefs.IsNotFound(err), cerrdefs.IsConflict(err):
+	}
+	h.mu.Lock()
+	h.stopped, h.cancelled = wasStopped, wasCancelled // this kill reached nothing
+	h.mu.Unlock()
+	if cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) {
 		return nil // already ended (409 "is not running") or removed
 	}
 	return fmt.Errorf("job %q: kill container %.12s: %w", h.job.Name, h.id, err)

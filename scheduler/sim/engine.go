@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -118,6 +119,12 @@ type done struct {
 // credit (each placed job runs the round at its allocation's speed) and
 // retire (finished jobs leave the queue at the round's end).
 func Run(cfg Config, src Source) (*Result, error) {
+	return RunContext(context.Background(), cfg, src)
+}
+
+// RunContext is Run stopped by ctx: it looks at ctx before every round and
+// returns ctx's error (wrapped) once it is done, with no result.
+func RunContext(ctx context.Context, cfg Config, src Source) (*Result, error) {
 	s, err := start(cfg, src)
 	if err != nil {
 		return nil, err
@@ -128,7 +135,14 @@ func Run(cfg Config, src Source) (*Result, error) {
 	}
 	rounds := 0
 	for ; rounds < maxRounds; rounds++ {
-		if err := s.arrive(); err != nil {
+		err := ctx.Err()
+		if err == nil {
+			err = s.arrive(ctx)
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("simulate: stopped at round %d (%.0f s simulated, %d jobs finished): %w", rounds, s.now, len(s.finished), ctx.Err())
+		}
+		if err != nil {
 			return nil, err
 		}
 		if len(s.queue) == 0 {
@@ -229,9 +243,15 @@ func (s *run) fetch() error {
 }
 
 // arrive moves the jobs arriving at or before now into the queue (arrival
-// events sort before the round's schedule event at equal times).
-func (s *run) arrive() error {
-	for s.pending != nil && s.pending.ArrivalSeconds <= s.now {
+// events sort before the round's schedule event at equal times). It looks
+// at ctx every arriveCheckEvery jobs: a trace may bring millions at once.
+func (s *run) arrive(ctx context.Context) error {
+	for n := 1; s.pending != nil && s.pending.ArrivalSeconds <= s.now; n++ {
+		if n%arriveCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
 		j := s.pending
 		a := scheduler.NewActive(j, scheduler.IdealDemand(j, s.shape).Speedup)
 		s.ideal[j] = a.Speedup
@@ -247,6 +267,8 @@ func (s *run) arrive() error {
 	}
 	return nil
 }
+
+const arriveCheckEvery = 1 << 12
 
 // skipIdle jumps the clock to the round holding the next arrival when
 // nothing is queued.

@@ -38,8 +38,14 @@ func (c GeneratorConfig) Validate() error {
 	if !(c.JobsPerHour > 0) || math.IsInf(c.JobsPerHour, 0) {
 		return fmt.Errorf("jobs_per_hour = %v: need a positive number", c.JobsPerHour)
 	}
+	if c.JobsPerHour > MaxJobsPerHour {
+		return fmt.Errorf("jobs_per_hour = %v: above %d, the most one simulation takes (MaxJobsPerHour)", c.JobsPerHour, MaxJobsPerHour)
+	}
 	if c.NumJobs < 0 {
 		return fmt.Errorf("num_jobs = %d: must not be negative", c.NumJobs)
+	}
+	if c.NumJobs > MaxJobs {
+		return fmt.Errorf("num_jobs = %d: above %d, the most jobs one simulation runs (MaxJobs)", c.NumJobs, MaxJobs)
 	}
 	sum := 0.0
 	for i, p := range c.Split {

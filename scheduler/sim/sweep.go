@@ -80,7 +80,9 @@ func (r *SweepResult) WriteJSON(w io.Writer) error {
 // workload (called once per point, so each run has its own generator).
 // Results come back in the order of points whatever the scheduling, so the
 // output does not depend on the number of workers. progress, if set, is
-// called (serially) after each run with the number done.
+// called (serially) after each run with the number done. Runs look at ctx
+// every round: once it is done, Sweep returns within a round of every
+// running simulation, with the runs that finished and ctx's error.
 func Sweep(ctx context.Context, base Config, points []Point, workers int, source func(Point) (Source, error), progress func(done, total int, p Point)) (*SweepResult, error) {
 	if workers < 1 {
 		workers = 1
@@ -96,12 +98,18 @@ func Sweep(ctx context.Context, base Config, points []Point, workers int, source
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				if ctx.Err() != nil {
+					continue // cancelled: start no further run
+				}
 				p := points[i]
-				res, err := runPoint(base, p, source)
+				res, err := runPoint(ctx, base, p, source)
 				if err != nil {
 					err = fmt.Errorf("%s+%s load %v seed %d: %w", p.Policy, p.Strategy, p.JobsPerHour, p.Seed, err)
 				}
 				out.Runs[i], errs[i] = Run1{Point: p, Result: res}, err
+				if err != nil && ctx.Err() != nil {
+					continue // cut short: not done
+				}
 				mu.Lock()
 				done++
 				if progress != nil {
@@ -122,7 +130,7 @@ feed:
 	close(next)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("simulate: %w", err)
+		return out.finished(), fmt.Errorf("simulate: %w (%d of %d runs finished)", err, len(out.finished().Runs), len(points))
 	}
 	for _, err := range errs {
 		if err != nil {
@@ -132,7 +140,19 @@ feed:
 	return out, nil
 }
 
-func runPoint(base Config, p Point, source func(Point) (Source, error)) (*Result, error) {
+// finished returns the runs that finished (a cancelled sweep's), in the
+// order of the points.
+func (r *SweepResult) finished() *SweepResult {
+	out := &SweepResult{}
+	for _, run := range r.Runs {
+		if run.Result != nil {
+			out.Runs = append(out.Runs, run)
+		}
+	}
+	return out
+}
+
+func runPoint(ctx context.Context, base Config, p Point, source func(Point) (Source, error)) (*Result, error) {
 	s, err := scheduler.NewStrategy(p.Strategy)
 	if err != nil {
 		return nil, err
@@ -147,5 +167,5 @@ func runPoint(base Config, p Point, source func(Point) (Source, error)) (*Result
 	}
 	cfg := base
 	cfg.Strategy, cfg.Policy = s, pol
-	return Run(cfg, src)
+	return RunContext(ctx, cfg, src)
 }

@@ -2,8 +2,8 @@ package sim
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -58,7 +58,23 @@ func (l *List) Describe() string { return l.Name }
 //
 // Models are looked up in catalog (nil: the zoo alone). The original maps
 // an unknown model name to alexnet silently; we refuse it.
+//
+// A first row whose job_id, arrival_seconds, total_iterations and gpus are
+// all words, not numbers, is taken as a header and skipped
+// ("job_id,model,arrival_s,iterations,gpus"); a row with a mix of words
+// and numbers is an error naming the field. More than MaxJobs rows are
+// refused.
 func ParseTrace(r io.Reader, catalog *scheduler.Catalog) ([]*scheduler.Job, error) {
+	return ParseTraceContext(context.Background(), r, catalog)
+}
+
+// traceCheckEvery is how many rows ParseTraceContext reads between looks at
+// its context.
+const traceCheckEvery = 1 << 12
+
+// ParseTraceContext is ParseTrace stopped by ctx (looked at every
+// traceCheckEvery rows).
+func ParseTraceContext(ctx context.Context, r io.Reader, catalog *scheduler.Catalog) ([]*scheduler.Job, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	if catalog == nil {
@@ -67,8 +83,14 @@ func ParseTrace(r io.Reader, catalog *scheduler.Catalog) ([]*scheduler.Job, erro
 	var jobs []*scheduler.Job
 	seen := map[int]int{}
 	line := 0
+	first := true // no row read yet: it may be a header
 	for sc.Scan() {
 		line++
+		if line%traceCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("trace line %d: reading stopped: %w", line, err)
+			}
+		}
 		text := strings.TrimSpace(sc.Text())
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
@@ -79,6 +101,14 @@ func ParseTrace(r io.Reader, catalog *scheduler.Catalog) ([]*scheduler.Job, erro
 		}
 		for i := range f {
 			f[i] = strings.TrimSpace(f[i])
+		}
+		if first && isHeader(f) {
+			first = false
+			continue
+		}
+		first = false
+		if len(jobs) >= MaxJobs {
+			return nil, fmt.Errorf("trace line %d: more than %d jobs (the limit of one simulation, sim.MaxJobs)", line, MaxJobs)
 		}
 		id, err := strconv.Atoi(f[0])
 		if err != nil || id < 0 {
@@ -115,13 +145,30 @@ func ParseTrace(r io.Reader, catalog *scheduler.Catalog) ([]*scheduler.Job, erro
 	return jobs, nil
 }
 
+// isHeader reports whether a row's numeric fields (job_id,
+// arrival_seconds, total_iterations, gpus) are all words: a header row.
+func isHeader(f []string) bool {
+	for _, i := range []int{0, 2, 3, 4} {
+		if _, err := strconv.ParseFloat(f[i], 64); err == nil || f[i] == "" {
+			return false
+		}
+	}
+	return true
+}
+
 // LoadTrace reads a trace CSV file; catalog as in ParseTrace.
 func LoadTrace(path string, catalog *scheduler.Catalog) ([]*scheduler.Job, error) {
-	data, err := os.ReadFile(path)
+	return LoadTraceContext(context.Background(), path, catalog)
+}
+
+// LoadTraceContext is LoadTrace stopped by ctx.
+func LoadTraceContext(ctx context.Context, path string, catalog *scheduler.Catalog) ([]*scheduler.Job, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read trace: %w", err)
 	}
-	jobs, err := ParseTrace(bytes.NewReader(data), catalog)
+	defer f.Close()
+	jobs, err := ParseTraceContext(ctx, bufio.NewReaderSize(f, 1<<20), catalog)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
