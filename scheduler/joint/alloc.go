@@ -97,8 +97,8 @@ func Place(t GPUType, col []float64, models []zoo.Model, proportional bool) []Gr
 
 func idealGB(m zoo.Model) float64 { return float64(m.IdealMemBytesPerGPU) / zoo.GB }
 
-// Rates returns each running job's steps per second for one round under policy.
-func Rates(policy string, cluster []GPUType, run []active) ([]float64, error) {
+// rates returns each running job's steps per second for one round under policy.
+func rates(policy string, cluster []GPUType, run []active) ([]float64, error) {
 	models := make([]zoo.Model, len(run))
 	for i, a := range run {
 		models[i] = a.job.Model

@@ -84,11 +84,11 @@ func Simulate(policy string, cluster []GPUType, jobs []Job) (Result, error) {
 			now = math.Ceil(jobs[order[next]].Arrival/RoundSeconds) * RoundSeconds
 			continue
 		}
-		rates, err := Rates(policy, cluster, run)
+		r, err := rates(policy, cluster, run)
 		if err != nil {
 			return Result{}, err
 		}
-		run, done = advance(run, rates, now, res.Finish, done)
+		run, done = advance(run, r, now, res.Finish, done)
 		now += RoundSeconds
 		res.Rounds++
 	}
