@@ -16,18 +16,20 @@ import (
 )
 
 // TestProfileE2E_ConcurrentRunsShareNothing starts two synergy processes at
-// once on the same dataset, each with a one-core CPU axis and a memory
-// point, in a registry directory of their own. Every point's job records
-// the CPUs it may run on (Cpus_allowed_list, as the job itself sees it):
-// the two runs must never have used a common core. A third run on the first
-// one's --out, started while it runs, must be refused naming its PID.
+// once, each with a one-core CPU axis and a memory point on a dataset of its
+// own (runs on one dataset serialize their points: runner/hostlock's tests
+// cover that), in a registry directory of their own. Every point's job
+// records the CPUs it may run on (Cpus_allowed_list, as the job itself sees
+// it): the two runs must never have used a common core, and the second must
+// have claimed its core while the first held the other (they overlapped).
+// A third run on the first one's --out, started while it runs, must be
+// refused naming its PID.
 func TestProfileE2E_ConcurrentRunsShareNothing(t *testing.T) {
 	needCgroups(t)
 	if runtime.NumCPU() < 2 {
 		t.Skip("needs 2 CPUs for two one-core runs at once")
 	}
 	b := buildBinaries(t)
-	data := genDataset(t, b.synthtrain, "language", "4MiB")
 	dir := t.TempDir()
 	registry := filepath.Join(dir, "registry")
 	// The job: note the CPUs it may use, then train.
@@ -42,6 +44,7 @@ func TestProfileE2E_ConcurrentRunsShareNothing(t *testing.T) {
 		stderr *bytes.Buffer
 	}
 	start := func(name, out string) *run {
+		data := genDataset(t, b.synthtrain, "language", "4MiB")
 		r := &run{out: out, log: filepath.Join(dir, name+".cpus"), stderr: &bytes.Buffer{}}
 		r.cmd = exec.Command(b.synergy, "profile", "--strategy", "axes", "--cpus", "1", "--mem-limits", "32MiB", "--data", data,
 			"-b", "16", "--max-iterations", "80", "--point-timeout", "60s", "--stall-breakdown=false",
@@ -100,8 +103,8 @@ func TestProfileE2E_ConcurrentRunsShareNothing(t *testing.T) {
 		t.Errorf("each run's points must stay on its one claimed core: a %v, b %v", ca, cb)
 	}
 	t.Logf("run a used CPUs %v, run b %v", ca, cb)
-	if !strings.Contains(bRun.stderr.String()+a.stderr.String(), "waiting: the synergy run with PID") {
-		t.Logf("the runs' memory points did not meet on the dataset this time:\na: %s\nb: %s", a.stderr, bRun.stderr)
+	if !strings.Contains(a.stderr.String(), "points run on CPU 0,") || !strings.Contains(bRun.stderr.String(), "points run on CPU 1,") {
+		t.Errorf("want a on CPU 0 and b, claiming while a held it, on CPU 1:\na: %s\nb: %s", a.stderr, bRun.stderr)
 	}
 	for _, out := range []string{a.out, bRun.out} {
 		if _, err := os.Stat(out + ".lock"); !os.IsNotExist(err) {

@@ -65,28 +65,46 @@ func (d *Dataset) hold(kind int) error {
 		_ = d.l.unlock()
 		d.l = nil
 	}
+	// A turnstile keeps a run that waits from starving: whoever waits for
+	// the dataset lock holds the turnstile meanwhile, so a run that has
+	// just released the lock cannot take it again before the waiter.
+	turn, err := d.wait(d.path+".turn", unix.LOCK_EX, "")
+	if err != nil {
+		return err
+	}
+	defer turn.unlock()
+	what := "measuring a cold point (it evicts the dataset from the page cache)"
+	if kind == unix.LOCK_EX {
+		what = "measuring a point that relies on the dataset being cached"
+	}
+	l, err := d.wait(d.path, kind, what)
+	if err != nil {
+		return err
+	}
+	d.l, d.kind = l, kind
+	return nil
+}
+
+// wait takes a flock on path, polling until ctx ends; the first time it
+// has to wait it tells note what the holders are doing (what, unless "").
+func (d *Dataset) wait(path string, kind int, what string) (*lockFile, error) {
 	told := false
 	for {
-		l, ok, err := tryLock(d.path, kind)
+		l, ok, err := tryLock(path, kind)
 		if err != nil {
-			return fmt.Errorf("dataset lock: %w", err)
+			return nil, fmt.Errorf("dataset lock: %w", err)
 		}
 		if ok {
-			d.l, d.kind = l, kind
-			return nil
+			return l, nil
 		}
-		if !told && d.note != nil {
-			what := "measuring a cold point (it evicts the dataset from the page cache)"
-			if kind == unix.LOCK_EX {
-				what = "measuring a point that relies on the dataset being cached"
-			}
-			d.note(fmt.Sprintf("waiting: %s on the same dataset %s is %s", pidList(Holders(d.path)), d.data, what))
+		if !told && what != "" && d.note != nil {
+			d.note(fmt.Sprintf("waiting: %s on the same dataset %s is %s", pidList(Holders(path)), d.data, what))
 			told = true
 		}
 		select {
 		case <-d.ctx.Done():
-			return fmt.Errorf("waiting for the dataset lock of %s: %w", d.data, d.ctx.Err())
-		case <-time.After(pollInterval):
+			return nil, fmt.Errorf("waiting for the dataset lock of %s: %w", d.data, d.ctx.Err())
+		case <-time.After(pollInterval / 5):
 		}
 	}
 }

@@ -175,3 +175,38 @@ func TestDataset_ColdWaitsForWarm(t *testing.T) {
 	}
 	c.Release()
 }
+
+// A run that releases the dataset and asks again at once does not starve a
+// run already waiting for it (the turnstile).
+func TestDataset_WaiterIsNotStarved(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	a, _ := OpenDataset(context.Background(), dir, data, nil)
+	b, _ := OpenDataset(context.Background(), dir, data, nil)
+	if err := a.Shared(); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan time.Time, 1)
+	go func() {
+		if err := b.Exclusive(); err != nil {
+			t.Error(err)
+		}
+		got <- time.Now()
+		time.Sleep(200 * time.Millisecond)
+		b.Release()
+	}()
+	time.Sleep(300 * time.Millisecond) // b is waiting, holding the turnstile
+	a.Release()
+	if err := a.Shared(); err != nil { // a's next point, at once
+		t.Fatal(err)
+	}
+	again := time.Now()
+	a.Release()
+	select {
+	case bt := <-got:
+		if again.Before(bt) {
+			t.Errorf("a took the dataset again at %v, before the waiting b (%v)", again, bt)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("b never got the dataset")
+	}
+}
