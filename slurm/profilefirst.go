@@ -42,7 +42,7 @@ func SplitSbatch(args []string) (opts, script []string, err error) {
 			return args[:i], args[i:], nil
 		}
 	}
-	return nil, nil, errors.New("no batch script: give sbatch's options as --name=value, then the script and its arguments, after --")
+	return nil, nil, errors.New("no batch script: only sbatch options (each one word, name=value) and no script after them")
 }
 
 // shape is the node shape a profile is cached for: the first usable GPU

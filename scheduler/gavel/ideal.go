@@ -93,7 +93,7 @@ func (s *simulator) windowDone() bool {
 // next arrival or the first completion, and completes the jobs done.
 func (s *simulator) idealStep(at float64, more bool, busy []float64) error {
 	if s.packing != nil {
-		return fmt.Errorf("--ideal does not run packing policies (%s)", s.policy.Name())
+		return fmt.Errorf("ideal mode does not run packing policies (%s)", s.policy.Name())
 	}
 	a, err := s.policy.Allocate(s.state())
 	if err != nil {
