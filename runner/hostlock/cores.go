@@ -43,7 +43,9 @@ func ClaimCores(ctx context.Context, dir string, n int, available []int, wait fu
 		if err != nil || c != nil {
 			return c, err
 		}
-		if msg := busyMessage(n, available, held); wait != nil && msg != told {
+		// A holder seen only as "another run" (its lock not yet in
+		// /proc/locks, or just gone) does not replace a message naming one.
+		if msg := busyMessage(n, available, held); wait != nil && msg != told && (told == "" || namesHolder(held)) {
 			wait(msg)
 			told = msg
 		}
@@ -82,6 +84,16 @@ func tryClaim(cdir string, n int, available []int) (*Cores, map[int][]int, error
 		return nil, held, nil
 	}
 	return c, nil, nil
+}
+
+// namesHolder reports whether any busy CPU's holder is known by PID.
+func namesHolder(held map[int][]int) bool {
+	for _, pids := range held {
+		if len(pids) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func busyMessage(n int, available []int, held map[int][]int) string {
