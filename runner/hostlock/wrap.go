@@ -18,24 +18,39 @@ type Pinned struct {
 	Dataset *Dataset
 }
 
-// Start pins the job to the claimed cores, then starts it.
+// Start pins the job to the claimed cores, then starts it. The handle
+// keeps the job's runner.Updater, if it has one, and an update is pinned
+// to the claimed cores as Start's limits are.
 func (p Pinned) Start(ctx context.Context, job runner.Job) (runner.Handle, error) {
-	if job.Limits.CPUSet == nil {
+	job.Limits = p.pin(job.Limits)
+	h, err := p.Runner.Start(ctx, job)
+	if err != nil {
+		if p.Dataset != nil {
+			p.Dataset.Release()
+		}
+		return h, err
+	}
+	u := runner.AsUpdater(h)
+	if p.Dataset != nil {
+		h = releasing{Handle: h, ds: p.Dataset}
+	}
+	if u != nil {
+		return updating{Handle: h, u: u, p: p}, nil
+	}
+	return h, nil
+}
+
+// pin gives limits with no cpuset of their own the first ceil(cpus) of the
+// claimed cores (all of them with no CPU budget).
+func (p Pinned) pin(l runner.Limits) runner.Limits {
+	if l.CPUSet == nil {
 		cpus := p.Cores.CPUs()
-		if n := int(math.Ceil(job.Limits.CPUs)); job.Limits.CPUs > 0 && n < len(cpus) {
+		if n := int(math.Ceil(l.CPUs)); l.CPUs > 0 && n < len(cpus) {
 			cpus = cpus[:n]
 		}
-		job.Limits.CPUSet = cpus
+		l.CPUSet = cpus
 	}
-	h, err := p.Runner.Start(ctx, job)
-	if p.Dataset == nil {
-		return h, err
-	}
-	if err != nil {
-		p.Dataset.Release()
-		return h, err
-	}
-	return releasing{Handle: h, ds: p.Dataset}, nil
+	return l
 }
 
 // releasing drops the dataset lock when its job has ended.
@@ -48,6 +63,18 @@ func (r releasing) Wait() (runner.Result, error) {
 	res, err := r.Handle.Wait()
 	r.ds.Release()
 	return res, err
+}
+
+// updating is a pinned handle whose job's limits can change while it runs.
+type updating struct {
+	runner.Handle
+	u runner.Updater
+	p Pinned
+}
+
+// Update pins l to the claimed cores, then changes the running job's limits.
+func (h updating) Update(ctx context.Context, l runner.Limits) error {
+	return h.u.Update(ctx, h.p.pin(l))
 }
 
 // Unwrap is the runner underneath.

@@ -67,3 +67,58 @@ func TestPinned_PinsToClaimedCoresAndReleasesTheDataset(t *testing.T) {
 		}
 	}
 }
+
+type updatableHandle struct {
+	fakeHandle
+	got *[]runner.Limits
+}
+
+func (h updatableHandle) Update(_ context.Context, l runner.Limits) error {
+	*h.got = append(*h.got, l)
+	return nil
+}
+
+type updatableRunner struct{ got []runner.Limits }
+
+func (f *updatableRunner) Name() string { return "fake-updatable" }
+func (f *updatableRunner) Start(_ context.Context, job runner.Job) (runner.Handle, error) {
+	return updatableHandle{got: &f.got}, nil
+}
+
+// A pinned handle keeps its job's Updater (the sweep's windows need it) and
+// pins each update to the claimed cores; a handle without one stays without.
+func TestPinned_KeepsTheUpdaterAndPinsUpdates(t *testing.T) {
+	dir := t.TempDir()
+	cores, err := ClaimCores(context.Background(), dir, 2, []int{3, 6, 8}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cores.Release()
+	ds, _ := OpenDataset(context.Background(), dir, t.TempDir(), nil)
+	f := &updatableRunner{}
+	h, err := Pinned{Runner: f, Cores: cores, Dataset: ds}.Start(context.Background(), runner.Job{Limits: runner.Limits{CPUs: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := runner.AsUpdater(h)
+	if u == nil {
+		t.Fatal("the pinned handle hides its job's Updater")
+	}
+	if err := u.Update(context.Background(), runner.Limits{CPUs: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Update(context.Background(), runner.Limits{CPUs: 0.5}); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.got) != 2 || !slices.Equal(f.got[0].CPUSet, []int{3, 6}) || !slices.Equal(f.got[1].CPUSet, []int{3}) {
+		t.Errorf("updates reached the job as %+v, want cpusets [3 6] then [3]", f.got)
+	}
+	h.Wait() // releases the dataset through the same handle
+	plain, err := Pinned{Runner: &fakeRunner{}, Cores: cores}.Start(context.Background(), runner.Job{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runner.AsUpdater(plain) != nil {
+		t.Error("a handle whose job cannot be updated claims it can")
+	}
+}
