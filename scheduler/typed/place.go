@@ -41,20 +41,27 @@ type Plan struct {
 	Warnings []string                        `json:"warnings"`
 }
 
+// ThroughputsError is Place's error for a throughputs file that lacks a
+// type of the cluster or a job's entry on one.
+type ThroughputsError struct{ Err error }
+
+func (e *ThroughputsError) Error() string { return e.Err.Error() }
+func (e *ThroughputsError) Unwrap() error { return e.Err }
+
 // Place answers q on a typed cluster (types from Types(q.Cluster)): each
 // job, in queue order, gets the type with its highest rate among those
 // with enough free GPUs (after q.InUse and the jobs before it; ties go to
 // the type listed first), and each type's jobs are then placed on that
 // type's servers by scheduler.PlaceQueue with q's strategy and policy. thr
-// (may be nil) is a Gavel throughputs file. Errors: an invalid job or
-// throughputs file, and a *scheduler.InUseError for q.InUse.
+// (may be nil) is a Gavel throughputs file. Errors: an invalid job, a
+// *ThroughputsError, and a *scheduler.InUseError for q.InUse.
 func Place(q scheduler.Queue, types []Type, thr *gavel.Throughputs) (*Plan, error) {
 	if q.Strategy == nil {
 		return nil, errors.New("place queue: no strategy")
 	}
 	if thr != nil {
 		if err := CheckThroughputs(thr, types); err != nil {
-			return nil, err
+			return nil, &ThroughputsError{err}
 		}
 	}
 	inUse, free, err := splitInUse(q.InUse, types)
@@ -79,7 +86,7 @@ func Place(q scheduler.Queue, types []Type, thr *gavel.Throughputs) (*Plan, erro
 		}
 		r, err := JobRates(j, types, thr)
 		if err != nil {
-			return nil, err
+			return nil, &ThroughputsError{err}
 		}
 		k := choose(j, r, free)
 		choices[n] = Choice{Source: r.Source, Rates: map[string]float64{}, TypeReason: reason(j, k, r, types, free)}
@@ -218,7 +225,7 @@ func waiting(j *scheduler.Job, free []int) scheduler.JobOutcome {
 	for _, f := range free {
 		most = max(most, f)
 	}
-	o := scheduler.JobOutcome{JobID: j.ID, Model: j.Model, GPUs: j.GPUs, Note: "waiting: no GPU type has enough free GPUs",
+	o := scheduler.JobOutcome{JobID: j.ID, Model: j.Model, GPUs: j.GPUs, Note: "no GPU type has enough free GPUs",
 		Shortfalls: []scheduler.Shortfall{{Resource: "gpu", Need: float64(j.GPUs), Free: float64(most)}}}
 	o.Reason = scheduler.Decision{Note: o.Note, Shortfalls: o.Shortfalls}.Reason()
 	return o

@@ -106,7 +106,8 @@ func TestBadThroughputsNameKey(t *testing.T) {
 	types, _ := Types(&c)
 	q := scheduler.Queue{Cluster: &c, Jobs: []*scheduler.Job{zooJob(t, 0, "gnmt", 1)}, Strategy: scheduler.Tune{}}
 	missing, _ := gavel.ParseThroughputs([]byte(`{"v100": {"('gnmt', 1)": {"null": 9}}, "k80": {"('res18', 1)": {"null": 3}}}`))
-	if _, err := Place(q, types, missing); err == nil || !strings.Contains(err.Error(), `('gnmt', 1) on "k80"`) {
+	var te *ThroughputsError
+	if _, err := Place(q, types, missing); !errors.As(err, &te) || !strings.Contains(err.Error(), `('gnmt', 1) on "k80"`) {
 		t.Errorf("missing entry: %v", err)
 	}
 	noType, _ := gavel.ParseThroughputs([]byte(`{"v100": {"('gnmt', 1)": {"null": 9}}}`))
