@@ -148,10 +148,10 @@ type scheduleWaiting struct {
 
 // scheduleResult is what `synergy schedule --json` prints.
 type scheduleResult struct {
-	Cluster    string              `json:"cluster"`
-	Strategy   string              `json:"strategy"`
-	Policy     string              `json:"policy"`
-	FairShare  scheduler.PerGPU    `json:"fair_share_per_gpu"`
+	Cluster   string           `json:"cluster"`
+	Strategy  string           `json:"strategy"`
+	Policy    string           `json:"policy"`
+	FairShare scheduler.PerGPU `json:"fair_share_per_gpu"`
 	// Types are the cluster's GPU types when it has several.
 	Types      []typed.Type        `json:"types,omitempty"`
 	Placements []schedulePlacement `json:"placements"`
