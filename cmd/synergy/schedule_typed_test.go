@@ -54,3 +54,27 @@ func TestScheduleTypedBadThroughputs(t *testing.T) {
 		t.Errorf("untyped cluster: %v", err)
 	}
 }
+
+// TestScheduleTypedProfile: a profile job on a typed cluster reads its
+// rates from its matrix, and is placed on one type's servers only.
+func TestScheduleTypedProfile(t *testing.T) {
+	cluster := writeFile(t, "mixed.json", mixedCluster)
+	out, stderr, err := runCLI(t, "schedule", "--cluster", cluster, "--json", goldenProfile+":gpus=2")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var res scheduleResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Placements) != 1 {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	p := res.Placements[0]
+	if p.Choice == nil || p.Source != "profile" || len(p.Rates) != 2 {
+		t.Fatalf("%s", out)
+	}
+	prefix := map[string]string{"v100": "v-", "k80": "k-"}[p.Type]
+	for _, s := range p.Servers {
+		if prefix == "" || !strings.HasPrefix(s.Server, prefix) {
+			t.Errorf("type %q but server %s", p.Type, s.Server)
+		}
+	}
+}

@@ -68,7 +68,7 @@ func Place(q scheduler.Queue, types []Type, thr *gavel.Throughputs) (*Plan, erro
 	if err != nil {
 		return nil, err
 	}
-	plan := &Plan{Cluster: q.Cluster.Name, Strategy: q.Strategy.Name(), Policy: "fifo", Types: types,
+	plan := &Plan{Cluster: q.Cluster.Name, Strategy: q.Strategy.Name(), Policy: scheduler.FIFO{}.Name(), Types: types,
 		PerType: map[string]*scheduler.QueuePlan{}, Warnings: []string{}}
 	if q.Policy != nil {
 		plan.Policy = q.Policy.Name()
