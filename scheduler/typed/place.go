@@ -183,6 +183,9 @@ func reason(j *scheduler.Job, k int, r Rates, types []Type, free []int) string {
 		s += fmt.Sprintf("only type with %d free GPUs", j.GPUs)
 	} else {
 		s += strings.Join(vs, ", ")
+		if strings.Contains(s, "same rate") {
+			s += " (a tie goes to the type listed first)"
+		}
 	}
 	if len(full) > 0 {
 		s += "; " + strings.Join(full, ", ")

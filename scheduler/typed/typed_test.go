@@ -96,7 +96,7 @@ func TestEqualRatesWithoutMatrix(t *testing.T) {
 	j := zooJob(t, 0, "gnmt", 1)
 	j.Matrix = nil
 	p := place(t, twoTypes(), nil, nil, j)
-	if o := p.Jobs[0]; o.Source != SourceEqual || o.Type != "v100" || !strings.Contains(o.TypeReason, "same rate as k80") {
+	if o := p.Jobs[0]; o.Source != SourceEqual || o.Type != "v100" || !strings.Contains(o.TypeReason, "same rate as k80 (a tie goes to the type listed first)") {
 		t.Errorf("%+v", o.Choice)
 	}
 }
