@@ -165,6 +165,8 @@ type serverGroup struct {
 	GPUs     int     `json:"gpus"`
 	CPUs     float64 `json:"cpus"`
 	MemBytes int64   `json:"mem_bytes"`
+	// GPUType is the group's servers' gpu_type (optional).
+	GPUType string `json:"gpu_type,omitempty"`
 }
 
 // ParseCluster decodes a JSON cluster file. Syntax and type errors name the
@@ -199,7 +201,7 @@ func ParseCluster(data []byte) (Cluster, error) {
 			if g.Prefix != "" {
 				name = fmt.Sprintf("%s-%d", g.Prefix, k)
 			}
-			c.Servers = append(c.Servers, Server{Name: name, Rack: g.Rack, GPUs: g.GPUs, CPUs: g.CPUs, MemBytes: g.MemBytes})
+			c.Servers = append(c.Servers, Server{Name: name, Rack: g.Rack, GPUs: g.GPUs, CPUs: g.CPUs, MemBytes: g.MemBytes, GPUType: g.GPUType})
 		}
 	}
 	if err := c.Validate(); err != nil {

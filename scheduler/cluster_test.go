@@ -129,6 +129,10 @@ func TestClusterGPUTypeOptional(t *testing.T) {
 	if c, err = ParseCluster([]byte(typed)); err != nil || c.Servers[0].GPUType != "h100" {
 		t.Fatalf("a typed cluster file: %+v %v", c, err)
 	}
+	groups := `{"name":"c","groups":[{"count":2,"prefix":"k","gpus":4,"cpus":48,"mem_bytes":500000000000,"gpu_type":"k80"},{"count":1,"gpus":8,"cpus":24,"mem_bytes":500000000000}]}`
+	if c, err = ParseCluster([]byte(groups)); err != nil || c.Servers[1].GPUType != "k80" || c.Servers[2].GPUType != "" {
+		t.Fatalf("typed groups: %+v %v", c, err)
+	}
 	bad := `{"name":"c","servers":[{"name":"a","rack":0,"gpus":8,"cpus":24,"mem_bytes":500000000000,"gpu_type":" h100"}]}`
 	if _, err = ParseCluster([]byte(bad)); err == nil || !strings.Contains(err.Error(), "gpu_type") {
 		t.Fatalf("error %v, want one naming gpu_type", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/synergy-sched/synergy/models/zoo"
 	"github.com/synergy-sched/synergy/scheduler"
+	"github.com/synergy-sched/synergy/scheduler/typed"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
@@ -27,12 +28,17 @@ func scheduleCommand() *cli.Command {
 			"simulator) to the strategy, on all of the cluster's resources or on what --used leaves free. Printed:\n" +
 			"each placement with the CPUs and memory given against the GPU-proportional share and the predicted\n" +
 			"speed-up, and why any job is left waiting.\n\n" +
+			"On a cluster whose servers name two or more gpu_types, each job first gets a GPU type (in queue\n" +
+			"order, the type with its highest throughput among those with enough free GPUs: throughputs from\n" +
+			"--throughputs where the file has the job's model, else from its profile at each type's CPUs and\n" +
+			"memory per GPU) and is then placed on that type's servers; the output says which type and why.\n\n" +
 			namedHelp("Strategies", scheduler.StrategyHelp()) + "\n" + namedHelp("Policies", scheduler.PolicyHelp()),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: schedFlagCluster, Value: "default", Usage: "cluster JSON file or preset (" + strings.Join(scheduler.PresetNames(), ", ") + ")"},
 			&cli.StringFlag{Name: schedFlagStrategy, Value: "tune", Usage: "allocation strategy: " + strings.Join(scheduler.StrategyNames(), ", ")},
 			&cli.StringFlag{Name: schedFlagPolicy, Value: "fifo", Usage: "job-ordering policy: " + strings.Join(scheduler.PolicyNames(), ", ")},
 			&cli.BoolFlag{Name: schedFlagJSON, Usage: "print the placement as JSON instead of a table"},
+			&cli.StringFlag{Name: schedFlagThroughputs, Usage: "Gavel throughputs JSON (per gpu_type, per ('<model>', <GPUs>)): the jobs' speed per GPU type on a typed cluster"},
 			&cli.StringFlag{Name: schedFlagUsed, Usage: `JSON of resources already in use: {"servers": [{"server": "server-3", "gpus": 4, "cpus": 12, "mem_bytes": 250000000000}]}`},
 		},
 		Action: runSchedule,
@@ -125,6 +131,8 @@ type schedulePlacement struct {
 	FairMemBytes float64 `json:"fair_mem_bytes"`
 	Speedup      float64 `json:"speedup"`
 	Note         string  `json:"note"`
+	// Choice is the GPU type the job got and why (typed clusters only).
+	*typed.Choice
 }
 
 type scheduleWaiting struct {
@@ -134,14 +142,18 @@ type scheduleWaiting struct {
 	GPUs       int                   `json:"gpus"`
 	Reason     string                `json:"reason"`
 	Shortfalls []scheduler.Shortfall `json:"shortfalls,omitempty"`
+	// Choice says why no GPU type took the job (typed clusters only).
+	*typed.Choice
 }
 
 // scheduleResult is what `synergy schedule --json` prints.
 type scheduleResult struct {
-	Cluster    string              `json:"cluster"`
-	Strategy   string              `json:"strategy"`
-	Policy     string              `json:"policy"`
-	FairShare  scheduler.PerGPU    `json:"fair_share_per_gpu"`
+	Cluster   string           `json:"cluster"`
+	Strategy  string           `json:"strategy"`
+	Policy    string           `json:"policy"`
+	FairShare scheduler.PerGPU `json:"fair_share_per_gpu"`
+	// Types are the cluster's GPU types when it has several.
+	Types      []typed.Type        `json:"types,omitempty"`
 	Placements []schedulePlacement `json:"placements"`
 	Waiting    []scheduleWaiting   `json:"waiting"`
 	Warnings   []string            `json:"warnings"`
@@ -172,14 +184,10 @@ func runSchedule(ctx context.Context, c *cli.Command) error {
 	if q.Jobs, err = loadJobs(args, scheduler.ShapeOf(&cluster)); err != nil {
 		return fmt.Errorf("schedule: %w", err)
 	}
-	plan, err := scheduler.PlaceQueue(q)
-	if ue := (*scheduler.InUseError)(nil); errors.As(err, &ue) {
-		return badFlag(schedFlagUsed, fmt.Errorf("%s: %w", used, ue.Err))
-	}
+	res, err := placeSchedule(q, c.String(schedFlagThroughputs), used, args)
 	if err != nil {
-		return fmt.Errorf("schedule: %w", err)
+		return err
 	}
-	res := scheduleResultOf(plan, args)
 	w := c.Root().Writer
 	if c.Bool(schedFlagJSON) {
 		b, err := json.MarshalIndent(res, "", "  ")
@@ -190,6 +198,29 @@ func runSchedule(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	return printSchedule(w, res)
+}
+
+// placeSchedule answers q: by GPU type on a typed cluster, else as one
+// PlaceQueue.
+func placeSchedule(q scheduler.Queue, thrPath, used string, args []string) (*scheduleResult, error) {
+	types, err := typed.Types(q.Cluster)
+	if err != nil {
+		return nil, badFlag(schedFlagCluster, err)
+	}
+	if types != nil {
+		return placeTyped(q, types, thrPath, used, args)
+	}
+	if thrPath != "" {
+		return nil, badFlag(schedFlagThroughputs, fmt.Errorf("cluster %s has no two GPU types (servers' gpu_type): nothing to choose between", q.Cluster.Name))
+	}
+	plan, err := scheduler.PlaceQueue(q)
+	if ue := (*scheduler.InUseError)(nil); errors.As(err, &ue) {
+		return nil, badFlag(schedFlagUsed, fmt.Errorf("%s: %w", used, ue.Err))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("schedule: %w", err)
+	}
+	return scheduleResultOf(plan, args), nil
 }
 
 // scheduleResultOf splits a plan into placed and waiting jobs, each with
@@ -213,13 +244,22 @@ func printSchedule(w io.Writer, res *scheduleResult) error {
 	if res.Policy != (scheduler.FIFO{}).Name() {
 		how += ", policy " + res.Policy
 	}
-	fmt.Fprintf(w, "%s: %s; GPU-proportional share %s CPUs and %s per GPU\n", res.Cluster, how, fnum(res.FairShare.CPUs), gbText(res.FairShare.MemBytes))
+	if res.Types != nil {
+		fmt.Fprintf(w, "%s: %s\n", res.Cluster, how)
+		printTypes(w, res.Types)
+	} else {
+		fmt.Fprintf(w, "%s: %s; GPU-proportional share %s CPUs and %s per GPU\n", res.Cluster, how, fnum(res.FairShare.CPUs), gbText(res.FairShare.MemBytes))
+	}
 	for _, warn := range res.Warnings {
 		fmt.Fprintln(w, "warning:", warn)
 	}
 	if len(res.Placements) > 0 {
 		t := newTable(w)
-		t.Header([]string{"job", "name", "server(s)", "GPUs", "CPUs", "fair CPUs", "memory", "fair memory", "speed-up", "how"})
+		header := []string{"job", "name", "server(s)", "GPUs", "CPUs", "fair CPUs", "memory", "fair memory", "speed-up", "how"}
+		if res.Types != nil {
+			header = append(header[:3], append([]string{"GPU type"}, header[3:]...)...)
+		}
+		t.Header(header)
 		for _, p := range res.Placements {
 			var servers []string
 			for _, s := range p.Servers {
@@ -227,6 +267,9 @@ func printSchedule(w io.Writer, res *scheduleResult) error {
 			}
 			row := []string{fmt.Sprint(p.Job), p.Name, strings.Join(servers, " "), fmt.Sprint(p.GPUs),
 				fnum(p.CPUs), fnum(p.FairCPUs), gbText(p.MemBytes), gbText(p.FairMemBytes), fmt.Sprintf("%.2f×", p.Speedup), p.Note}
+			if p.Choice != nil {
+				row = append(row[:3], append([]string{p.Type}, row[3:]...)...)
+			}
 			if err := t.Append(row); err != nil {
 				return err
 			}
@@ -246,6 +289,9 @@ func printSchedule(w io.Writer, res *scheduleResult) error {
 	}
 	for _, q := range res.Waiting {
 		fmt.Fprintf(w, "waiting: job %d (%s, %d GPUs): %s\n", q.Job, q.Name, q.GPUs, q.Reason)
+	}
+	if res.Types != nil {
+		printTypeChoices(w, res)
 	}
 	return nil
 }
