@@ -2,9 +2,11 @@ package docker
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,18 +100,30 @@ func TestEngine_ReapOrphans(t *testing.T) {
 		}
 		return res.ID
 	}
-	orphanID, liveID := mk(deadOwner(t)), mk(me)
-	removed, err := r.ReapOrphans(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.api.ContainerInspect(ctx, orphanID, client.ContainerInspectOptions{}); !cerrdefs.IsNotFound(err) {
-		t.Errorf("orphaned container %.12s still exists (inspect: %v); removed %v", orphanID, err, removed)
+	liveID := mk(me)
+	// Another synergy run on this host (a profile test of another package,
+	// running beside this one) reaps dead owners' containers too and may
+	// take the orphan first: then a fresh orphan is made, a few times.
+	reported := false
+	for attempt := 0; attempt < 5 && !reported; attempt++ {
+		orphanID := mk(deadOwner(t))
+		removed, err := r.ReapOrphans(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.api.ContainerInspect(ctx, orphanID, client.ContainerInspectOptions{}); !cerrdefs.IsNotFound(err) {
+			t.Errorf("orphaned container %.12s still exists (inspect: %v); removed %v", orphanID, err, removed)
+		}
+		for _, line := range removed {
+			if strings.HasPrefix(line, fmt.Sprintf("container %.12s (reaptest", orphanID)) {
+				reported = true
+			}
+		}
 	}
 	if _, err := r.api.ContainerInspect(ctx, liveID, client.ContainerInspectOptions{}); err != nil {
 		t.Errorf("a live owner's container was removed: %v", err)
 	}
-	if len(removed) != 1 {
-		t.Errorf("report %v, want one line", removed)
+	if !reported {
+		t.Error("five orphaned containers reaped, none reported as removed by this run's ReapOrphans")
 	}
 }
