@@ -101,8 +101,10 @@ func watchdog(args []string, pipe *os.File, stderr io.Writer) int {
 		return 2
 	}
 	// A closed terminal or Ctrl-C ends the run; the watchdog must stay to
-	// clean up after it.
-	signal.Ignore(syscall.SIGHUP, syscall.SIGINT)
+	// clean up after it. So must it when the run's stderr, which it shares,
+	// is a pipe whose reader left with the run: a write there then fails
+	// with EPIPE instead of killing the watchdog with SIGPIPE.
+	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGPIPE)
 	var b [1]byte
 	n, _ := pipe.Read(b[:])
 	if n == 1 && b[0] == doneByte {
