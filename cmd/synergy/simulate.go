@@ -41,6 +41,7 @@ const (
 	simFlagProfile      = "profile"
 	simFlagRecordTrace  = "record-trace"
 	simFlagStopWhenIdle = "stop-when-idle"
+	simFlagStatic       = "static"
 	simFlagWorkers      = "workers"
 	simFlagJSON         = "json"
 	simFlagPlot         = "plot"
@@ -72,6 +73,7 @@ func simulateCommand() *cli.Command {
 			&cli.StringFlag{Name: simFlagOut, Usage: "write the results JSON here"},
 			&cli.StringSliceFlag{Name: simFlagProfile, Usage: "profile JSON `FILE` written by synergy profile (repeatable): a model named by its job name for the trace; with the generator, jobs take these models round-robin"},
 			&cli.StringFlag{Name: simFlagRecordTrace, Usage: "generator: write the jobs of the (single) run as a trace CSV"},
+			&cli.BoolFlag{Name: simFlagStatic, Usage: "with --trace: the original's --static replay, first round at t = 1 s (jobs arriving in the first second run in it) instead of at the round holding the first arrival"},
 			&cli.BoolFlag{Name: simFlagStopWhenIdle, Usage: "end a trace replay when no job is runnable at a round boundary, as the original does"},
 			&cli.IntFlag{Name: simFlagWorkers, Value: runtime.GOMAXPROCS(0), Usage: "parallel runs"},
 			&cli.BoolFlag{Name: simFlagJSON, Usage: "print the results JSON on stdout instead of the table"},
@@ -108,6 +110,7 @@ type simulateOptions struct {
 	out         string
 	recordTrace string
 	stopIdle    bool
+	static      bool
 	workers     int
 	json        bool
 	plot        string
@@ -270,6 +273,9 @@ func (o *simulateOptions) parseOutput(c *cli.Command) error {
 		return badFlag(simFlagRecordTrace, errors.New("needs the generator with a single --loads value and a single --seed (or --philly likewise, or --philly-arrivals)"))
 	}
 	o.stopIdle = c.Bool(simFlagStopWhenIdle)
+	if o.static = c.Bool(simFlagStatic); o.static && o.trace == nil {
+		return badFlag(simFlagStatic, errors.New("replays a recorded trace: give --trace"))
+	}
 	if o.workers = c.Int(simFlagWorkers); o.workers < 1 || o.workers > maxSimWorkers {
 		return badFlag(simFlagWorkers, fmt.Errorf("%d: need 1 to %d", o.workers, maxSimWorkers))
 	}
@@ -383,7 +389,7 @@ func runSimulate(ctx context.Context, c *cli.Command) error {
 	}
 	base := sim.Config{
 		Cluster: &o.cluster, RoundSeconds: o.roundS, Window: o.window,
-		FirstRoundAtZero: o.trace == nil, StopWhenIdle: o.stopIdle,
+		FirstRoundAtZero: o.trace == nil, StopWhenIdle: o.stopIdle, Static: o.static,
 	}
 	source := o.source
 	var rec *recorder

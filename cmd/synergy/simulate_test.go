@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -48,12 +49,50 @@ func TestSimulate_BadFlagsNameTheFlag(t *testing.T) {
 		{[]string{"--seed", seeds(10001)}, "--seed: the sweep has 20002 runs (--strategies × --policies × --loads × --seed), above 10000"},
 		{[]string{"--trace", headerTwice}, "--trace: " + headerTwice + ": trace line 2: job_id \"job_id\" is not a non-negative integer"},
 		{[]string{"--profile", filepath.Join(dir, "none.json")}, "--profile:"},
+		{[]string{"--static"}, "--static: replays a recorded trace: give --trace"},
 	}
 	for _, c := range cases {
 		err := runSimulateArgs(t, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: error %v, want %q", c.args, err, c.want)
 		}
+	}
+}
+
+// TestSimulate_StaticStartsAtOneSecond replays a two-job trace arriving at
+// 0 and 0.5 s with --static: both run in the first round, at t = 1 s, as
+// the original's --static does; without it the second waits for t = 300 s.
+func TestSimulate_StaticStartsAtOneSecond(t *testing.T) {
+	trace := writeFile(t, "s.csv", "0,res18,0,1000,1\n1,res18,0.5,1000,1\n")
+	starts := func(extra ...string) []float64 {
+		path := filepath.Join(t.TempDir(), "r.json")
+		args := append([]string{"--trace", trace, "--strategies", "fair", "--out", path}, extra...)
+		if err := runSimulateArgs(t, args...); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct {
+			Runs []struct {
+				Result struct {
+					Jobs []struct {
+						StartS float64 `json:"start_s"`
+					} `json:"jobs"`
+				} `json:"result"`
+			} `json:"runs"`
+		}
+		if err := json.Unmarshal(b, &out); err != nil || len(out.Runs) != 1 || len(out.Runs[0].Result.Jobs) != 2 {
+			t.Fatalf("results %s: %v", b, err)
+		}
+		return []float64{out.Runs[0].Result.Jobs[0].StartS, out.Runs[0].Result.Jobs[1].StartS}
+	}
+	if got := starts("--static"); got[0] != 1 || got[1] != 1 {
+		t.Errorf("--static: jobs started at %v s, want both at 1 s", got)
+	}
+	if got := starts(); got[0] != 0 || got[1] != 300 {
+		t.Errorf("no --static: jobs started at %v s, want 0 and 300 s", got)
 	}
 }
 

@@ -72,6 +72,11 @@ type Config struct {
 	// the first round boundary at or after the first job's arrival (a
 	// replayed trace).
 	FirstRoundAtZero bool
+	// Static is the original's --static: the first round is at t = 1 s
+	// (StaticFirstRoundSeconds), so every job arriving in the first second
+	// runs in it, and rounds follow every RoundSeconds from there
+	// (runner.py's init_event_queue). It overrides FirstRoundAtZero.
+	Static bool
 	// StopWhenIdle ends the run at the first round boundary with no
 	// runnable job, even when more jobs are still to arrive: the original's
 	// behaviour when replaying a trace (schedule_event.py), kept only for
@@ -83,6 +88,10 @@ type Config struct {
 	// invariants with it; it must not keep r).
 	OnRound func(nowS float64, r *scheduler.Round, queue []*scheduler.Active)
 }
+
+// StaticFirstRoundSeconds is when the original's --static runs its first
+// round (runner.py schedules the first ScheduleEvent at t = 1 s).
+const StaticFirstRoundSeconds = 1
 
 // DefaultRoundSeconds is Synergy's round (lease) length.
 const DefaultRoundSeconds = 300
@@ -182,8 +191,11 @@ type run struct {
 	pending *scheduler.Job
 	more    bool
 	now     float64
-	queue   []*scheduler.Active
-	index   map[*scheduler.Job]*scheduler.Active
+	// origin is a round boundary all others are whole rounds from (0, or
+	// StaticFirstRoundSeconds).
+	origin float64
+	queue  []*scheduler.Active
+	index  map[*scheduler.Job]*scheduler.Active
 	// ideal is each queued job's speed-up at its ideal demand.
 	ideal                  map[*scheduler.Job]float64
 	finished               []done
@@ -209,7 +221,11 @@ func start(cfg Config, src Source) (*run, error) {
 	if s.pending == nil {
 		return nil, errors.New("simulate: the workload has no jobs")
 	}
-	if !cfg.FirstRoundAtZero {
+	switch {
+	case cfg.Static:
+		s.origin = StaticFirstRoundSeconds
+		s.now = s.origin
+	case !cfg.FirstRoundAtZero:
 		// The original starts at the round holding the first job of the
 		// list as given (file order), which is the earliest arrival
 		// unless the file is unsorted.
@@ -274,7 +290,7 @@ const arriveCheckEvery = 1 << 12
 // nothing is queued.
 func (s *run) skipIdle() {
 	R := s.cfg.RoundSeconds
-	if next := math.Ceil(s.pending.ArrivalSeconds/R) * R; next > s.now {
+	if next := s.origin + math.Ceil((s.pending.ArrivalSeconds-s.origin)/R)*R; next > s.now {
 		s.util.idle(s.now, next, R)
 		s.now = next
 	}
