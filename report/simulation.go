@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/synergy-sched/synergy/scheduler/gavel"
 	"github.com/synergy-sched/synergy/scheduler/sim"
 )
 
@@ -58,6 +59,38 @@ func SeriesFromSweep(res *sim.SweepResult) []JCTSeries {
 		if r.Result != nil {
 			for _, j := range r.Result.Jobs {
 				s.JCTHours = append(s.JCTHours, (j.FinishS-j.ArrivalS)/3600)
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// SeriesFromGavelSweep makes one JCT series per run of a Gavel-mode
+// sweep, from the window's jobs that finished (a job Gavel's rules dropped
+// has no JCT and is left out, as in Gavel's mean). Labels name the policy,
+// plus the load and seed when those vary across the sweep.
+func SeriesFromGavelSweep(res *gavel.SweepResult) []JCTSeries {
+	loads, seeds := map[float64]bool{}, map[uint64]bool{}
+	for _, r := range res.Runs {
+		loads[r.Point.JobsPerHour] = true
+		seeds[r.Point.Seed] = true
+	}
+	var out []JCTSeries
+	for _, r := range res.Runs {
+		label := r.Point.Policy
+		if len(loads) > 1 {
+			label += fmt.Sprintf(" %g jobs/h", r.Point.JobsPerHour)
+		}
+		if len(seeds) > 1 {
+			label += fmt.Sprintf(" seed %d", r.Point.Seed)
+		}
+		s := JCTSeries{Label: label}
+		if r.Result != nil {
+			for _, j := range r.Result.Jobs {
+				if j.JCTS != nil && r.Result.Window.Contains(j.ID) {
+					s.JCTHours = append(s.JCTHours, *j.JCTS/3600)
+				}
 			}
 		}
 		out = append(out, s)

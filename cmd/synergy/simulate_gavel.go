@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/synergy-sched/synergy/internal/atomicfile"
+	"github.com/synergy-sched/synergy/report"
 	"github.com/synergy-sched/synergy/scheduler"
 	"github.com/synergy-sched/synergy/scheduler/gavel"
 )
@@ -70,6 +71,7 @@ type gavelOptions struct {
 	record string
 	out    string
 	json   bool
+	plot   string
 }
 
 func parseGavelFlags(c *cli.Command) (gavelOptions, error) {
@@ -192,6 +194,11 @@ func (o *gavelOptions) parseGavelSweep(c *cli.Command) error {
 		return badFlag(simFlagWorkers, fmt.Errorf("%d: need at least 1", s.Workers))
 	}
 	o.out, o.json, o.record = c.String(simFlagOut), c.Bool(simFlagJSON), c.String(gvFlagRecord)
+	if o.plot = c.String(simFlagPlot); o.plot != "" {
+		if _, err := report.FormatOf(o.plot); err != nil {
+			return badFlag(simFlagPlot, err)
+		}
+	}
 	if o.record != "" && (s.Generator == nil || len(s.Loads) != 1 || len(s.Seeds) != 1) {
 		return badFlag(gvFlagRecord, errors.New("needs --gavel-generate with a single --loads value and a single --seed"))
 	}
@@ -251,6 +258,11 @@ func runGavelSimulate(ctx context.Context, c *cli.Command) error {
 	if o.out != "" {
 		if err := atomicfile.WriteWith(o.out, 0o644, func(w io.Writer) error { return res.WriteJSON(w) }); err != nil {
 			return badFlag(simFlagOut, err)
+		}
+	}
+	if o.plot != "" {
+		if err := report.SaveJCTCDF(o.plot, report.SeriesFromGavelSweep(res), report.SimOptions{Title: "JCT CDF, " + o.sweep.Config.Cluster.String()}); err != nil {
+			return badFlag(simFlagPlot, err)
 		}
 	}
 	if o.json {

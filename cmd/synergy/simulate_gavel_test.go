@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"image/png"
 	"math"
 	"os"
 	"path/filepath"
@@ -90,6 +91,25 @@ func TestSimulateGavel_SameSeedSameBytes(t *testing.T) {
 	}
 }
 
+// TestSimulateGavel_PlotDrawsTheJCTCDF: --plot in Gavel mode writes the
+// JCT CDF of every run (a PNG that decodes, with content).
+func TestSimulateGavel_PlotDrawsTheJCTCDF(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "cdf.png")
+	if _, _, err := runCLI(t, "simulate", "--gavel-trace", filepath.Join(gavelRef, "synthetic", "static.trace"),
+		"--throughputs", filepath.Join(gavelRef, "synthetic", "throughputs.json"), "--policies", "fifo,max_min_fairness_perf", "--plot", out); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil || img.Bounds().Dx() < 100 {
+		t.Fatalf("the plot is not a drawn PNG: %v", err)
+	}
+}
+
 func TestSimulateGavel_BadInputNamesFlagAndLine(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.trace")
@@ -102,6 +122,7 @@ func TestSimulateGavel_BadInputNamesFlagAndLine(t *testing.T) {
 		"--policies":                         {"--gavel-trace", filepath.Join(gavelRef, "synthetic", "static.trace"), "--throughputs", tp, "--policies", "lottery"},
 		"--gavel-generate":                   {"--gavel-generate", "bursty", "--throughputs", tp},
 		"--num-jobs":                         {"--gavel-generate", "static", "--throughputs", tp},
+		"--plot: ":                           {"--gavel-trace", filepath.Join(gavelRef, "synthetic", "static.trace"), "--throughputs", tp, "--plot", filepath.Join(dir, "cdf.bmp")},
 	}
 	for want, args := range cases {
 		_, _, err := runCLI(t, append([]string{"simulate"}, args...)...)

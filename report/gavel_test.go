@@ -1,0 +1,26 @@
+package report
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/synergy-sched/synergy/scheduler/gavel"
+)
+
+// TestSeriesFromGavelSweep: one series per run, labelled by policy (and by
+// seed when seeds vary), holding the JCTs in hours of the window's jobs that
+// finished; a dropped job (no JCT) and jobs outside the window are left out.
+func TestSeriesFromGavelSweep(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	res := &gavel.SweepResult{Runs: []gavel.Run1{
+		{Point: gavel.Point{Policy: "fifo", Seed: 0}, Result: &gavel.Result{Window: &gavel.Window{First: 1, Last: 3}, Jobs: []gavel.JobResult{
+			{ID: 0, JCTS: f(3600)}, {ID: 1, JCTS: f(7200)}, {ID: 2, Failed: true}, {ID: 3, JCTS: f(1800)}, {ID: 4, JCTS: f(36000)},
+		}}},
+		{Point: gavel.Point{Policy: "fifo", Seed: 1}, Result: &gavel.Result{Jobs: []gavel.JobResult{{ID: 0, JCTS: f(360)}}}},
+	}}
+	got := SeriesFromGavelSweep(res)
+	want := []JCTSeries{{Label: "fifo seed 0", JCTHours: []float64{2, 0.5}}, {Label: "fifo seed 1", JCTHours: []float64{0.1}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("series %+v, want %+v", got, want)
+	}
+}
