@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -33,6 +34,7 @@ const (
 	gvFlagRecord      = "gavel-record-trace"
 	gvFlagIdeal       = "ideal"
 	gvFlagMaxHours    = "gavel-max-hours"
+	gvFlagPrices      = "prices"
 )
 
 func gavelFlags() []cli.Flag {
@@ -47,6 +49,7 @@ func gavelFlags() []cli.Flag {
 		&cli.BoolFlag{Name: gvFlagCorrected, Usage: "Gavel mode: agnostic finish_time_fairness and min_total_duration see every type's real throughput (default: Gavel's baseline, which copies the V100 throughput to every type, its issue #248)"},
 		&cli.BoolFlag{Name: gvFlagIdeal, Usage: "Gavel mode: apply each allocation exactly (fluid, no rounds), to measure what the round mechanism loses"},
 		&cli.FloatFlag{Name: gvFlagMaxHours, Usage: "Gavel mode: end a run after this much simulated time (hours; 0: none), for saturated loads that never finish their window; the result says truncated"},
+		&cli.StringFlag{Name: gvFlagPrices, Usage: "Gavel mode: price file (JSON: hourly price per GPU of each type, optionally changing over time; docs/gavel.md): each job's cost and the total in the results, and the prices max_sum_throughput_normalized_by_cost_perf reads"},
 		&cli.StringFlag{Name: gvFlagRecord, Usage: "Gavel generator: write the jobs of the (single) run as a Gavel trace"},
 	}
 }
@@ -108,6 +111,9 @@ func parseGavelFlags(c *cli.Command) (gavelOptions, error) {
 	} else if s.Config.Cluster, err = gavel.ParseClusterSpec(spec, c.String(gvFlagPerServer)); err != nil {
 		return o, badFlag(gvFlagClusterSpec, err)
 	}
+	if err := o.parseGavelPrices(c); err != nil {
+		return o, err
+	}
 	if err := o.parseGavelWorkload(c); err != nil {
 		return o, err
 	}
@@ -115,6 +121,36 @@ func parseGavelFlags(c *cli.Command) (gavelOptions, error) {
 		return o, err
 	}
 	return o, s.Check()
+}
+
+// parseGavelPrices reads --prices: every type of the cluster needs a price;
+// the cost policy needs the file, and ideal mode cannot charge micro-tasks.
+func (o *gavelOptions) parseGavelPrices(c *cli.Command) error {
+	s := &o.sweep
+	path := c.String(gvFlagPrices)
+	if path == "" {
+		for _, p := range splitList(c.String(simFlagPolicies)) {
+			if p == gavel.CostPolicyName {
+				return badFlag(gvFlagPrices, fmt.Errorf("required by the policy %s", p))
+			}
+		}
+		return nil
+	}
+	if c.Bool(gvFlagIdeal) {
+		return badFlag(gvFlagPrices, fmt.Errorf("cannot be used with --%s: cost is charged per micro-task, which ideal mode does not run", gvFlagIdeal))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return badFlag(gvFlagPrices, err)
+	}
+	defer f.Close()
+	if s.Config.Prices, err = gavel.ParsePrices(f); err != nil {
+		return badFlag(gvFlagPrices, fmt.Errorf("%s: %w", path, err))
+	}
+	if err := s.Config.Prices.Check(s.Config.Cluster.Types); err != nil {
+		return badFlag(gvFlagPrices, fmt.Errorf("%s: %w", path, err))
+	}
+	return nil
 }
 
 func (o *gavelOptions) parseGavelWorkload(c *cli.Command) error {
@@ -294,7 +330,12 @@ func (o *gavelOptions) writeRecordedTrace(res *gavel.SweepResult) error {
 
 func printGavelSweep(w io.Writer, res *gavel.SweepResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tjobs/h\tseed\tfinished\tmean JCT h\tmakespan h\tutilisation\tlease ext.\trounds\t")
+	costs := len(res.Runs) > 0 && res.Runs[0].Result.TotalCost != nil
+	head := "policy\tjobs/h\tseed\tfinished\tmean JCT h\tmakespan h\tutilisation\tlease ext.\trounds\t"
+	if costs {
+		head += "cost\t"
+	}
+	fmt.Fprintln(tw, head)
 	defer func() {
 		for _, r := range res.Runs {
 			if r.Result.Truncated {
@@ -308,8 +349,12 @@ func printGavelSweep(w io.Writer, res *gavel.SweepResult) error {
 		if x.LeaseExtensions[1] > 0 {
 			ext = fmt.Sprintf("%.1f%%", 100*float64(x.LeaseExtensions[0])/float64(x.LeaseExtensions[1]))
 		}
-		fmt.Fprintf(tw, "%s\t%g\t%d\t%d/%d\t%.3f\t%.3f\t%.3f\t%s\t%d\t\n", r.Point.Policy, r.Point.JobsPerHour, r.Point.Seed,
+		fmt.Fprintf(tw, "%s\t%g\t%d\t%d/%d\t%.3f\t%.3f\t%.3f\t%s\t%d\t", r.Point.Policy, r.Point.JobsPerHour, r.Point.Seed,
 			x.NumFinished, windowSize(x), x.MeanJCTS/3600, x.MakespanS/3600, x.Utilization, ext, x.Rounds)
+		if costs {
+			fmt.Fprintf(tw, "%.2f\t", *x.TotalCost)
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }

@@ -115,14 +115,20 @@ func TestSimulateGavel_BadInputNamesFlagAndLine(t *testing.T) {
 	bad := filepath.Join(dir, "bad.trace")
 	os.WriteFile(bad, []byte("A\tc\tw\t--n\t0\t100\t1\t1\t-1\t0\nA\tc\tw\t--n\t0\tmany\t1\t1\t-1\t5\n"), 0o644)
 	tp := filepath.Join(gavelRef, "synthetic", "throughputs.json")
+	static := filepath.Join(gavelRef, "synthetic", "static.trace")
+	prices := filepath.Join(dir, "prices.json")
+	os.WriteFile(prices, []byte(`{"types": {"v100": 2.48, "p100": 1.46}}`), 0o644)
 	cases := map[string][]string{
-		"--gavel-trace: " + bad + ": line 2": {"--gavel-trace", bad, "--throughputs", tp},
-		"--throughputs: required":            {"--gavel-trace", bad},
-		"--cluster-spec":                     {"--gavel-trace", filepath.Join(gavelRef, "synthetic", "static.trace"), "--throughputs", tp, "--cluster-spec", "1:2"},
-		"--policies":                         {"--gavel-trace", filepath.Join(gavelRef, "synthetic", "static.trace"), "--throughputs", tp, "--policies", "lottery"},
-		"--gavel-generate":                   {"--gavel-generate", "bursty", "--throughputs", tp},
-		"--num-jobs":                         {"--gavel-generate", "static", "--throughputs", tp},
-		"--plot: ":                           {"--gavel-trace", filepath.Join(gavelRef, "synthetic", "static.trace"), "--throughputs", tp, "--plot", filepath.Join(dir, "cdf.bmp")},
+		"--prices: required by the policy max_sum_throughput_normalized_by_cost_perf": {"--gavel-trace", static, "--throughputs", tp, "--policies", "max_sum_throughput_normalized_by_cost_perf"},
+		"--prices: " + prices + ": prices: types: no price for k80":                   {"--gavel-trace", static, "--throughputs", tp, "--prices", prices},
+		"--prices: cannot be used with --ideal":                                       {"--gavel-trace", static, "--throughputs", tp, "--prices", prices, "--ideal"},
+		"--gavel-trace: " + bad + ": line 2":                                          {"--gavel-trace", bad, "--throughputs", tp},
+		"--throughputs: required":                                                     {"--gavel-trace", bad},
+		"--cluster-spec":                                                              {"--gavel-trace", filepath.Join(gavelRef, "synthetic", "static.trace"), "--throughputs", tp, "--cluster-spec", "1:2"},
+		"--policies":                                                                  {"--gavel-trace", filepath.Join(gavelRef, "synthetic", "static.trace"), "--throughputs", tp, "--policies", "lottery"},
+		"--gavel-generate":                                                            {"--gavel-generate", "bursty", "--throughputs", tp},
+		"--num-jobs":                                                                  {"--gavel-generate", "static", "--throughputs", tp},
+		"--plot: ":                                                                    {"--gavel-trace", filepath.Join(gavelRef, "synthetic", "static.trace"), "--throughputs", tp, "--plot", filepath.Join(dir, "cdf.bmp")},
 	}
 	for want, args := range cases {
 		_, _, err := runCLI(t, append([]string{"simulate"}, args...)...)

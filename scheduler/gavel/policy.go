@@ -16,6 +16,8 @@ type State struct {
 	Workers []int
 	Jobs    []StateJob
 	Now     float64
+	// Prices are each type's price at Now, when the run has a price file.
+	Prices []float64
 }
 
 // StateJob is one active job.
@@ -48,7 +50,7 @@ var PolicyNames = []string{"fifo", "fifo_perf", "isolated", "proportional", "gan
 // LPPolicyNames are Gavel's optimisation policies, solved by package
 // scheduler/gavel/lp.
 var LPPolicyNames = []string{"max_min_fairness", "max_min_fairness_perf", "finish_time_fairness", "finish_time_fairness_perf",
-	"min_total_duration", "min_total_duration_perf", "max_sum_throughput_perf"}
+	"min_total_duration", "min_total_duration_perf", "max_sum_throughput_perf", "max_sum_throughput_normalized_by_cost_perf"}
 
 // NewPolicy builds a policy by Gavel's name. seed is the run's seed (fifo's
 // random choices use random.Random(seed), as Gavel's get_policy passes it);
@@ -92,7 +94,7 @@ func (p lpPolicy) Name() string {
 		"max_min_fairness": "MaxMinFairness", "max_min_fairness_perf": "MaxMinFairness_Perf",
 		"finish_time_fairness": "FinishTimeFairness", "finish_time_fairness_perf": "FinishTimeFairness_Perf",
 		"min_total_duration": "MinTotalDuration", "min_total_duration_perf": "MinTotalDuration_Perf",
-		"max_sum_throughput_perf": "ThroughputSumWithPerf",
+		"max_sum_throughput_perf": "ThroughputSumWithPerf", "max_sum_throughput_normalized_by_cost_perf": "ThroughputNormalizedByCostSum_Perf",
 	}[p.policy]
 	return n
 }
@@ -107,7 +109,14 @@ func (p lpPolicy) Allocate(s *State) (Allocation, error) {
 			PriorityWeight: j.PriorityWeight, RemainingSteps: j.RemainingSteps, TimeSinceStart: j.TimeSinceStart,
 			NumStepsTotal: j.TotalSteps})
 	}
-	rows, err := p.ftf.Solve(p.policy, prob, lp.Options{AgnosticCorrected: p.corrected})
+	opts := lp.Options{AgnosticCorrected: p.corrected}
+	if p.policy == lp.MaxSumThroughputPerCostPerf {
+		if s.Prices == nil {
+			return nil, fmt.Errorf("%s: needs a price file", p.policy)
+		}
+		opts.Prices = s.Prices
+	}
+	rows, err := p.ftf.Solve(p.policy, prob, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.policy, err)
 	}

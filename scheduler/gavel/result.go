@@ -38,8 +38,11 @@ type Result struct {
 	// (the means are then over the jobs that did).
 	Truncated bool `json:"truncated,omitempty"`
 	// SLOViolations counts jobs with an SLO that finished after it.
-	SLOViolations int         `json:"slo_violations"`
-	Jobs          []JobResult `json:"jobs"`
+	SLOViolations int `json:"slo_violations"`
+	// TotalCost is the cost of every job's micro-tasks, window or not
+	// (Gavel's get_total_cost), with a price file.
+	TotalCost *float64    `json:"total_cost,omitempty"`
+	Jobs      []JobResult `json:"jobs"`
 }
 
 // JobResult is one job. Ids are numbered from 0 in arrival (trace) order,
@@ -54,7 +57,10 @@ type JobResult struct {
 	JCTS        *float64 `json:"jct_s"`
 	// Failed is set for a job Gavel's rules drop after 5 failed
 	// micro-tasks (JCT null, left out of the means, as in Gavel).
-	Failed    bool     `json:"failed,omitempty"`
+	Failed bool `json:"failed,omitempty"`
+	// Cost is what the job's micro-tasks cost at the price file's prices
+	// (absent without one).
+	Cost      *float64 `json:"cost,omitempty"`
 	DeadlineS *float64 `json:"deadline_s,omitempty"`
 }
 
@@ -84,6 +90,15 @@ func (s *simulator) summarise() *Result {
 		if j.DeadlineS != nil && *j.FinishS > *j.DeadlineS {
 			r.SLOViolations++
 		}
+	}
+	if s.cfg.Prices != nil {
+		total := 0.0
+		for _, j := range r.Jobs {
+			if j.Cost != nil {
+				total += *j.Cost
+			}
+		}
+		r.TotalCost = &total
 	}
 	r.MeanJCTS = mean(all)
 	if len(low) > 0 {

@@ -112,6 +112,7 @@ func (s *simulator) complete(r running, roundStart float64) {
 		s.needUpd = true
 		return
 	}
+	s.charge(members, t, exec, sf, roundStart)
 	var done []int
 	for j, m := range members {
 		js := s.jobs[m]
@@ -271,4 +272,22 @@ func (s *simulator) placeType(t int, jobs []*entry, prev map[ckey]assignment, p 
 		}
 	}
 	return nil
+}
+
+// charge adds a completed micro-task's cost to each member job, as Gavel's
+// _done_callback does: the type's price at the round's start × execution
+// hours × scale factor, charged in full to each job of a pair.
+func (s *simulator) charge(members []int, t int, execS, sf, roundStart float64) {
+	p := s.cfg.Prices
+	if p == nil {
+		return
+	}
+	c := p.At(s.types[t], roundStart) * execS / 3600 * sf
+	for _, m := range members {
+		r := &s.res.Jobs[m]
+		if r.Cost == nil {
+			r.Cost = new(float64)
+		}
+		*r.Cost += c
+	}
 }

@@ -20,6 +20,14 @@ func Run(ctx context.Context, cfg Config, tp *Throughputs, w Workload, policy Po
 	if w.Trace == nil && w.Generator == nil {
 		return nil, fmt.Errorf("no workload")
 	}
+	if cfg.Prices != nil {
+		if cfg.Ideal {
+			return nil, fmt.Errorf("prices: cost is charged per micro-task, which ideal mode does not run")
+		}
+		if err := cfg.Prices.Check(s.types); err != nil {
+			return nil, err
+		}
+	}
 	run := s.loop
 	if cfg.Ideal {
 		run = s.runIdeal

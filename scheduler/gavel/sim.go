@@ -34,6 +34,10 @@ type Config struct {
 	// Ideal applies the allocation exactly (fluid, no rounds) instead of
 	// the round mechanism.
 	Ideal bool
+	// Prices, when set, charge every micro-task its GPU type's price
+	// (results: each job's cost and the total) and are what the cost
+	// policy reads.
+	Prices *Prices
 	// Log, when set, gets one line per scheduled micro-task ("<t> job <id>
 	// <type> workers <ids>") for debugging against Gavel's log.
 	Log io.Writer
@@ -247,6 +251,11 @@ func (s *simulator) removeJob(id int, failed bool) {
 // state is what the policy sees.
 func (s *simulator) state() *State {
 	st := &State{Types: s.types, Workers: s.workers, Now: s.now}
+	if p := s.cfg.Prices; p != nil {
+		for _, t := range s.types {
+			st.Prices = append(st.Prices, p.At(t, s.now))
+		}
+	}
 	for _, id := range s.active {
 		js := s.jobs[id]
 		st.Jobs = append(st.Jobs, StateJob{ID: id, Throughput: js.tput, ScaleFactor: js.job.ScaleFactor,
