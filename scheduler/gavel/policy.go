@@ -45,7 +45,7 @@ type Policy interface {
 }
 
 // PolicyNames are the policies NewPolicy knows without an LP solver.
-var PolicyNames = []string{"fifo", "fifo_perf", "isolated", "proportional", "gandiva"}
+var PolicyNames = []string{"fifo", "fifo_perf", "isolated", "proportional", "gandiva", "allox"}
 
 // LPPolicyNames are Gavel's optimisation policies, solved by package
 // scheduler/gavel/lp.
@@ -67,6 +67,8 @@ func NewPolicy(name string, seed uint64, corrected bool) (Policy, error) {
 		return isolatedPolicy{}, nil
 	case "proportional":
 		return proportionalPolicy{}, nil
+	case "allox":
+		return &alloxPolicy{alpha: 1}, nil
 	case "gandiva":
 		return &gandivaPolicy{rng: NewPyRandom(seed), assigned: map[int]gandivaComb{}}, nil
 	}
