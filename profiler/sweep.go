@@ -38,6 +38,9 @@ type sweep struct {
 	index    int         // points started, a resumed profile's included
 	win      windows     // the running windowed launch, if any (window.go)
 	scaled   *scaledData // the dataset's sample for scaled memory points (cost_memscale.go)
+	// budgetShort: the strategy stopped because no uncertain cell fits in
+	// the time budget left (cost_budget.go).
+	budgetShort bool
 }
 
 func (s *sweep) warnf(format string, a ...any) {
