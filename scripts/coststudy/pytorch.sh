@@ -5,16 +5,16 @@
 # every point (docs/cost.md).
 #
 # Usage: scripts/coststudy/pytorch.sh OUTDIR [default|restart|both]
-# Environment: CPUS (0.5,1,1.5,2), MEMS (384MiB,448MiB,512MiB), BYTES
-#   (256MiB of JPEGs), BUDGET (4m30s), MAX_ITER (60), BIN (prebuilt synergy).
+# Environment: CPUS (0.5,1,1.5,2), MEMS (288MiB,320MiB,384MiB), BYTES
+#   (96MiB of JPEGs), BUDGET (4m30s), MAX_ITER (30), BIN (prebuilt synergy).
 # Needs root and Debian's python3-torch; run each mode under
 # flock /tmp/synergy-real.lock.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:?usage: pytorch.sh OUTDIR [default|restart|both]}
 mode=${2:-both}
-cpus=${CPUS:-0.5,1,1.5,2} mems=${MEMS:-384MiB,448MiB,512MiB} bytes=${BYTES:-256MiB}
-budget=${BUDGET:-4m30s} max_iter=${MAX_ITER:-60}
+cpus=${CPUS:-0.5,1,1.5,2} mems=${MEMS:-288MiB,320MiB,384MiB} bytes=${BYTES:-96MiB}
+budget=${BUDGET:-4m30s} max_iter=${MAX_ITER:-30}
 mkdir -p "$out"
 bin=${BIN:-$out/bin}
 if [[ -z ${BIN:-} ]]; then
