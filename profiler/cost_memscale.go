@@ -98,12 +98,12 @@ func (s *sweep) prepareScaled(pt point) error {
 	}
 	sd.anon = s.anonSoFar()
 	if !sd.linked {
-		s.warnf("mem-scale: the sample is a copy (the work directory is on another file system than --data)")
+		s.warnf("mem-scale: the sample is a copy (the work directory is on another file system than the dataset)")
 	}
 	s.scaled = sd
 	s.warnNoAnon(pt)
 	if s.cfg.Progress != nil {
-		s.cfg.Progress.Note(fmt.Sprintf("memory points on a %.1f%% sample of the dataset (%d files, %s); the job's own memory taken as %s",
+		s.cfg.Progress.Note(fmt.Sprintf("sample: %.1f%% of the dataset (%d files, %s); each limited point's limit is scaled around the job's own memory as measured before it (%s so far)",
 			100*sd.frac, sd.files, units.FormatBytes(sd.bytes), units.FormatBytes(sd.anon)))
 	}
 	return nil
