@@ -185,6 +185,9 @@ func (s *sweep) chooseMemScale() error {
 	ch := ChooseMemScale(in)
 	s.cfg.MemScale, s.warmSample = ch.Frac, ch.WarmSample
 	c.MemScale, c.MemScaleReason = ch.Frac, ch.Reason
+	if ch.WarmSample {
+		s.warnf("the dataset does not fit in half this host's memory: the unlimited column is measured on the warm sample, the rate with the data in memory, not this host's rate with no limit (which stays fetch-bound)")
+	}
 	if ch.Frac < 1 && s.cfg.Progress != nil {
 		s.cfg.Progress.Note(fmt.Sprintf("memory points on a %.3g sample of the dataset: %s", ch.Frac, ch.Reason))
 	}

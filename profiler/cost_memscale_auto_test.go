@@ -92,6 +92,13 @@ func TestRun_ChoosesTheScaleAndSaysWhy(t *testing.T) {
 	if math.Abs(p.Cost.MemScale-0.256) > 1e-9 || !strings.Contains(p.Cost.MemScaleReason, "takes 1024 s") {
 		t.Fatalf("cost: scale %g, reason %q; want 0.256 for the read time", p.Cost.MemScale, p.Cost.MemScaleReason)
 	}
+	warned := false
+	for _, w := range p.Warnings {
+		warned = warned || strings.Contains(w, "unlimited column is measured on the warm sample")
+	}
+	if !warned {
+		t.Errorf("warnings %q: want the warm-sample unlimited column said", p.Warnings)
+	}
 	for _, c := range p.Cells {
 		if !c.Measured {
 			continue
