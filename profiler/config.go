@@ -41,7 +41,8 @@ type Config struct {
 
 	// Strategy chooses the points (StrategyOptimistic by default).
 	Strategy string
-	// Budget caps the points of the optimistic strategy (DefaultBudget).
+	// Budget caps the points of the optimistic strategy (0: DefaultBudget,
+	// or NoPointCap under a TimeBudget: the time bounds it).
 	Budget int
 	// ValidateCells is the number of extra cells measured after the
 	// strategy only to check the fit's predictions (phase "validate").
@@ -173,6 +174,9 @@ func (c *Config) withDefaults() {
 	}
 	if c.Budget == 0 {
 		c.Budget = DefaultBudget
+		if c.TimeBudget > 0 { // the time bounds the sweep, not a count
+			c.Budget = NoPointCap
+		}
 	}
 	if c.Now == nil {
 		c.Now = time.Now

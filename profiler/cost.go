@@ -41,6 +41,8 @@ func (s *sweep) setStop(err error) {
 	c := &s.prof.Cost
 	c.TimeBudgetSeconds = s.cfg.TimeBudget.Seconds()
 	switch {
+	case err == nil && s.budgetShort:
+		c.StopReason = sensitivity.SweepStopTimeBudget
 	case err == nil:
 		c.StopReason = sensitivity.SweepStopComplete
 	case errors.Is(err, errTimeBudget):

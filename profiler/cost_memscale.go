@@ -38,7 +38,7 @@ type scaledData struct {
 // scaledPoint reports whether pt is measured on the sample.
 func (s *sweep) scaledPoint(pt point) bool {
 	m := s.cfg.MemScale
-	return m > 0 && m < 1 && pt.memLimit > 0 && !pt.synthetic && s.cfg.DataDir != ""
+	return m > 0 && m < 1 && (pt.memLimit > 0 || s.warmSample) && !pt.synthetic && s.cfg.DataDir != ""
 }
 
 // dataDirFor is the dataset directory pt reads: the sample at a scaled
@@ -83,7 +83,12 @@ func (s *sweep) itersPerEpochAt(pt point) int {
 // the job's own memory A from the cells measured so far (the largest
 // anonymous memory of any of them; 0 when none was read, with a warning).
 func (s *sweep) prepareScaled(pt point) error {
-	if !s.scaledPoint(pt) || s.scaled != nil {
+	if !s.scaledPoint(pt) {
+		return nil
+	}
+	if s.scaled != nil {
+		s.scaled.anon = s.anonSoFar()
+		s.warnNoAnon(pt)
 		return nil
 	}
 	dir := filepath.Join(s.workDir, "data-sample")
@@ -91,23 +96,36 @@ func (s *sweep) prepareScaled(pt point) error {
 	if err != nil {
 		return fmt.Errorf("mem-scale: sample the dataset: %w", err)
 	}
-	for _, c := range s.prof.Cells {
-		if c.Measured && c.Stats != nil {
-			sd.anon = max(sd.anon, c.Stats.MemAnonBytes)
-		}
-	}
-	if sd.anon == 0 {
-		s.warnf("mem-scale: the job's own memory is not known yet (no measured point read it): limits are scaled whole, which understates them")
-	}
+	sd.anon = s.anonSoFar()
 	if !sd.linked {
-		s.warnf("mem-scale: the sample is a copy (the work directory is on another file system than --data)")
+		s.warnf("mem-scale: the sample is a copy (the work directory is on another file system than the dataset)")
 	}
 	s.scaled = sd
+	s.warnNoAnon(pt)
 	if s.cfg.Progress != nil {
-		s.cfg.Progress.Note(fmt.Sprintf("memory points on a %.1f%% sample of the dataset (%d files, %s); the job's own memory taken as %s",
+		s.cfg.Progress.Note(fmt.Sprintf("sample: %.1f%% of the dataset (%d files, %s); each limited point's limit is scaled around the job's own memory as measured before it (%s so far)",
 			100*sd.frac, sd.files, units.FormatBytes(sd.bytes), units.FormatBytes(sd.anon)))
 	}
 	return nil
+}
+
+// anonSoFar is the job's own memory A: the largest anonymous memory of
+// the points measured so far (0: none read it).
+func (s *sweep) anonSoFar() int64 {
+	var a int64
+	for _, c := range s.prof.Cells {
+		if c.Measured && c.Stats != nil {
+			a = max(a, c.Stats.MemAnonBytes)
+		}
+	}
+	return a
+}
+
+// warnNoAnon warns when a limited point is scaled with A unknown.
+func (s *sweep) warnNoAnon(pt point) {
+	if s.scaled.anon == 0 && pt.memLimit > 0 {
+		s.warnf("mem-scale: the job's own memory is not known yet (no measured point read it): limits are scaled whole, which understates them")
+	}
 }
 
 // markScaled records on a scaled point's cell what it ran on.

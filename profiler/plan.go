@@ -34,6 +34,10 @@ func Strategies() []string {
 // DefaultBudget is the most points the optimistic strategy measures.
 const DefaultBudget = 10
 
+// NoPointCap is Config.Budget under a time budget with no point cap given:
+// the strategy measures while the time lasts and a prediction is uncertain.
+const NoPointCap = 1 << 30
+
 // kneeFrac is the share of the best throughput that counts as "reached"
 // when looking for an axis' knee.
 const kneeFrac = 0.97
@@ -184,7 +188,8 @@ const maxKneeSteps = 2
 // its knee (the fewest CPUs reaching 97% of the best, by bisection); both
 // ends of the memory axis at that CPU count and its knee; then, while
 // budget remains, the unmeasured cell whose prediction is least certain
-// relative to its value.
+// per second of measuring it. Under a time budget and no point cap
+// (Config.Budget 0), it goes on while time and uncertain cells remain.
 func planOptimistic(s *sweep) (point, bool) {
 	if s.fitPoints() >= s.cfg.Budget {
 		return point{}, false
@@ -218,32 +223,9 @@ func planOptimistic(s *sweep) (point, bool) {
 		}
 	}
 	// 5. Refine, while any prediction is uncertain by more than
-	// refineRelCI: among those cells, the one whose measurement buys the
-	// most certainty per second. A point runs a set number of iterations,
-	// so its time goes as 1 / throughput; the score is the relative
-	// uncertainty times the predicted throughput (cost-aware sampling: a
-	// slow cell at a fraction of a core must be much less certain than a
-	// fast one to be worth its minutes).
-	s.finish()
-	var pick *sensitivity.Cell
-	score := 0.0
-	for i := range s.prof.Cells {
-		c := &s.prof.Cells[i]
-		if c.Measured || c.SamplesPerS <= 0 {
-			continue
-		}
-		r := c.SamplesPerSCI95 / c.SamplesPerS
-		if r <= refineRelCI {
-			continue
-		}
-		if v := r * c.SamplesPerS; v > score {
-			pick, score = c, v
-		}
-	}
-	if pick == nil {
-		return point{}, false
-	}
-	return mkPoint(pick.CPUs, pick.MemLimitBytes, sensitivity.PhaseMemory), true
+	// refineRelCI: the cell the model is least sure of, per second of
+	// measuring it (cost_budget.go).
+	return s.refinePoint()
 }
 
 // kneeStep looks for the knee of an axis of n points whose values v(i) are

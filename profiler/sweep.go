@@ -38,6 +38,12 @@ type sweep struct {
 	index    int         // points started, a resumed profile's included
 	win      windows     // the running windowed launch, if any (window.go)
 	scaled   *scaledData // the dataset's sample for scaled memory points (cost_memscale.go)
+	// budgetShort: the strategy stopped because no uncertain cell fits in
+	// the time budget left (cost_budget.go).
+	budgetShort bool
+	// warmSample: the unlimited column reads the sample too, warm (the
+	// dataset does not fit in half the host's memory; cost_memscale_auto.go).
+	warmSample bool
 }
 
 func (s *sweep) warnf(format string, a ...any) {
@@ -74,6 +80,9 @@ func Run(ctx context.Context, cfg Config) (*sensitivity.Profile, error) {
 	}
 	defer os.RemoveAll(work)
 	if err := s.setupJob(); err != nil {
+		return nil, err
+	}
+	if err := s.chooseMemScale(); err != nil {
 		return nil, err
 	}
 	plan, err := plannerFor(cfg.Strategy)

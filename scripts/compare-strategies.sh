@@ -13,7 +13,10 @@
 #   OUTDIR defaults to /tmp/synergy-compare; presets to image audio language.
 # Environment: CPUS (default 0.25,0.5,0.75,1,1.5,2), MAX_ITER (60),
 #   POINT_TIMEOUT (40s), BUDGET (10), and per preset SIZE_<preset>,
-#   MEM_<preset>, READ_<preset> (dataset size, memory limits, read limit).
+#   MEM_<preset>, READ_<preset> (dataset size, memory limits, read limit),
+#   BIN (a directory with synergy and synthtrain built already: no build, so
+#   the host-wide measurement lock is not held for one), GRID_ONLY=1 (only
+#   the grid, to OUTDIR/PRESET-grid.json: two runs give the noise per cell).
 # Needs root (cgroups, page-cache eviction) and a quiet machine: other load
 # skews CPU points; it takes tens of minutes (a grid is 30 points a preset).
 set -euo pipefail
@@ -36,9 +39,13 @@ declare -A mems=([image]=${MEM_image:-224MiB,256MiB,288MiB,384MiB}
 declare -A readlim=([image]=${READ_image:-} [audio]=${READ_audio:-80MB} [language]=${READ_language:-})
 
 mkdir -p "$out"
-bin=$out/bin
-mkdir -p "$bin"
-(cd "$root" && go build -o "$bin/synergy" ./cmd/synergy && CGO_ENABLED=0 go build -o "$bin/synthtrain" ./cmd/synthtrain)
+if [[ -n ${BIN:-} ]]; then
+	bin=$BIN
+else
+	bin=$out/bin
+	mkdir -p "$bin"
+	(cd "$root" && go build -o "$bin/synergy" ./cmd/synergy && CGO_ENABLED=0 go build -o "$bin/synthtrain" ./cmd/synthtrain)
+fi
 
 read -r load _ </proc/loadavg
 echo "load average $load at start (CPU points are skewed by other work on these cores)"
@@ -71,6 +78,10 @@ printf '%-9s %7s %7s %6s %6s %9s %11s %9s %22s\n' preset grid_s opt_s grid_n opt
 for preset in "${presets[@]}"; do
 	"$bin/synthtrain" gen --preset "$preset" --bytes "${size[$preset]}" --dir "$out/data-$preset" --seed 1 >/dev/null
 	tg=$(profile "$preset" grid) || continue
+	if [[ -n ${GRID_ONLY:-} ]]; then
+		echo "$preset: grid ${tg}s"
+		continue
+	fi
 	to=$(profile "$preset" optimistic) || continue
 	ng=$(num points <"$out/$preset-grid.json")
 	no=$(num points <"$out/$preset-optimistic.json")

@@ -225,6 +225,11 @@ type Cost struct {
 	// StopReason says how the last run of the sweep ended (SweepStop*).
 	TimeBudgetSeconds float64 `json:"time_budget_seconds,omitempty"`
 	StopReason        string  `json:"stop_reason,omitempty"`
+	// MemScale is the share of the dataset the limited memory points were
+	// measured on (1: the whole dataset) and MemScaleReason why: "given",
+	// or which term of the automatic rule decided (docs/cost.md).
+	MemScale       float64 `json:"mem_scale,omitempty"`
+	MemScaleReason string  `json:"mem_scale_reason,omitempty"`
 }
 
 // How a sweep ended (Cost.StopReason).

@@ -84,7 +84,7 @@ Example:
 			&cli.StringFlag{Name: flagMemLimits, DefaultText: "the --memory sweep", Usage: "memory axis: `SIZES`, e.g. 256MiB,1GiB, each at least 8MiB and below the host's memory (page cache is charged); unlimited is always measured"},
 			&cli.StringFlag{Name: flagMemoryMax, DefaultText: "1/4, 1/2 and 5/4 of the size of --data, each + 64MiB for the job (512MiB for a Python interpreter)", Usage: "sweep MAX/8, MAX/4, MAX/2 and `MAX`, e.g. 8GiB"},
 			&cli.StringFlag{Name: flagStrategy, Value: profiler.StrategyOptimistic, Usage: "`NAME` of the strategy choosing the points to measure: optimistic (ends and knees of each axis, then where the fit is least sure, at most --budget points), axes (the whole CPU axis, then the whole memory axis at the best CPU count), grid (every cell), synergy (Synergy's CPU rule; memory predicted)"},
-			&cli.IntFlag{Name: flagBudget, Value: profiler.DefaultBudget, Usage: "optimistic strategy: measure at most `N` points (at least 2)"},
+			&cli.IntFlag{Name: flagBudget, Value: profiler.DefaultBudget, Usage: "optimistic strategy: measure at most `N` points (at least 2); with --time-budget and no --budget, no count: the time bounds it"},
 			&cli.IntFlag{Name: flagValidate, DefaultText: "none", Usage: "measure `K` extra cells not used by the fit and report the fit's error on them"},
 			&cli.BoolFlag{Name: flagStall, Value: true, DefaultText: "on; --stall-breakdown=false skips the extra run", Usage: "run the job once with --synthetic-data first, to split each point's data stall into preprocessing and fetch (DS-Analyzer's method)"},
 			&cli.BoolFlag{Name: flagTimeline, Value: true, DefaultText: "on; --timeline=false keeps none", Usage: "keep each point's samples and metrics stream as JSON lines in OUT's name + .timeline/"},
@@ -334,7 +334,9 @@ func parseStrategyFlags(c *cli.Command, o *profileOptions) error {
 	if !slices.Contains(profiler.Strategies(), cfg.Strategy) {
 		return fmt.Errorf("--%s: %q is not one of %s", flagStrategy, cfg.Strategy, strings.Join(profiler.Strategies(), ", "))
 	}
-	if cfg.Budget = int(c.Int(flagBudget)); cfg.Budget < 2 {
+	if cfg.Budget = int(c.Int(flagBudget)); !c.IsSet(flagBudget) && c.IsSet(flagTimeBudget) {
+		cfg.Budget = 0 // the time budget bounds the optimistic strategy, not a count
+	} else if cfg.Budget < 2 {
 		return fmt.Errorf("--%s: %d points cannot cover both ends of an axis", flagBudget, cfg.Budget)
 	}
 	if cfg.ValidateCells = int(c.Int(flagValidate)); cfg.ValidateCells < 0 {

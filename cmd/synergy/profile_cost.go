@@ -21,8 +21,8 @@ func costFlags() []cli.Flag {
 			Usage: "measure consecutive points of one memory column that need the same loader workers in windows of one launch, changing the running job's CPU limits between them (runners that cannot change a running job's limits restart it)"},
 		&cli.DurationFlag{Name: flagTimeBudget, DefaultText: "none",
 			Usage: "stop the sweep between points once `DURATION` has passed (e.g. 10m); the profile is saved with what was measured and stop_reason time_budget, and --resume goes on"},
-		&cli.FloatFlag{Name: flagMemScale, DefaultText: "1: the whole dataset",
-			Usage: "measure each limited memory point on a random sample of `FRACTION` (0-1) of --data under a limit scaled the same way around the job's own memory: same page-cache hit fraction, a fraction of the reading (shuffled-pass jobs only; see docs/cost.md)"},
+		&cli.FloatFlag{Name: flagMemScale, DefaultText: "auto: from the dataset's size, the read bandwidth, --time-budget and the host's memory",
+			Usage: "measure each limited memory point on a random sample of `FRACTION` (0-1) of --data under a limit scaled the same way around the job's own memory: same page-cache hit fraction, a fraction of the reading (shuffled passes over many files only; 1: the whole dataset; the profile's cost says which fraction and why; see docs/cost.md)"},
 	}
 }
 

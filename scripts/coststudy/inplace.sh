@@ -5,7 +5,7 @@
 #
 # Usage: scripts/coststudy/inplace.sh [OUTDIR]
 # Environment: PRESET (image), SIZE (96MiB), CPUS (0.5,1,2), MEMS (384MiB),
-#   MAX_ITER (60), POINT_TIMEOUT (40s).
+#   MAX_ITER (60), POINT_TIMEOUT (40s), BIN (prebuilt synergy and synthtrain).
 # Needs root; run under flock /tmp/synergy-real.lock.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -13,7 +13,11 @@ out=${1:-/tmp/synergy-inplace}
 preset=${PRESET:-image} size=${SIZE:-96MiB} cpus=${CPUS:-0.5,1,2} mems=${MEMS:-384MiB}
 max_iter=${MAX_ITER:-60} point_timeout=${POINT_TIMEOUT:-40s}
 mkdir -p "$out/bin"
-(cd "$root" && go build -o "$out/bin/synergy" ./cmd/synergy && CGO_ENABLED=0 go build -o "$out/bin/synthtrain" ./cmd/synthtrain)
+if [[ -n ${BIN:-} ]]; then # built already (no build under the measurement lock)
+	cp "$BIN/synergy" "$BIN/synthtrain" "$out/bin/"
+else
+	(cd "$root" && go build -o "$out/bin/synergy" ./cmd/synergy && CGO_ENABLED=0 go build -o "$out/bin/synthtrain" ./cmd/synthtrain)
+fi
 read -r load _ </proc/loadavg
 echo "load average $load at start"
 "$out/bin/synthtrain" gen --preset "$preset" --bytes "$size" --dir "$out/data" --seed 1 >/dev/null
