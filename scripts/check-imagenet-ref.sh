@@ -14,7 +14,7 @@
 # It prints every cell. Run it under the host lock (it measures throughput):
 #   SYNERGY_MEASURE=1 flock /tmp/synergy-real.lock scripts/check-imagenet-ref.sh [local] [docker]
 # Environment: OUT (a temporary directory), REF_BYTES (64MiB of JPEGs),
-# REF_MEM (768MiB,1GiB), REF_BATCH (32). Needs bin/synergy (make build), Debian's
+# REF_MEM (768MiB,1GiB), REF_BATCH (32), REF_ITERS (200 iterations per point at most). Needs bin/synergy (make build), Debian's
 # torch (scripts/install-torch.sh) and, for docker, the synergy/pytorch image
 # (scripts/build-pytorch-image.sh).
 set -euo pipefail
@@ -25,6 +25,7 @@ out=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/synergy-imagenet-ref-XXXXXX")}
 bytes=${REF_BYTES:-64MiB}
 mem=${REF_MEM:-768MiB,1GiB}
 batch=${REF_BATCH:-32}
+iters=${REF_ITERS:-200}
 py=/usr/bin/python3
 src=$root/models/pytorch/testdata
 mkdir -p "$out"
@@ -50,7 +51,7 @@ for runner in "${runners[@]}"; do
 	rm -rf "$prof" "${prof%.json}.logs" "${prof%.json}.timeline"
 	echo "check-imagenet-ref: $runner: $(uptime)"
 	"$root/bin/synergy" profile "${flags[@]}" --strategy grid --cpus 1,2 --mem-limits "$mem" -b "$batch" \
-		--data "$out/data" --max-iterations 200 --point-timeout 180s --stall-breakdown=false \
+		--data "$out/data" --max-iterations "$iters" --point-timeout 180s --stall-breakdown=false \
 		--emulate-gpu v100 --model resnet18 --env PYTHONDONTWRITEBYTECODE=1 --out "$prof" \
 		-- "$py" "$script" '{data}' -j '{workers}' -b '{batch}' --epochs 1000 >"$out/$runner.txt" 2>&1 ||
 		{ echo "check-imagenet-ref: FAIL: synergy profile exited $? ($out/$runner.txt)" >&2; fail=1; }
