@@ -1,6 +1,8 @@
 package profiler
 
 import (
+	"fmt"
+
 	"github.com/synergy-sched/synergy/internal/units"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
@@ -23,19 +25,35 @@ func footprint(cells []sensitivity.Cell) int64 {
 }
 
 // noteFootprint records the footprint in the profile and warns about the
-// memory limits at or below it.
+// memory limits at or below it. The profile is saved (and this runs) after
+// every point, and every strategy measures unlimited points first, so the
+// warning comes before the first limited point is measured. Once, when
+// the footprint is first known, it says where the memory axis starts
+// relative to it.
 func (s *sweep) noteFootprint() {
 	p := s.prof
 	fp := footprint(p.Cells)
 	if fp <= 0 || s.cfg.Cache == nil {
 		return
 	}
+	first := p.Job.FootprintBytes == 0
 	p.Job.FootprintBytes = fp
+	low := int64(0)
 	for _, m := range p.Axes.MemLimitBytes {
-		if !sensitivity.Unlimited(m) && m <= fp {
-			s.warnf("memory limit %s is at or below the job's own footprint (%s of anonymous memory and framework page cache): that column squeezes the framework, not the dataset's cache; give limits above it",
+		if sensitivity.Unlimited(m) {
+			continue
+		}
+		if low == 0 || m < low {
+			low = m
+		}
+		if m <= fp {
+			s.warnf("memory limit %s is at or below the job's own footprint (%s of anonymous memory and framework page cache, measured at the unlimited points): that column squeezes the framework, not the dataset's cache; give limits above it",
 				units.FormatMemLimit(m), units.FormatBytes(fp))
 		}
+	}
+	if first && low > fp && s.cfg.Progress != nil {
+		s.cfg.Progress.Note(fmt.Sprintf("memory axis starts at %s, %s above the job's own footprint of %s (anonymous memory and framework page cache): each limited column is page cache for the dataset",
+			units.FormatMemLimit(low), units.FormatBytes(low-fp), units.FormatBytes(fp)))
 	}
 }
 

@@ -1,9 +1,13 @@
 package profiler
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/synergy-sched/synergy/sensitivity"
 )
@@ -50,5 +54,86 @@ func TestDefaultMemLimitsFor(t *testing.T) {
 	}
 	if len(other) == 0 || other[0] >= py[0] || other[0] > 128<<20 {
 		t.Errorf("synthtrain axis %v, want it to start lower than the python axis %v", other, py)
+	}
+}
+
+// noCache is a page cache that does nothing: the footprint is noted only
+// when the sweep controls the cache.
+type noCache struct{}
+
+func (noCache) Evict(string) (int, error)             { return 0, nil }
+func (noCache) Resident(string) (int64, int64, error) { return 0, 0, nil }
+func (noCache) Warm(string) error                     { return nil }
+
+// eventLog records point starts and notes in order.
+type eventLog struct{ events []string }
+
+func (l *eventLog) PointStart(_ int, _ string, label string) {
+	l.events = append(l.events, "start "+label)
+}
+func (l *eventLog) PointUpdate(string, int, Estimate, time.Duration)  {}
+func (l *eventLog) PointDone(string, sensitivity.Cell, time.Duration) {}
+func (l *eventLog) Note(msg string)                                   { l.events = append(l.events, "note "+msg) }
+
+// A memory limit given at or below the job's own memory is warned about,
+// naming the footprint, before that column's first point runs; a limit
+// above it is not, and the axis' start is said relative to the footprint.
+func TestRun_WarnsOfLimitsAtTheFootprintBeforeMeasuringThem(t *testing.T) {
+	const anon = 100 << 20
+	lr := &liveRunner{rate: fastRate, anon: anon}
+	cfg := baseConfig(t, nil)
+	cfg.Runner, cfg.Cache = lr, noCache{}
+	cfg.CPUs = []float64{1}
+	cfg.MemLimits = []int64{96 << 20, 1 << 30}
+	cfg.Strategy = StrategyGrid
+	log := &eventLog{}
+	cfg.Progress = log
+	p, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Job.FootprintBytes != anon {
+		t.Fatalf("footprint %d, want the job's %d", p.Job.FootprintBytes, anon)
+	}
+	warned, started := -1, -1
+	for i, e := range log.events {
+		switch {
+		case strings.HasPrefix(e, "note warning: memory limit 96MiB is at or below the job's own footprint (100MiB"):
+			warned = i
+		case strings.Contains(e, "memory limit 1GiB"):
+			t.Errorf("warned of a limit above the footprint: %s", e)
+		case strings.HasPrefix(e, "start") && strings.Contains(e, "mem=96MiB") && started < 0:
+			started = i
+		}
+	}
+	if warned < 0 || started < 0 || warned > started {
+		t.Errorf("the warning naming the footprint (event %d) must come before the 96MiB point starts (event %d): %q", warned, started, log.events)
+	}
+	if len(p.Warnings) == 0 || !strings.Contains(strings.Join(p.Warnings, "\n"), "100MiB") {
+		t.Errorf("the profile's warnings do not name the footprint: %q", p.Warnings)
+	}
+}
+
+// With every limit above the footprint, no warning, and a note says how
+// far above it the axis starts.
+func TestRun_SaysTheMemoryAxisStartsAboveTheFootprint(t *testing.T) {
+	lr := &liveRunner{rate: fastRate, anon: 100 << 20}
+	cfg := baseConfig(t, nil)
+	cfg.Runner, cfg.Cache = lr, noCache{}
+	cfg.CPUs = []float64{1}
+	cfg.MemLimits = []int64{612 << 20}
+	cfg.Strategy = StrategyGrid
+	log := &eventLog{}
+	cfg.Progress = log
+	p, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Warnings) != 0 {
+		t.Errorf("warnings %q, want none", p.Warnings)
+	}
+	want := "note memory axis starts at 612MiB, 512MiB above the job's own footprint of 100MiB"
+	if n := strings.Count(strings.Join(log.events, "\n"), "note memory axis starts"); n != 1 || !slices.ContainsFunc(log.events, func(e string) bool { return strings.HasPrefix(e, want) }) {
+		t.Errorf("want one note %q, got %q", want, log.events)
 	}
 }

@@ -208,6 +208,7 @@ func (s *sweep) runOne(ctx context.Context, pt point, total string) error {
 	s.prof.SetCell(cell)
 	s.prof.Cost.Points++
 	s.addCost(cell)
+	s.noteInterference(cell)
 	if cfg.Progress != nil {
 		cfg.Progress.PointDone(pt.label(), cell, cfg.Now().Sub(t0))
 	}

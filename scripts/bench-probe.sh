@@ -10,6 +10,8 @@
 # and prints each and the probe's cost over the helper's as a share of an
 # iteration.
 #   scripts/bench-probe.sh [--reps N] [--data DIR] [--only micro|jpeg]
+# It also prints the jpeg throughputs' mean and spread, and the probe's
+# against the helper's paired by repetition (mean, sd, 95% CI, range).
 # Run it under the host lock: flock /tmp/synergy-real.lock scripts/bench-probe.sh
 set -euo pipefail
 
@@ -19,7 +21,7 @@ while [[ $# -gt 0 ]]; do
 	--reps) reps=$2; shift 2 ;;
 	--data) data=$2; shift 2 ;;
 	--only) settings=$2; shift 2 ;;
-	-h | --help) sed -n '2,13s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	-h | --help) sed -n '2,15s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 	*) echo "bench-probe: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -83,6 +85,17 @@ if ("jpeg", "plain") in rows:
         v = [d["per_batch_us"] / 1e3 for d in rows[("jpeg", m)]]
         print("  %-6s %7.2f ms median  [%.2f..%.2f]" % (m, wall[m] / 1e3, min(v), max(v)))
     print("  probe vs helper: %+.2f%% of the iteration time (median)" % (100 * (wall["probe"] / wall["helper"] - 1)))
+    # Paired by repetition (helper and probe ran one after the other, so
+    # the host's load drifts less between them than across the run): the
+    # probe's throughput against the helper's, mean and spread over reps.
+    thr = {m: [1e6 / d["per_batch_us"] for d in rows[("jpeg", m)]] for m in modes}
+    for m in modes:
+        v = thr[m]
+        print("  %-6s throughput %.2f batches/s mean, sd %.2f, over %d runs" % (m, statistics.mean(v), statistics.stdev(v) if len(v) > 1 else 0, len(v)))
+    pair = [100 * (p / h - 1) for p, h in zip(thr["probe"], thr["helper"])]
+    sd = statistics.stdev(pair) if len(pair) > 1 else 0
+    print("  probe vs helper throughput, paired by run: mean %+.2f%%, sd %.2f%%, 95%% CI of the mean ±%.2f%%, range [%+.2f%%, %+.2f%%] over %d pairs" % (
+        statistics.mean(pair), sd, 1.96 * sd / len(pair) ** 0.5 if pair else 0, min(pair), max(pair), len(pair)))
 it = wall["helper"] if wall else 33025.0
 if cpu:
     print("probe's extra CPU per batch over the helper's = %+.3f%% of a %.1f ms iteration" % (
