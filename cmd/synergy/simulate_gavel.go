@@ -32,6 +32,7 @@ const (
 	gvFlagRecord      = "gavel-record-trace"
 	gvFlagIdeal       = "ideal"
 	gvFlagMaxHours    = "gavel-max-hours"
+	gvFlagEntities    = "gavel-entities"
 )
 
 func gavelFlags() []cli.Flag {
@@ -46,6 +47,7 @@ func gavelFlags() []cli.Flag {
 		&cli.BoolFlag{Name: gvFlagCorrected, Usage: "Gavel mode: agnostic finish_time_fairness and min_total_duration see every type's real throughput (default: Gavel's baseline, which copies the V100 throughput to every type, its issue #248)"},
 		&cli.BoolFlag{Name: gvFlagIdeal, Usage: "Gavel mode: apply each allocation exactly (fluid, no rounds), to measure what the round mechanism loses"},
 		&cli.FloatFlag{Name: gvFlagMaxHours, Usage: "Gavel mode: end a run after this much simulated time (hours; 0: none), for saturated loads that never finish their window; the result says truncated"},
+		&cli.StringFlag{Name: gvFlagEntities, Usage: "Gavel mode: entities JSON for max_min_fairness_water_filling[_perf] (entity names, weights, fairness or fifo inside, job ids; docs/gavel.md)"},
 		&cli.StringFlag{Name: gvFlagRecord, Usage: "Gavel generator: write the jobs of the (single) run as a Gavel trace"},
 	}
 }
@@ -62,7 +64,7 @@ func gavelHelp() string {
 }
 
 func gavelPolicyNames() []string {
-	return append(append([]string(nil), gavel.PolicyNames...), gavel.LPPolicyNames...)
+	return append(append(append([]string(nil), gavel.PolicyNames...), gavel.LPPolicyNames...), gavel.HierarchicalPolicyNames...)
 }
 
 type gavelOptions struct {
@@ -188,6 +190,12 @@ func (o *gavelOptions) parseGavelSweep(c *cli.Command) error {
 		s.Config.MaxS = h * 3600
 	}
 	s.Corrected = c.Bool(gvFlagCorrected)
+	if p := c.String(gvFlagEntities); p != "" {
+		var err error
+		if s.Entities, err = gavel.LoadEntities(p); err != nil {
+			return badFlag(gvFlagEntities, err)
+		}
+	}
 	if s.Workers = c.Int(simFlagWorkers); s.Workers < 1 {
 		return badFlag(simFlagWorkers, fmt.Errorf("%d: need at least 1", s.Workers))
 	}

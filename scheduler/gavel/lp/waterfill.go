@@ -64,16 +64,16 @@ const (
 // _compute_priority_weights), until every job is frozen.
 //
 // Gavel finds the bottlenecks with a MILP per step (binary z_m: can m rise by 0.01 %?). Here
-// they come from the same LP's dual: by the Goldman–Tucker theorem the LP has a strictly
-// complementary optimal pair, and in it job m's demand row has a positive dual exactly when
-// every optimal X keeps m at its level (m is a bottleneck) and a positive slack exactly when
-// some optimal X raises m. The interior-point method converges to such a pair (the analytic
-// centre of the optimal face), so at its end point dual_m > slack_m separates the two sets
-// (El-Bakry, Tapia, Tsuchiya and Zhang 1996, "On the formulation and theory of the Newton
-// interior-point method", indicators). Every step freezes at least one job (the duals of the
-// unfrozen rows, weighted, sum to 1), so there are at most #jobs steps. A job whose dual and
-// slack do not separate by a factor of 10 is checked exactly by one more LP (maximise its
-// level with everything else held).
+// they come from the same LP's end point. By the Goldman–Tucker theorem the step LP has a
+// strictly complementary optimal pair: job m's level row has a positive slack in it exactly when
+// some optimal X raises m above its new level (m is not a bottleneck), and a positive dual
+// exactly when every optimal X keeps m there (m is a bottleneck). A primal–dual interior-point
+// method converges to such a pair (the analytic centre of the optimal face), so at its end
+// point a job whose slack exceeds both its dual and wfRaise is not a bottleneck (the end point
+// itself raises it: a witness), and every other job is (the indicator of El-Bakry, Tapia,
+// Tsuchiya and Zhang 1996). Every step freezes at least one job (the weighted duals of the
+// unfrozen rows sum to 1), so there are at most #jobs steps. The test checks the levels against
+// an exact reference that decides every bottleneck by its own LP (gonum's simplex).
 //
 // hier == nil gives plain lexicographic max-min with the jobs' priority weights (Gavel with
 // priority_reweighting_policies None). The agnostic policy sets every throughput to 1 first
