@@ -1,6 +1,7 @@
 package gavel
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -247,5 +248,60 @@ func TestEstimator_HeldOutError(t *testing.T) {
 		if k >= 15 && !(rel[0] < rel[2] && abs[0] < abs[2]) {
 			t.Errorf("k=%d: the matched reference's errors %.3f/%.4f are not below the baseline's %.3f/%.4f", k, rel[0], abs[0], rel[2], abs[2])
 		}
+	}
+}
+
+// recordingPacker is a packing policy that runs every job alone (isolated) and records the
+// pair throughputs it is shown.
+type recordingPacker struct {
+	seen map[[2]int][][2]float64
+}
+
+func (r *recordingPacker) Name() string { return "Isolated_Packing" }
+func (r *recordingPacker) Allocate(s *State) (Allocation, error) {
+	return isolatedPolicy{}.Allocate(s)
+}
+func (r *recordingPacker) AllocatePacked(s *State, pairs []PairState) (Allocation, map[[2]int][]float64, error) {
+	for _, p := range pairs {
+		r.seen[[2]int{p.A, p.B}] = p.Throughput
+	}
+	a, err := r.Allocate(s)
+	return a, map[[2]int][]float64{}, err
+}
+
+// With Config.PairEstimator, a packing policy sees the estimator's pair throughputs.
+func TestSimulator_PairEstimatorFeedsPackingPolicies(t *testing.T) {
+	tp, all := syntheticEstimator(t, EstimatorConfig{})
+	refs := all.References()
+	// The two jobs' types are not references, so their estimates differ from the file's.
+	e, err := NewEstimator(tp, EstimatorConfig{References: append(append([]JobType(nil), refs[1:4]...), refs[5:]...),
+		Seed: 2, ProfileFraction: 0.2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trace := []Job{
+		{JobType: refs[0].Model, Command: "x", TotalSteps: 1000, ScaleFactor: 1, PriorityWeight: 1, SLO: -1},
+		{JobType: refs[4].Model, Command: "x", TotalSteps: 1000, ScaleFactor: 1, PriorityWeight: 1, SLO: -1},
+	}
+	cluster, _ := ParseClusterSpec("1:1:1", "")
+	rec := &recordingPacker{seen: map[[2]int][][2]float64{}}
+	cfg := Config{Cluster: cluster, PairEstimator: e}
+	if _, err := Run(context.Background(), cfg, tp, Workload{Trace: trace}, rec); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := rec.seen[[2]int{0, 1}]
+	if !ok {
+		t.Fatal("the policy was shown no pair (0, 1)")
+	}
+	want, err := e.PairThroughputs(refs[0], refs[4], cluster.sortedTypes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("policy saw %v, want the estimator's %v", got, want)
+	}
+	file := tp.Colocated["v100"][refs[0]][refs[4]]
+	if fmt.Sprint(want[len(want)-1]) == fmt.Sprint(file) {
+		t.Errorf("estimate equals the file's %v on v100: the test cannot tell them apart", file)
 	}
 }
