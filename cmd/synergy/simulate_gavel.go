@@ -35,6 +35,7 @@ const (
 	gvFlagIdeal       = "ideal"
 	gvFlagMaxHours    = "gavel-max-hours"
 	gvFlagPrices      = "prices"
+	gvFlagEntities    = "gavel-entities"
 )
 
 func gavelFlags() []cli.Flag {
@@ -50,6 +51,7 @@ func gavelFlags() []cli.Flag {
 		&cli.BoolFlag{Name: gvFlagIdeal, Usage: "Gavel mode: apply each allocation exactly (fluid, no rounds), to measure what the round mechanism loses"},
 		&cli.FloatFlag{Name: gvFlagMaxHours, Usage: "Gavel mode: end a run after this much simulated time (hours; 0: none), for saturated loads that never finish their window; the result says truncated"},
 		&cli.StringFlag{Name: gvFlagPrices, Usage: "Gavel mode: price file (JSON: hourly price per GPU of each type, optionally changing over time; docs/gavel.md): each job's cost and the total in the results, and the prices max_sum_throughput_normalized_by_cost_perf reads"},
+		&cli.StringFlag{Name: gvFlagEntities, Usage: "Gavel mode: entities JSON for max_min_fairness_water_filling[_perf] (entity names, weights, fairness or fifo inside, job ids; docs/gavel.md)"},
 		&cli.StringFlag{Name: gvFlagRecord, Usage: "Gavel generator: write the jobs of the (single) run as a Gavel trace"},
 	}
 }
@@ -66,7 +68,7 @@ func gavelHelp() string {
 }
 
 func gavelPolicyNames() []string {
-	return append(append([]string(nil), gavel.PolicyNames...), gavel.LPPolicyNames...)
+	return append(append(append([]string(nil), gavel.PolicyNames...), gavel.LPPolicyNames...), gavel.HierarchicalPolicyNames...)
 }
 
 type gavelOptions struct {
@@ -226,6 +228,12 @@ func (o *gavelOptions) parseGavelSweep(c *cli.Command) error {
 		s.Config.MaxS = h * 3600
 	}
 	s.Corrected = c.Bool(gvFlagCorrected)
+	if p := c.String(gvFlagEntities); p != "" {
+		var err error
+		if s.Entities, err = gavel.LoadEntities(p); err != nil {
+			return badFlag(gvFlagEntities, err)
+		}
+	}
 	if s.Workers = c.Int(simFlagWorkers); s.Workers < 1 {
 		return badFlag(simFlagWorkers, fmt.Errorf("%d: need at least 1", s.Workers))
 	}

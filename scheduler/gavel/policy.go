@@ -52,6 +52,10 @@ var PolicyNames = []string{"fifo", "fifo_perf", "isolated", "proportional", "gan
 var LPPolicyNames = []string{"max_min_fairness", "max_min_fairness_perf", "finish_time_fairness", "finish_time_fairness_perf",
 	"min_total_duration", "min_total_duration_perf", "max_sum_throughput_perf", "max_sum_throughput_normalized_by_cost_perf"}
 
+// HierarchicalPolicyNames are Gavel's water-filling policies (hierarchical max-min fairness
+// over entities; NewPolicy builds them without entities, NewHierarchicalPolicy with).
+var HierarchicalPolicyNames = []string{lp.MaxMinFairnessWaterFilling, lp.MaxMinFairnessWaterFillingPerf}
+
 // NewPolicy builds a policy by Gavel's name. seed is the run's seed (fifo's
 // random choices use random.Random(seed), as Gavel's get_policy passes it);
 // corrected selects the corrected
@@ -77,7 +81,12 @@ func NewPolicy(name string, seed uint64, corrected bool) (Policy, error) {
 			return lpPolicy{policy: name, ftf: lp.NewFTFTracker(), corrected: corrected}, nil
 		}
 	}
-	all := append(append([]string(nil), PolicyNames...), LPPolicyNames...)
+	for _, n := range HierarchicalPolicyNames {
+		if n == name {
+			return NewHierarchicalPolicy(name, nil)
+		}
+	}
+	all := append(append(append([]string(nil), PolicyNames...), LPPolicyNames...), HierarchicalPolicyNames...)
 	sort.Strings(all)
 	return nil, fmt.Errorf("unknown policy %q (known: %s)", name, strings.Join(all, ", "))
 }

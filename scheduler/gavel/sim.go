@@ -41,6 +41,16 @@ type Config struct {
 	// Log, when set, gets one line per scheduled micro-task ("<t> job <id>
 	// <type> workers <ids>") for debugging against Gavel's log.
 	Log io.Writer
+	// PairEstimator, when set, gives the pair throughputs that packing
+	// policies see (Gavel's throughput estimator, *Estimator); pairs still
+	// run at the throughputs file's values, as in Gavel's simulator.
+	PairEstimator PairEstimator
+}
+
+// PairEstimator estimates co-located throughputs ([a's, b's] steps/s per
+// worker type); *Estimator is one.
+type PairEstimator interface {
+	PairThroughputs(a, b JobType, types []string) ([][2]float64, error)
 }
 
 // Window is a range of job ids (inclusive).
@@ -86,8 +96,9 @@ func (k ckey) members() []int {
 // for: a single job, or (for packing policies) a pair of jobs.
 type entry struct {
 	key       ckey
-	tput      [][]float64 // per sorted type, per member
-	timeSoFar []float64   // since the last reset
+	tput      [][]float64  // per sorted type, per member
+	seen      [][2]float64 // a pair's estimated throughputs, what the policy sees (nil: tput)
+	timeSoFar []float64    // since the last reset
 	priority  []float64
 	deficit   []float64
 }
@@ -201,6 +212,11 @@ func (s *simulator) addJob(j Job, tp *Throughputs, at float64) error {
 				}
 				pe.tput[t] = []float64{p[0], p[1]}
 			}
+			if s.cfg.PairEstimator != nil {
+				if pe.seen, err = s.cfg.PairEstimator.PairThroughputs(other.job.Key(), j.Key(), s.types); err != nil {
+					return fmt.Errorf("job %d: %w", id, err)
+				}
+			}
 		}
 	}
 	s.jobs[id] = js
@@ -298,6 +314,9 @@ func (s *simulator) allocate() (map[ckey][]float64, error) {
 				p := PairState{A: e.key.a, B: e.key.b, Throughput: make([][2]float64, len(s.types))}
 				for t := range s.types {
 					p.Throughput[t] = [2]float64{e.tput[t][0], e.tput[t][1]}
+					if e.seen != nil {
+						p.Throughput[t] = e.seen[t]
+					}
 				}
 				pairs = append(pairs, p)
 			}

@@ -48,6 +48,21 @@ type Sweep struct {
 	Seeds       []uint64
 	Corrected   bool
 	Workers     int
+	// Entities, when set, is the hierarchy of the water-filling policies (nil: every job its
+	// own entity).
+	Entities *Entities
+}
+
+// newPolicy builds a point's policy.
+func (s *Sweep) newPolicy(p Point) (Policy, error) {
+	if s.Entities != nil {
+		for _, n := range HierarchicalPolicyNames {
+			if n == p.Policy {
+				return NewHierarchicalPolicy(n, s.Entities)
+			}
+		}
+	}
+	return NewPolicy(p.Policy, p.Seed, s.Corrected)
 }
 
 // Points lists the sweep's runs.
@@ -73,7 +88,7 @@ func (s *Sweep) Points() []Point {
 // options fail before any run.
 func (s *Sweep) Check() error {
 	for _, p := range s.Points() {
-		if _, err := NewPolicy(p.Policy, p.Seed, s.Corrected); err != nil {
+		if _, err := s.newPolicy(p); err != nil {
 			return err
 		}
 		if _, err := s.workload(p); err != nil {
@@ -156,7 +171,7 @@ feed:
 }
 
 func (s *Sweep) run1(ctx context.Context, p Point) (*Result, error) {
-	pol, err := NewPolicy(p.Policy, p.Seed, s.Corrected)
+	pol, err := s.newPolicy(p)
 	if err != nil {
 		return nil, err
 	}

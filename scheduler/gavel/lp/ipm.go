@@ -24,6 +24,13 @@ type structLP struct {
 	dem  []bool    // n
 	c    []float64 // n*k demand coefficients
 	b    []float64 // n demand right-hand sides
+	// gapTol, when > 0, replaces ipmTol for the relative duality gap (water filling: its frozen
+	// rows have singular blocks that no z column makes whole, and the gap stalls near 1e-7
+	// while both feasibilities reach 1e-16).
+	gapTol float64
+	// maxIter, when > 0, caps the iterations of one solve and turns off the retries at larger
+	// regularisations: the caller takes the best point reached.
+	maxIter int
 }
 
 // ipmResult is an optimal primal solution and the objective values that certify it.
@@ -33,6 +40,9 @@ type ipmResult struct {
 	primalObj  float64 // maximised objective, primal
 	dualObj    float64 // the dual bound (>= primalObj up to the tolerance)
 	iterations int
+	// sQ and lamQ are, per demand row, the primal slack and its dual (the reduced cost of the
+	// slack, >= 0); nil without demand rows. Water filling reads bottlenecks from them.
+	sQ, lamQ []float64
 }
 
 // colVec holds one value per LP column (variables and slacks); rowVec one per constraint row.

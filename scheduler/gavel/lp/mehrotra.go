@@ -48,7 +48,11 @@ func solveIPM(p *structLP) (ipmResult, error) {
 	var best ipmResult
 	var bestErr error
 	bestMerit := math.Inf(1)
-	for _, reg := range regLevels {
+	levels := regLevels
+	if p.maxIter > 0 {
+		levels = regLevels[:1] // a capped solve (water filling) takes its best point, no retries
+	}
+	for _, reg := range levels {
 		res, merit, err := runIPM(p, reg)
 		if err == nil {
 			return res, nil
@@ -66,14 +70,22 @@ func runIPM(p *structLP, reg float64) (ipmResult, float64, error) {
 	st := newIPMState(p)
 	st.ne.reg = reg
 	st.start()
+	gapTol := ipmTol
+	if p.gapTol > 0 {
+		gapTol = p.gapTol
+	}
+	maxIter := ipmMaxIter
+	if p.maxIter > 0 {
+		maxIter = p.maxIter
+	}
 	var pinf, dinf, gap float64
-	for it := 0; it < ipmMaxIter; it++ {
+	for it := 0; it < maxIter; it++ {
 		pinf, dinf, gap = st.residuals()
-		if pinf < ipmTol && dinf < ipmTol && gap < ipmTol {
+		if pinf < ipmTol && dinf < ipmTol && gap < gapTol {
 			return st.result(it), 0, nil
 		}
 		if err := st.step(); err != nil {
-			if pinf < ipmAcceptTol && dinf < ipmAcceptTol && gap < ipmAcceptTol {
+			if pinf < ipmAcceptTol && dinf < ipmAcceptTol && gap < math.Max(ipmAcceptTol, gapTol) {
 				return st.result(it), 0, nil // the Newton system broke down at an already optimal point
 			}
 			st.residuals()
@@ -83,11 +95,11 @@ func runIPM(p *structLP, reg float64) (ipmResult, float64, error) {
 	}
 	pinf, dinf, gap = st.residuals()
 	merit := math.Max(pinf, math.Max(dinf, gap))
-	if merit < ipmAcceptTol {
-		return st.result(ipmMaxIter), 0, nil
+	if merit < math.Max(ipmAcceptTol, gapTol) {
+		return st.result(maxIter), 0, nil
 	}
-	return st.result(ipmMaxIter), merit, fmt.Errorf("%w after %d iterations (primal infeasibility %.2g, dual %.2g, gap %.2g)",
-		errNotConverged, ipmMaxIter, pinf, dinf, gap)
+	return st.result(maxIter), merit, fmt.Errorf("%w after %d iterations (primal infeasibility %.2g, dual %.2g, gap %.2g)",
+		errNotConverged, maxIter, pinf, dinf, gap)
 }
 
 func newIPMState(p *structLP) *ipmState {
@@ -128,7 +140,7 @@ func (st *ipmState) start() {
 	minQ := math.Inf(1)
 	for m := 0; m < p.n; m++ {
 		st.u.sR[m] = math.Max(1-st.h.R[m], 1e-2)
-		if p.dem[m] {
+		if p.dem[m] && p.zCoef(m) > 0 { // rows without z (water filling's frozen jobs) do not bound it
 			minQ = math.Min(minQ, (-st.h.Q[m]-p.b[m])/p.zCoef(m)) // (c·x − b)/zc
 		}
 	}
@@ -212,5 +224,10 @@ func (st *ipmState) result(it int) ipmResult {
 	pobj, dobj := st.objectives()
 	x := make([]float64, len(st.u.x))
 	copy(x, st.u.x)
-	return ipmResult{x: x, z: st.u.z[0], primalObj: pobj, dualObj: dobj, iterations: it}
+	res := ipmResult{x: x, z: st.u.z[0], primalObj: pobj, dualObj: dobj, iterations: it}
+	if st.p.anyDem() {
+		res.sQ = append([]float64(nil), st.u.sQ...)
+		res.lamQ = append([]float64(nil), st.w.sQ...)
+	}
+	return res
 }
