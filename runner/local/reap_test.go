@@ -54,6 +54,26 @@ func procsIn(t *testing.T, dir string) []int {
 	return pids
 }
 
+// procState is what /proc says of pid when a test finds it alive too
+// long: its command, state, parent and signal masks (pending, blocked,
+// ignored), to tell a lost signal from a blocked or unschedulable process.
+func procState(pid int) string {
+	cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return err.Error()
+	}
+	out := "cmdline: " + strings.ReplaceAll(string(cmd), "\x00", " ")
+	for _, l := range strings.Split(string(b), "\n") {
+		for _, k := range []string{"State:", "PPid:", "SigQ:", "SigPnd:", "ShdPnd:", "SigBlk:", "SigIgn:", "Cpus_allowed_list:"} {
+			if strings.HasPrefix(l, k) {
+				out += "\n" + l
+			}
+		}
+	}
+	return out
+}
+
 func parentOf(pid int) int {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -134,7 +154,7 @@ func TestReap_KillMinus9OfTheRunner(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if running(direct) {
-		t.Errorf("job process %d outlived its runner by 5 s: no parent-death signal", direct)
+		t.Errorf("job process %d outlived its runner by 5 s: no parent-death signal\n%s", direct, procState(direct))
 	}
 
 	// Another runner (this process) reaps the dead runner's cgroups and
