@@ -41,21 +41,13 @@ type SimOptions struct {
 // window's finished jobs. Labels name strategy and policy ("tune+fifo"),
 // plus the load and seed when those vary across the sweep.
 func SeriesFromSweep(res *sim.SweepResult) []JCTSeries {
-	loads, seeds := map[float64]bool{}, map[uint64]bool{}
+	var l labeller
 	for _, r := range res.Runs {
-		loads[r.Point.JobsPerHour] = true
-		seeds[r.Point.Seed] = true
+		l.see(r.Point.JobsPerHour, r.Point.Seed)
 	}
 	var out []JCTSeries
 	for _, r := range res.Runs {
-		label := r.Point.Strategy + "+" + r.Point.Policy
-		if len(loads) > 1 {
-			label += fmt.Sprintf(" %g jobs/h", r.Point.JobsPerHour)
-		}
-		if len(seeds) > 1 {
-			label += fmt.Sprintf(" seed %d", r.Point.Seed)
-		}
-		s := JCTSeries{Label: label}
+		s := JCTSeries{Label: l.label(r.Point.Strategy+"+"+r.Point.Policy, r.Point.JobsPerHour, r.Point.Seed)}
 		if r.Result != nil {
 			for _, j := range r.Result.Jobs {
 				s.JCTHours = append(s.JCTHours, (j.FinishS-j.ArrivalS)/3600)
@@ -71,21 +63,13 @@ func SeriesFromSweep(res *sim.SweepResult) []JCTSeries {
 // has no JCT and is left out, as in Gavel's mean). Labels name the policy,
 // plus the load and seed when those vary across the sweep.
 func SeriesFromGavelSweep(res *gavel.SweepResult) []JCTSeries {
-	loads, seeds := map[float64]bool{}, map[uint64]bool{}
+	var l labeller
 	for _, r := range res.Runs {
-		loads[r.Point.JobsPerHour] = true
-		seeds[r.Point.Seed] = true
+		l.see(r.Point.JobsPerHour, r.Point.Seed)
 	}
 	var out []JCTSeries
 	for _, r := range res.Runs {
-		label := r.Point.Policy
-		if len(loads) > 1 {
-			label += fmt.Sprintf(" %g jobs/h", r.Point.JobsPerHour)
-		}
-		if len(seeds) > 1 {
-			label += fmt.Sprintf(" seed %d", r.Point.Seed)
-		}
-		s := JCTSeries{Label: label}
+		s := JCTSeries{Label: l.label(r.Point.Policy, r.Point.JobsPerHour, r.Point.Seed)}
 		if r.Result != nil {
 			for _, j := range r.Result.Jobs {
 				if j.JCTS != nil && r.Result.Window.Contains(j.ID) {
@@ -96,6 +80,30 @@ func SeriesFromGavelSweep(res *gavel.SweepResult) []JCTSeries {
 		out = append(out, s)
 	}
 	return out
+}
+
+// labeller names a sweep's runs: the load and the seed join a run's label
+// only when they vary across the sweep.
+type labeller struct {
+	loads map[float64]bool
+	seeds map[uint64]bool
+}
+
+func (l *labeller) see(load float64, seed uint64) {
+	if l.loads == nil {
+		l.loads, l.seeds = map[float64]bool{}, map[uint64]bool{}
+	}
+	l.loads[load], l.seeds[seed] = true, true
+}
+
+func (l *labeller) label(base string, load float64, seed uint64) string {
+	if len(l.loads) > 1 {
+		base += fmt.Sprintf(" %g jobs/h", load)
+	}
+	if len(l.seeds) > 1 {
+		base += fmt.Sprintf(" seed %d", seed)
+	}
+	return base
 }
 
 // cdf returns the empirical CDF of xs as steps: (x_i, i/n) for the sorted

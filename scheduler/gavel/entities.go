@@ -189,12 +189,7 @@ func (p waterFillingPolicy) Allocate(s *State) (Allocation, error) {
 	if len(s.Jobs) == 0 {
 		return Allocation{}, nil
 	}
-	prob := lp.Problem{Types: s.Types, Workers: s.Workers, Now: s.Now}
-	for _, j := range s.Jobs {
-		prob.Jobs = append(prob.Jobs, lp.Job{ID: j.ID, Throughput: j.Throughput, ScaleFactor: j.ScaleFactor,
-			PriorityWeight: j.PriorityWeight, RemainingSteps: j.RemainingSteps, TimeSinceStart: j.TimeSinceStart,
-			NumStepsTotal: j.TotalSteps})
-	}
+	prob := s.lpProblem()
 	sol, err := lp.SolveWaterFilling(p.policy, prob, p.entities.hierarchy(s.Jobs), lp.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.policy, err)

@@ -110,16 +110,23 @@ func (p lpPolicy) Name() string {
 	return n
 }
 
-func (p lpPolicy) Allocate(s *State) (Allocation, error) {
-	if len(s.Jobs) == 0 {
-		return Allocation{}, nil
-	}
+// lpProblem is the state as package lp's problem: the types, GPUs per
+// type and active jobs, in the state's order.
+func (s *State) lpProblem() lp.Problem {
 	prob := lp.Problem{Types: s.Types, Workers: s.Workers, Now: s.Now}
 	for _, j := range s.Jobs {
 		prob.Jobs = append(prob.Jobs, lp.Job{ID: j.ID, Throughput: j.Throughput, ScaleFactor: j.ScaleFactor,
 			PriorityWeight: j.PriorityWeight, RemainingSteps: j.RemainingSteps, TimeSinceStart: j.TimeSinceStart,
 			NumStepsTotal: j.TotalSteps})
 	}
+	return prob
+}
+
+func (p lpPolicy) Allocate(s *State) (Allocation, error) {
+	if len(s.Jobs) == 0 {
+		return Allocation{}, nil
+	}
+	prob := s.lpProblem()
 	opts := lp.Options{AgnosticCorrected: p.corrected}
 	if p.policy == lp.MaxSumThroughputPerCostPerf {
 		if s.Prices == nil {
