@@ -12,7 +12,7 @@ func TestGPUTypeFromDevice_NVMLNames(t *testing.T) {
 		{"NVIDIA L40S", "l40s"},
 		{"Tesla T4", "t4"},
 		{"NVIDIA GeForce RTX 3090", "rtx3090"}, // digits only: joined to the word before
-		{"NVIDIA 3090", "3090"},                 // ... unless that word is the vendor's
+		{"NVIDIA 3090", "3090"},                // ... unless that word is the vendor's
 		{"Some Accelerator", "some-accelerator"},
 		{"", ""},
 	} {
