@@ -164,3 +164,52 @@ func TestProfilePaths_DirectoryAndList(t *testing.T) {
 		t.Errorf("empty directory: %v", err)
 	}
 }
+
+// The zoo's Gavel templates carry their per-type throughputs from a
+// throughputs file: every (template, scale factor, type) the file gives,
+// and nothing it does not.
+func TestZooTemplates_ThroughputsFromTheFile(t *testing.T) {
+	th, err := LoadThroughputs("testdata/generator/throughputs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zs := ZooTemplates(th)
+	if len(zs) != len(Templates) {
+		t.Fatalf("%d zoo templates, %d generator templates", len(zs), len(Templates))
+	}
+	entries := 0
+	for i, z := range zs {
+		if z.Name != Templates[i].Model {
+			t.Errorf("template %d: zoo %q, generator %q (one table, one order)", i, z.Name, Templates[i].Model)
+		}
+		for sf, byType := range z.Throughputs {
+			for wt, v := range byType {
+				entries++
+				if want := th.Isolated[wt][JobType{Model: z.Name, ScaleFactor: sf}]; v != want {
+					t.Errorf("%s ×%d on %s: %v, file %v", z.Name, sf, wt, v, want)
+				}
+			}
+		}
+	}
+	fileEntries := 0
+	for _, iso := range th.Isolated {
+		fileEntries += len(iso)
+	}
+	if entries != fileEntries {
+		t.Errorf("%d entries joined, the file has %d (all its job types are templates)", entries, fileEntries)
+	}
+	z, err := ZooTemplate(th, "ResNet-50 (batch size 64)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := z.Throughputs[1]["k80"], th.Isolated["k80"][JobType{Model: "ResNet-50 (batch size 64)", ScaleFactor: 1}]; got != want || got == 0 {
+		t.Errorf("ResNet-50 bs64 on k80: %v, want the file's %v", got, want)
+	}
+	if _, err := ZooTemplate(th, "VGG-16"); err == nil || !strings.Contains(err.Error(), "VGG-16") {
+		t.Errorf("unknown template: %v", err)
+	}
+	empty := ZooTemplates(&Throughputs{Isolated: map[string]map[JobType]float64{}})
+	if empty[0].Throughputs != nil {
+		t.Errorf("no file entries, but %v", empty[0].Throughputs)
+	}
+}
