@@ -174,7 +174,7 @@ func (o *gavelOptions) parseGavelPrices(c *cli.Command) error {
 	path := c.String(gvFlagPrices)
 	if path == "" {
 		for _, p := range splitList(c.String(simFlagPolicies)) {
-			if p == gavel.CostPolicyName {
+			if gavel.NeedsPrices(p) {
 				return badFlag(gvFlagPrices, fmt.Errorf("required by the policy %s", p))
 			}
 		}
@@ -412,9 +412,16 @@ func printProfileRows(w io.Writer, rows []gavel.ProfileRow) error {
 func printGavelSweep(w io.Writer, res *gavel.SweepResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	costs := len(res.Runs) > 0 && res.Runs[0].Result.TotalCost != nil
+	slos := false
+	for _, r := range res.Runs {
+		slos = slos || r.Result.SLOJobs > 0
+	}
 	head := "policy\tjobs/h\tseed\tfinished\tmean JCT h\tmakespan h\tutilisation\tlease ext.\trounds\t"
 	if costs {
 		head += "cost\t"
+	}
+	if slos {
+		head += "SLO viol.\t"
 	}
 	fmt.Fprintln(tw, head)
 	defer func() {
@@ -434,6 +441,9 @@ func printGavelSweep(w io.Writer, res *gavel.SweepResult) error {
 			x.NumFinished, windowSize(x), x.MeanJCTS/3600, x.MakespanS/3600, x.Utilization, ext, x.Rounds)
 		if costs {
 			fmt.Fprintf(tw, "%.2f\t", *x.TotalCost)
+		}
+		if slos {
+			fmt.Fprintf(tw, "%d/%d\t", x.SLOViolations, x.SLOJobs)
 		}
 		fmt.Fprintln(tw)
 	}
