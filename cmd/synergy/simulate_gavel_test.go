@@ -253,3 +253,60 @@ func TestSimulateGavel_ProfilesComplementTheFile(t *testing.T) {
 		t.Errorf("one profile twice: %v, want it named with gpu.type", err)
 	}
 }
+
+// The SLO cost variant from the CLI: it needs a price file, and with the
+// generator's SLOs the results count the SLO jobs and violations (JSON)
+// and the table shows them.
+func TestSimulateGavel_CostSLOsCountViolations(t *testing.T) {
+	dir := t.TempDir()
+	prices := filepath.Join(dir, "prices.json")
+	os.WriteFile(prices, []byte(`{"types": {"v100": 3, "p100": 1.5, "k80": 0.2}}`), 0o644)
+	tp := "../../scheduler/gavel/testdata/generator/throughputs.json"
+	args := []string{"simulate", "--gavel-generate", "static", "--num-jobs", "12", "--slos", "--throughputs", tp, "--cluster-spec", "4:4:4",
+		"--policies", "max_sum_throughput_normalized_by_cost_perf,max_sum_throughput_normalized_by_cost_perf_SLOs"}
+	if _, _, err := runCLI(t, args...); err == nil || !strings.Contains(err.Error(), "--prices: required by the policy max_sum_throughput_normalized_by_cost_perf") {
+		t.Errorf("without prices: %v", err)
+	}
+	args = append(args, "--prices", prices)
+	out, _, err := runCLI(t, append(args, "--json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Runs []struct {
+			Result struct {
+				Policy        string `json:"policy"`
+				SLOJobs       int    `json:"slo_jobs"`
+				SLOViolations int    `json:"slo_violations"`
+				Jobs          []struct {
+					FinishS   *float64 `json:"finish_s"`
+					DeadlineS *float64 `json:"deadline_s"`
+				} `json:"jobs"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Runs {
+		late := 0
+		for _, j := range r.Result.Jobs {
+			if j.DeadlineS == nil {
+				t.Fatalf("%s: a job without a deadline under --slos", r.Result.Policy)
+			}
+			if j.FinishS == nil || *j.FinishS > *j.DeadlineS {
+				late++
+			}
+		}
+		if r.Result.SLOJobs != 12 || r.Result.SLOViolations != late {
+			t.Errorf("%s: slo_jobs %d, slo_violations %d; want 12 and %d (jobs finished after their deadline)", r.Result.Policy, r.Result.SLOJobs, r.Result.SLOViolations, late)
+		}
+	}
+	table, _, err := runCLI(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table, "SLO viol.") || !strings.Contains(table, "/12") {
+		t.Errorf("table has no SLO column:\n%s", table)
+	}
+}
