@@ -89,3 +89,26 @@ func benchGonum(b *testing.B, n int) {
 func BenchmarkGonumSimplexMaxMinPerf_64(b *testing.B)  { benchGonum(b, 64) }
 func BenchmarkGonumSimplexMaxMinPerf_128(b *testing.B) { benchGonum(b, 128) }
 func BenchmarkMaxMinFairnessPerf_128(b *testing.B)     { benchPolicy(b, MaxMinFairnessPerf, 128) }
+
+// The SLO cost variant with every job under a loose SLO (20× its remaining time on a V100), so
+// that the SLOs can be met and both of its LPs run (feasibility, then the cost LP with SLO rows).
+func BenchmarkCostSLOs_1024(b *testing.B) {
+	p := benchProblem(1024)
+	for m := range p.Jobs {
+		jb := &p.Jobs[m]
+		jb.HasSLO, jb.SLOTimeLeftS = true, 20*jb.RemainingSteps/jb.Throughput[0]
+	}
+	opts := Options{Prices: []float64{3.06, 1.46, 0.9}}
+	sol, err := SolveDetail(MaxSumThroughputPerCostPerfSLOs, p, opts)
+	if err != nil || sol.SLOsDropped {
+		b.Fatalf("SLOs dropped %v, err %v: the benchmark should solve with them", sol.SLOsDropped, err)
+	}
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		if _, err := Solve(MaxSumThroughputPerCostPerfSLOs, p, opts); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+}
