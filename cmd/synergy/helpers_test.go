@@ -131,7 +131,7 @@ func TestMain(m *testing.M) {
 }
 
 // testHostWait bounds each profile's wait for another run's cores or
-// dataset in these tests (make test's package timeout is 30 minutes).
+// dataset in these tests (make test's package timeout is 45 minutes).
 const testHostWait = 10 * time.Minute
 
 // runCLI runs the synergy command line in this process (args without the
