@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -138,6 +139,9 @@ func TestCleanupE2E_RemovesDeadRunsLeftovers(t *testing.T) {
 	}
 	strayDone := make(chan error, 1)
 	go func() { strayDone <- stray.Wait() }()
+	// The work directory goes into a temp dir of this test's own, which no
+	// other synergy process on the host reaps (they look in theirs).
+	t.Setenv("TMPDIR", t.TempDir())
 	work := filepath.Join(os.TempDir(), fmt.Sprintf("%s-%s-42", owner.TempDirPrefix, deadID))
 	if err := os.MkdirAll(filepath.Join(work, "point-1"), 0o700); err != nil {
 		t.Fatal(err)
@@ -148,7 +152,16 @@ func TestCleanupE2E_RemovesDeadRunsLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"removed cgroup " + orphanCG, "removed temp dir " + work} {
+	wants := []string{"removed temp dir " + work}
+	// The cgroup is in the host's one hierarchy: another synergy process
+	// running now (a profile, another test binary) reaps it too, and may do
+	// so first. Then it must be gone, but this cleanup cannot list it.
+	if others := otherSynergyProcesses(); len(others) == 0 {
+		wants = append(wants, "removed cgroup "+orphanCG)
+	} else if !strings.Contains(stdout, "removed cgroup "+orphanCG) {
+		t.Logf("cleanup did not list %s: other synergy processes that reap it too are running (%v)", orphanCG, others)
+	}
+	for _, want := range wants {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("cleanup output lacks %q:\n%s", want, stdout)
 		}
@@ -190,4 +203,26 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// otherSynergyProcesses lists the PIDs of the synergy processes on this
+// host other than this one: a synergy binary or a test binary of this
+// package (each reaps what dead runs left when it profiles or cleans up).
+func otherSynergyProcesses() []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		if err != nil {
+			continue
+		}
+		if c := strings.TrimSpace(string(comm)); c == "synergy" || c == "synergy.test" {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
