@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -207,25 +208,13 @@ func probeReports(t *testing.T, profile string) map[string]map[string]any {
 	return out
 }
 
-// onlineCPUList is this host's online CPUs, in order.
-func onlineCPUList(t *testing.T) []int {
-	b, err := os.ReadFile("/sys/devices/system/cpu/online")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cpus, err := runner.ParseCPUSet(string(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cpus
-}
-
 // checkLoaderAffinity checks that every loader's process and workers in
 // every kept probe report ran on exactly the point's cpuset: the first
-// ceil(cpus) online CPUs. It returns how many workers were checked.
-func checkLoaderAffinity(t *testing.T, reports map[string]map[string]any) int {
+// ceil(cpus) of the cores the run claimed. It returns how many workers
+// were checked.
+func checkLoaderAffinity(t *testing.T, reports map[string]map[string]any, stderr string) int {
 	t.Helper()
-	online := onlineCPUList(t)
+	online := claimedCPUs(t, stderr)
 	workers := 0
 	for label, r := range reports {
 		var cpus float64
@@ -256,6 +245,23 @@ func checkLoaderAffinity(t *testing.T, reports map[string]map[string]any) int {
 		}
 	}
 	return workers
+}
+
+// claimedCPUs are the cores the run claimed in the host's core registry,
+// as its stderr says ("points run on CPU 1, claimed for this run in …"): a
+// point's cpuset is the first ceil(cpus) of them, not of the online CPUs
+// (another synergy run on the host may hold CPU 0).
+func claimedCPUs(t *testing.T, stderr string) []int {
+	t.Helper()
+	m := regexp.MustCompile(`points run on CPU (\S+), claimed`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("the run did not say which cores it claimed:\n%s", stderr)
+	}
+	cpus, err := runner.ParseCPUSet(m[1])
+	if err != nil {
+		t.Fatalf("claimed cores %q: %v", m[1], err)
+	}
+	return cpus
 }
 
 func intsOf(v any) []int {
@@ -319,7 +325,7 @@ func TestPyTorchE2E_ReferenceJobs(t *testing.T) {
 						t.Errorf("%s: probe stream %v, want script (the job writes its own)", label, rep["stream"])
 					}
 				}
-				if w := checkLoaderAffinity(t, reps); w < 2 {
+				if w := checkLoaderAffinity(t, reps, run.stderr); w < 2 {
 					t.Errorf("%d loader workers checked, want 2", w)
 				}
 				if r.name == "docker" {
@@ -395,7 +401,7 @@ func TestPyTorchE2E_UnmodifiedImageNetScript(t *testing.T) {
 				t.Errorf("%s: no emulated step in the report: %v", label, rep["emulated"])
 			}
 		}
-		if w := checkLoaderAffinity(t, reps); w < len(reps) {
+		if w := checkLoaderAffinity(t, reps, run.stderr); w < len(reps) {
 			t.Errorf("%d loader workers checked, want at least one per point", w)
 		}
 		if after := fileSums(t, src); !maps.Equal(before, after) {
@@ -451,7 +457,7 @@ func TestPyTorchE2E_ProbeLoaders(t *testing.T) {
 				t.Errorf("cpus=%g mem=%d: measured from %s, want the probe's stream", c.CPUs, c.MemLimitBytes, c.Stats.MetricsSource)
 			}
 		}
-		checkLoaderAffinity(t, reps)
+		checkLoaderAffinity(t, reps, run.stderr)
 
 		args = append(append(append([]string{}, r.flags...), quickPoint...),
 			"--strategy", "grid", "--cpus", "1", "--mem-limits", "512MiB", "--job-name", e2eJobName(t)+"-none",
@@ -513,7 +519,7 @@ func TestPyTorchE2E_FailuresRecorded(t *testing.T) {
 			assertNoProfileContainers(t, name)
 			return
 		}
-		assertNoProcess(t, "imagenet_ref.py")
+		assertNoProcess(t, data) // this test's own dataset: another test run's jobs may be running
 	})
 }
 
