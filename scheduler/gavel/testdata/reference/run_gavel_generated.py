@@ -29,6 +29,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+T0 = [time.perf_counter()]
 
 
 def job_facts(job):
@@ -47,6 +48,12 @@ def install_observers(scheduler, captured, args):
         alloc = orig_compute(self, state)
         captured["n_alloc"] += 1
         now = float(self.get_current_timestamp())
+        if args.progress and captured["n_alloc"] % 20 == 0:
+            with open(args.progress, "a") as f:
+                f.write("%.0f s wall: t=%.1f h, %d jobs generated, %d active, "
+                        "%d allocations\n" % (time.perf_counter() - T0[0], now / 3600,
+                                               len(self._all_jobs), len(alloc),
+                                               captured["n_alloc"]))
         if now >= args.dump_from and len(captured["allocs"]) < args.dump_alloc:
             captured["allocs"].append({
                 "t": now,
@@ -85,6 +92,7 @@ def main():
     ap.add_argument("--dump-alloc", type=int, default=0)
     ap.add_argument("--dump-from", type=float, default=0.0)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--progress", help="append a progress line here every 20 allocations")
     args = ap.parse_args()
 
     sched_dir = os.path.join(os.path.abspath(args.gavel), "scheduler")
@@ -127,6 +135,7 @@ def main():
         "solves": {"lp": cvxpy.stats["lp"], "socp": cvxpy.stats["socp"],
                    "seconds": round(cvxpy.stats["seconds"], 3),
                    "status": dict(sorted(cvxpy.stats["status"].items()))},
+        "kkt": dict(cvxpy.stats["kkt"]),
         "allocations_computed": captured["n_alloc"],
         "wall_s": round(wall, 1), "allocs": captured["allocs"],
         "jobs": captured["jobs"],
