@@ -10,9 +10,9 @@ read state) record:
 
 * at shutdown: every generated job (arrival, type, scale factor, steps,
   priority), its JCT, the window's mean JCT, utilisation, lease extensions;
-* with --dump-alloc N: the first N allocations computed at or after
-  --dump-from seconds of simulated time (timestamp, active job ids, X), to
-  compare with ours round by round.
+* with --dump-alloc N --dump-alloc-file F: the first N allocations computed
+  at or after --dump-from seconds (the policy's inputs and X, gavel_observe.py),
+  to run our policies on exactly Gavel's inputs.
 
 Example (issue 14's sustainable-load question, one point):
   nice -n 10 /usr/bin/python3 run_gavel_generated.py --gavel /work/gavel-orig \\
@@ -28,8 +28,9 @@ import runpy
 import sys
 import time
 
+from gavel_observe import install_alloc_observer
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-T0 = [time.perf_counter()]
 
 
 def job_facts(job):
@@ -38,28 +39,11 @@ def job_facts(job):
 
 
 def install_observers(scheduler, captured, args):
-    """Wraps Scheduler.shutdown and Scheduler._compute_allocation."""
+    """Wraps Scheduler.shutdown (and, through gavel_observe,
+    Scheduler._compute_allocation)."""
     orig_shutdown = scheduler.Scheduler.shutdown
-    orig_compute = scheduler.Scheduler._compute_allocation
-    captured["allocs"] = []
-    captured["n_alloc"] = 0
-
-    def observed_compute(self, state=None):
-        alloc = orig_compute(self, state)
-        captured["n_alloc"] += 1
-        now = float(self.get_current_timestamp())
-        if args.progress and captured["n_alloc"] % 20 == 0:
-            with open(args.progress, "a") as f:
-                f.write("%.0f s wall: t=%.1f h, %d jobs generated, %d active, "
-                        "%d allocations\n" % (time.perf_counter() - T0[0], now / 3600,
-                                               len(self._all_jobs), len(alloc),
-                                               captured["n_alloc"]))
-        if now >= args.dump_from and len(captured["allocs"]) < args.dump_alloc:
-            captured["allocs"].append({
-                "t": now,
-                "X": {str(k[0]) if not k.is_pair() else str(k): v
-                      for k, v in sorted(alloc.items())}})
-        return alloc
+    install_alloc_observer(scheduler, captured, args.dump_alloc_file, args.dump_alloc,
+                           args.dump_from, args.progress)
 
     def observed_shutdown(self):
         captured["end_s"] = float(self.get_current_timestamp())
@@ -76,7 +60,6 @@ def install_observers(scheduler, captured, args):
         return orig_shutdown(self)
 
     scheduler.Scheduler.shutdown = observed_shutdown
-    scheduler.Scheduler._compute_allocation = observed_compute
 
 
 def main():
@@ -89,7 +72,9 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--window", default="4000-4999", help="FIRST-LAST job ids")
     ap.add_argument("--round-s", type=int, default=360)
-    ap.add_argument("--dump-alloc", type=int, default=0)
+    ap.add_argument("--dump-alloc", type=int, default=0,
+                    help="record this many allocations (inputs and X) in --dump-alloc-file")
+    ap.add_argument("--dump-alloc-file", help="JSON lines (gavel_observe.py)")
     ap.add_argument("--dump-from", type=float, default=0.0)
     ap.add_argument("--out", required=True)
     ap.add_argument("--progress", help="append a progress line here every 20 allocations")
@@ -137,7 +122,7 @@ def main():
                    "status": dict(sorted(cvxpy.stats["status"].items()))},
         "kkt": dict(cvxpy.stats["kkt"]),
         "allocations_computed": captured["n_alloc"],
-        "wall_s": round(wall, 1), "allocs": captured["allocs"],
+        "wall_s": round(wall, 1),
         "jobs": captured["jobs"],
     }
     tmp = args.out + ".tmp"
