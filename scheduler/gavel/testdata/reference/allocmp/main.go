@@ -101,12 +101,52 @@ func main() {
 				}
 			}
 		}
-		fmt.Printf("n=%d t=%.0f jobs=%d max|dX|=%.4f (job %d) mean|dX|=%.5f used gavel %.2f ours %.2f\n",
-			r.N, r.T, len(r.Jobs), maxd, worst, sumd/float64(len(ids)*len(r.Types)), gu, ou)
+		gm, om := maxMinLevel(&r, policy, r.X, nil), maxMinLevel(&r, policy, nil, a)
+		fmt.Printf("n=%d t=%.0f jobs=%d max|dX|=%.4f (job %d) mean|dX|=%.5f used gavel %.2f ours %.2f max-min level gavel %.6g ours %.6g\n",
+			r.N, r.T, len(r.Jobs), maxd, worst, sumd/float64(len(ids)*len(r.Types)), gu, ou, gm, om)
 		if verbose && maxd > 1e-3 {
 			for _, id := range ids {
 				fmt.Printf("  job %d gavel %.4f ours %.4f\n", id, r.X[strconv.Itoa(id)], a[id])
 			}
 		}
 	}
+}
+
+// maxMinLevel is the max-min objective of an allocation (Gavel's
+// max_min_fairness.py): min over jobs of Σ_j c_mj·X_mj with c_mj = T_mj·sf /
+// (priority weight · proportional throughput), T = 1 for the agnostic
+// policy; proportional throughput = Σ_j T_mj·W_j / Σ_j W_j. NaN for other
+// policies.
+func maxMinLevel(r *rec, policy string, gx map[string][]float64, ox gavel.Allocation) float64 {
+	if policy != "max_min_fairness" && policy != "max_min_fairness_perf" {
+		return math.NaN()
+	}
+	total := 0
+	for _, w := range r.Workers {
+		total += w
+	}
+	level := math.Inf(1)
+	for _, j := range r.Jobs {
+		x := ox[j.ID]
+		if gx != nil {
+			x = gx[strconv.Itoa(j.ID)]
+		}
+		t := make([]float64, len(r.Types))
+		prop := 0.0
+		for k := range t {
+			t[k] = j.Tput[k]
+			if policy == "max_min_fairness" {
+				t[k] = 1
+			}
+			prop += t[k] * float64(r.Workers[k]) / float64(total)
+		}
+		v := 0.0
+		for k := range t {
+			if x != nil {
+				v += t[k] * float64(j.SF) / (j.PW * prop) * x[k]
+			}
+		}
+		level = math.Min(level, v)
+	}
+	return level
 }
