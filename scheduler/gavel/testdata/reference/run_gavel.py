@@ -73,6 +73,12 @@ def main():
                     help="also record each job's type, scale factor and steps "
                     "(only for traces we own: for Gavel's traces that would "
                     "republish its data)")
+    ap.add_argument("--dump-alloc", type=int, default=0,
+                    help="record this many allocations (the policy's inputs and X) "
+                    "in --dump-alloc-file (JSON lines, gavel_observe.py)")
+    ap.add_argument("--dump-alloc-file")
+    ap.add_argument("--dump-from", type=float, default=0.0,
+                    help="record allocations from this simulated time (s)")
     args = ap.parse_args()
 
     sched_dir = os.path.join(os.path.abspath(args.gavel), "scheduler")
@@ -102,6 +108,10 @@ def main():
         return orig_shutdown(self)
 
     scheduler.Scheduler.shutdown = observed_shutdown
+    if args.dump_alloc:
+        from gavel_observe import install_alloc_observer
+        install_alloc_observer(scheduler, captured, args.dump_alloc_file,
+                               args.dump_alloc, args.dump_from)
 
     argv = [driver, "-t", os.path.abspath(args.trace),
             "-p", args.policy,

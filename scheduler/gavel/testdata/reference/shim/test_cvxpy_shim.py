@@ -82,6 +82,28 @@ class ShimTest(unittest.TestCase):
                                        delta=1e-5 * max(1, abs(want)))
         os.environ.pop("GAVEL_SHIM_SOLVER", None)
 
+    def test_chol2_gives_the_ldl_point(self):
+        # GAVEL_SHIM_KKT=chol2 is a speed-up only: the interior point it ends
+        # at must be ldl's (the same central path), not merely an optimum.
+        # One trial has agnostic rows (all throughputs 1), the degenerate
+        # case where chol2 can stall (then the shim falls back to ldl).
+        for trial in range(4):
+            tput, sf, nw = self.problem(m=40)
+            if trial == 3:
+                tput = np.ones_like(tput)
+            coef = tput * sf
+            got = {}
+            for kkt in ("ldl", "chol2"):
+                os.environ["GAVEL_SHIM_KKT"] = kkt
+                x = cp.Variable(tput.shape)
+                prob = cp.Problem(cp.Maximize(cp.min(cp.sum(cp.multiply(coef, x), axis=1))),
+                                  base_constraints(x, sf, nw))
+                prob.solve(solver="ECOS")
+                self.assertEqual(prob.status, "optimal", (trial, kkt))
+                got[kkt] = x.value
+            self.assertLess(np.abs(got["ldl"] - got["chol2"]).max(), 1e-6, trial)
+        os.environ.pop("GAVEL_SHIM_KKT", None)
+
     def test_feasibility_lp_status(self):
         tput, sf, nw = self.problem(m=6)
         steps = self.rng.uniform(1e3, 1e5, size=6)
