@@ -51,7 +51,7 @@ func realSlurm(t *testing.T) (Exec, string) {
 		t.Fatal(err)
 	}
 	for _, j := range snap.Jobs {
-		if j.State == "PENDING" || j.State == "RUNNING" || j.State == "CONFIGURING" || j.State == "COMPLETING" {
+		if activeState(j.State) {
 			t.Fatalf("the cluster of %s runs other jobs (job %d %s, %s): the tests need it to themselves", conf, j.ID, j.Name, j.State)
 		}
 	}
@@ -87,14 +87,27 @@ func cancelTestJobs(t *testing.T, x Exec) {
 	if _, err := x.Run(ctx, append([]string{"scancel"}, ids...)...); err != nil {
 		t.Logf("cleanup: %v", err)
 	}
-	waitFor(t, x, 30*time.Second, "the cancelled jobs' resources to free up", func(s Snapshot) bool {
+	// Until their resources are free and none of them is still active
+	// (COMPLETING outlasts the freed resources a little): the next test,
+	// maybe in another test process, needs the cluster to itself.
+	waitFor(t, x, 30*time.Second, "the cancelled jobs to end and free their resources", func(s Snapshot) bool {
 		for _, n := range s.Nodes {
 			if n.AllocGPUs > 0 || n.AllocCPUs > 0 {
 				return false
 			}
 		}
+		for _, j := range s.Jobs {
+			if strings.HasPrefix(j.Name, testJobPrefix) && activeState(j.State) {
+				return false
+			}
+		}
 		return true
 	})
+}
+
+// activeState reports whether a job in state holds or may hold resources.
+func activeState(state string) bool {
+	return state == "PENDING" || state == "RUNNING" || state == "CONFIGURING" || state == "COMPLETING"
 }
 
 func waitFor(t *testing.T, x Exec, limit time.Duration, what string, ok func(Snapshot) bool) Snapshot {
