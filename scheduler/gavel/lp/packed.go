@@ -1,0 +1,199 @@
+package lp
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// MaxMinFairnessPacked is Gavel's MaxMinFairnessPolicyWithPacking (max_min_fairness.py).
+const MaxMinFairnessPacked = "max_min_fairness_packed"
+
+// PackedPolicies lists the space-sharing policies SolvePacked accepts.
+func PackedPolicies() []string { return []string{MaxMinFairnessPacked} }
+
+// Pair is two jobs that may share GPUs (Gavel's JobIdPair): indices into Problem.Jobs, of
+// equal scale factors, and per type the steps/s of each while they share.
+type Pair struct {
+	A, B       int
+	Throughput [][2]float64 // per type: [A's, B's]
+}
+
+// PackedProblem is a problem with the pairs a packing policy may co-locate.
+type PackedProblem struct {
+	Problem
+	Pairs []Pair
+}
+
+// PackedSolution is a packed allocation: Solution.X holds each job's time alone, Pairs each
+// pair's time shared (per type). A job's time alone plus its pairs' times is at most 1, and
+// Σ scale factor × (singles + pairs) <= Workers per type.
+type PackedSolution struct {
+	Solution
+	Pairs [][]float64
+	// Classes is the number of job classes of the aggregated LP (jobs with equal throughputs,
+	// scale factor, priority and pair throughputs with every partner are interchangeable).
+	Classes int
+}
+
+// SolvePacked computes a packing policy's allocation (deterministic).
+func SolvePacked(policy string, p PackedProblem, opts Options) (PackedSolution, error) {
+	if policy != MaxMinFairnessPacked {
+		return PackedSolution{}, fmt.Errorf("lp: unknown packing policy %q (known: %s)", policy, strings.Join(PackedPolicies(), ", "))
+	}
+	if err := validate(&p.Problem, MaxMinFairnessPerf, opts); err != nil {
+		return PackedSolution{}, err
+	}
+	if err := validatePairs(&p); err != nil {
+		return PackedSolution{}, err
+	}
+	return solveMaxMinPacked(&p)
+}
+
+func validatePairs(p *PackedProblem) error {
+	seen := map[[2]int]bool{}
+	for i, pr := range p.Pairs {
+		if pr.A < 0 || pr.B < 0 || pr.A >= len(p.Jobs) || pr.B >= len(p.Jobs) || pr.A == pr.B {
+			return fmt.Errorf("lp: pair %d: jobs %d and %d: want two different indices in [0, %d)", i, pr.A, pr.B, len(p.Jobs))
+		}
+		key := [2]int{min(pr.A, pr.B), max(pr.A, pr.B)}
+		if seen[key] {
+			return fmt.Errorf("lp: pair %d: jobs %d and %d given twice", i, p.Jobs[pr.A].ID, p.Jobs[pr.B].ID)
+		}
+		seen[key] = true
+		if a, b := p.Jobs[pr.A].ScaleFactor, p.Jobs[pr.B].ScaleFactor; a != b {
+			return fmt.Errorf("lp: pair %d: jobs %d and %d have scale factors %d and %d; pairs need equal ones", i, p.Jobs[pr.A].ID, p.Jobs[pr.B].ID, a, b)
+		}
+		if len(pr.Throughput) != len(p.Types) {
+			return fmt.Errorf("lp: pair %d (jobs %d, %d): %d throughputs for %d types", i, p.Jobs[pr.A].ID, p.Jobs[pr.B].ID, len(pr.Throughput), len(p.Types))
+		}
+		for j, v := range pr.Throughput {
+			for _, x := range v {
+				if !(x >= 0) || math.IsInf(x, 0) {
+					return fmt.Errorf("lp: pair %d (jobs %d, %d): throughput on %s is %v; want >= 0 and finite", i, p.Jobs[pr.A].ID, p.Jobs[pr.B].ID, p.Types[j], x)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// classPair is the set of all pairs between two classes c <= d, with the throughput (per
+// type) of the c member and of the d member.
+type classPair struct {
+	c, d  int
+	count int
+	tput  [][2]float64
+	bad   bool
+}
+
+// packClasses groups the jobs for which runs[m] holds into classes of interchangeable jobs:
+// equal scale factor, priority weight and throughputs, and, with every other class, either
+// no pairs or a pair with every member at the same throughputs (for pairs inside a class, the
+// same for both members). Jobs of a class that breaks this are split into classes of their
+// own until it holds (a class of one always does). Classes are numbered by first job.
+func packClasses(p *PackedProblem, runs []bool) (classOf []int, classes [][]int, pairs []*classPair) {
+	split := map[int]bool{}
+	for {
+		classOf, classes = groupJobs(p, runs, split)
+		pairs = collectClassPairs(p, classOf)
+		grown := false
+		for _, q := range pairs {
+			nc, nd := len(classes[q.c]), len(classes[q.d])
+			want := nc * nd
+			if q.c == q.d {
+				want = nc * (nc - 1) / 2
+			}
+			if q.bad || q.count != want {
+				for _, c := range []int{q.c, q.d} {
+					if len(classes[c]) > 1 {
+						for _, m := range classes[c] {
+							split[m] = true
+						}
+						grown = true
+					}
+				}
+			}
+		}
+		if !grown {
+			return classOf, classes, pairs
+		}
+	}
+}
+
+// groupJobs assigns classes by scale factor, priority weight and throughputs (bit for bit).
+func groupJobs(p *PackedProblem, runs []bool, split map[int]bool) ([]int, [][]int) {
+	classOf := make([]int, len(p.Jobs))
+	var classes [][]int
+	ids := map[string]int{}
+	var sb strings.Builder
+	for m := range p.Jobs {
+		classOf[m] = -1
+		if !runs[m] {
+			continue
+		}
+		jb := &p.Jobs[m]
+		sb.Reset()
+		if split[m] {
+			sb.WriteString("#" + strconv.Itoa(m))
+		} else {
+			sb.WriteString(strconv.Itoa(jb.ScaleFactor) + "/" + strconv.FormatUint(math.Float64bits(jb.PriorityWeight), 16))
+			for _, v := range jb.Throughput {
+				sb.WriteString("/" + strconv.FormatUint(math.Float64bits(v), 16))
+			}
+		}
+		c, ok := ids[sb.String()]
+		if !ok {
+			c = len(classes)
+			ids[sb.String()] = c
+			classes = append(classes, nil)
+		}
+		classOf[m] = c
+		classes[c] = append(classes[c], m)
+	}
+	return classOf, classes
+}
+
+// collectClassPairs gathers the pairs between classes, sorted by (c, d), marking a class
+// pair bad where its members' throughputs differ.
+func collectClassPairs(p *PackedProblem, classOf []int) []*classPair {
+	byKey := map[[2]int]*classPair{}
+	for _, pr := range p.Pairs {
+		ca, cb := classOf[pr.A], classOf[pr.B]
+		if ca < 0 || cb < 0 {
+			continue
+		}
+		tp := pr.Throughput
+		if ca > cb {
+			ca, cb = cb, ca
+			tp = make([][2]float64, len(pr.Throughput))
+			for j, v := range pr.Throughput {
+				tp[j] = [2]float64{v[1], v[0]}
+			}
+		}
+		q := byKey[[2]int{ca, cb}]
+		if q == nil {
+			q = &classPair{c: ca, d: cb, tput: tp}
+			byKey[[2]int{ca, cb}] = q
+		}
+		q.count++
+		for j, v := range tp {
+			if v != q.tput[j] || (ca == cb && v[0] != v[1]) {
+				q.bad = true
+			}
+		}
+	}
+	out := make([]*classPair, 0, len(byKey))
+	for _, q := range byKey {
+		out = append(out, q)
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].c != out[b].c {
+			return out[a].c < out[b].c
+		}
+		return out[a].d < out[b].d
+	})
+	return out
+}
