@@ -26,15 +26,24 @@ func (p packedLPPolicy) AllocatePacked(s *State, pairs []PairState) (Allocation,
 	if len(s.Jobs) == 0 {
 		return Allocation{}, map[[2]int][]float64{}, nil
 	}
-	prob := lp.PackedProblem{Problem: s.lpProblem()}
-	index := make(map[int]int, len(s.Jobs))
+	prob := lp.PackedProblem{Problem: s.lpProblem(), Pairs: make([]lp.Pair, 0, len(pairs))}
+	maxID := 0
+	for _, j := range s.Jobs {
+		maxID = max(maxID, j.ID)
+	}
+	index := make([]int, maxID+1) // job id → position + 1 (0: not active)
 	for i, j := range s.Jobs {
-		index[j.ID] = i
+		index[j.ID] = i + 1
+	}
+	pos := func(id int) int {
+		if id < 0 || id > maxID {
+			return -1
+		}
+		return index[id] - 1
 	}
 	for _, pr := range pairs {
-		a, okA := index[pr.A]
-		b, okB := index[pr.B]
-		if !okA || !okB {
+		a, b := pos(pr.A), pos(pr.B)
+		if a < 0 || b < 0 {
 			return nil, nil, fmt.Errorf("%s: pair (%d, %d) names a job that is not active", p.policy, pr.A, pr.B)
 		}
 		prob.Pairs = append(prob.Pairs, lp.Pair{A: a, B: b, Throughput: pr.Throughput})

@@ -46,38 +46,75 @@ func SolvePacked(policy string, p PackedProblem, opts Options) (PackedSolution, 
 	if err := validate(&p.Problem, MaxMinFairnessPerf, opts); err != nil {
 		return PackedSolution{}, err
 	}
-	if err := validatePairs(&p); err != nil {
+	idx, err := validatePairs(&p)
+	if err != nil {
 		return PackedSolution{}, err
 	}
-	return solveMaxMinPacked(&p)
+	return solveMaxMinPacked(&p, idx)
 }
 
-func validatePairs(p *PackedProblem) error {
-	seen := map[[2]int]bool{}
+// pairIndex finds a pair by its two jobs: a dense n×n table of int32 for up to 4,096 jobs
+// (at most 64 MiB), a map above.
+type pairIndex struct {
+	n     int
+	dense []int32 // pair index + 1; 0 = none
+	m     map[[2]int]int
+}
+
+func newPairIndex(n int) *pairIndex {
+	if n <= 4096 {
+		return &pairIndex{n: n, dense: make([]int32, n*n)}
+	}
+	return &pairIndex{n: n, m: map[[2]int]int{}}
+}
+
+// add records pair i of jobs a != b and says whether the two jobs already had a pair.
+func (x *pairIndex) add(a, b, i int) bool {
+	a, b = min(a, b), max(a, b)
+	if x.dense != nil {
+		dup := x.dense[a*x.n+b] != 0
+		x.dense[a*x.n+b] = int32(i + 1)
+		return dup
+	}
+	_, dup := x.m[[2]int{a, b}]
+	x.m[[2]int{a, b}] = i
+	return dup
+}
+
+// get returns the index of the pair of jobs a and b.
+func (x *pairIndex) get(a, b int) int {
+	a, b = min(a, b), max(a, b)
+	if x.dense != nil {
+		return int(x.dense[a*x.n+b]) - 1
+	}
+	return x.m[[2]int{a, b}]
+}
+
+// validatePairs checks the pairs and returns their index.
+func validatePairs(p *PackedProblem) (*pairIndex, error) {
+	idx := newPairIndex(len(p.Jobs))
 	for i, pr := range p.Pairs {
 		if pr.A < 0 || pr.B < 0 || pr.A >= len(p.Jobs) || pr.B >= len(p.Jobs) || pr.A == pr.B {
-			return fmt.Errorf("lp: pair %d: jobs %d and %d: want two different indices in [0, %d)", i, pr.A, pr.B, len(p.Jobs))
+			return nil, fmt.Errorf("lp: pair %d: jobs %d and %d: want two different indices in [0, %d)", i, pr.A, pr.B, len(p.Jobs))
 		}
-		key := [2]int{min(pr.A, pr.B), max(pr.A, pr.B)}
-		if seen[key] {
-			return fmt.Errorf("lp: pair %d: jobs %d and %d given twice", i, p.Jobs[pr.A].ID, p.Jobs[pr.B].ID)
+		if idx.add(pr.A, pr.B, i) {
+			return nil, fmt.Errorf("lp: pair %d: jobs %d and %d given twice", i, p.Jobs[pr.A].ID, p.Jobs[pr.B].ID)
 		}
-		seen[key] = true
 		if a, b := p.Jobs[pr.A].ScaleFactor, p.Jobs[pr.B].ScaleFactor; a != b {
-			return fmt.Errorf("lp: pair %d: jobs %d and %d have scale factors %d and %d; pairs need equal ones", i, p.Jobs[pr.A].ID, p.Jobs[pr.B].ID, a, b)
+			return nil, fmt.Errorf("lp: pair %d: jobs %d and %d have scale factors %d and %d; pairs need equal ones", i, p.Jobs[pr.A].ID, p.Jobs[pr.B].ID, a, b)
 		}
 		if len(pr.Throughput) != len(p.Types) {
-			return fmt.Errorf("lp: pair %d (jobs %d, %d): %d throughputs for %d types", i, p.Jobs[pr.A].ID, p.Jobs[pr.B].ID, len(pr.Throughput), len(p.Types))
+			return nil, fmt.Errorf("lp: pair %d (jobs %d, %d): %d throughputs for %d types", i, p.Jobs[pr.A].ID, p.Jobs[pr.B].ID, len(pr.Throughput), len(p.Types))
 		}
 		for j, v := range pr.Throughput {
 			for _, x := range v {
 				if !(x >= 0) || math.IsInf(x, 0) {
-					return fmt.Errorf("lp: pair %d (jobs %d, %d): throughput on %s is %v; want >= 0 and finite", i, p.Jobs[pr.A].ID, p.Jobs[pr.B].ID, p.Types[j], x)
+					return nil, fmt.Errorf("lp: pair %d (jobs %d, %d): throughput on %s is %v; want >= 0 and finite", i, p.Jobs[pr.A].ID, p.Jobs[pr.B].ID, p.Types[j], x)
 				}
 			}
 		}
 	}
-	return nil
+	return idx, nil
 }
 
 // classPair is the set of all pairs between two classes c <= d, with the throughput (per
@@ -98,7 +135,7 @@ func packClasses(p *PackedProblem, runs []bool) (classOf []int, classes [][]int,
 	split := map[int]bool{}
 	for {
 		classOf, classes = groupJobs(p, runs, split)
-		pairs = collectClassPairs(p, classOf)
+		pairs = collectClassPairs(p, classOf, len(classes))
 		grown := false
 		for _, q := range pairs {
 			nc, nd := len(classes[q.c]), len(classes[q.d])
@@ -158,8 +195,9 @@ func groupJobs(p *PackedProblem, runs []bool, split map[int]bool) ([]int, [][]in
 
 // collectClassPairs gathers the pairs between classes, sorted by (c, d), marking a class
 // pair bad where its members' throughputs differ.
-func collectClassPairs(p *PackedProblem, classOf []int) []*classPair {
-	byKey := map[[2]int]*classPair{}
+func collectClassPairs(p *PackedProblem, classOf []int, numClasses int) []*classPair {
+	byKey := make([]*classPair, numClasses*numClasses)
+	var out []*classPair
 	for _, pr := range p.Pairs {
 		ca, cb := classOf[pr.A], classOf[pr.B]
 		if ca < 0 || cb < 0 {
@@ -173,10 +211,11 @@ func collectClassPairs(p *PackedProblem, classOf []int) []*classPair {
 				tp[j] = [2]float64{v[1], v[0]}
 			}
 		}
-		q := byKey[[2]int{ca, cb}]
+		q := byKey[ca*numClasses+cb]
 		if q == nil {
 			q = &classPair{c: ca, d: cb, tput: tp}
-			byKey[[2]int{ca, cb}] = q
+			byKey[ca*numClasses+cb] = q
+			out = append(out, q)
 		}
 		q.count++
 		for j, v := range tp {
@@ -184,10 +223,6 @@ func collectClassPairs(p *PackedProblem, classOf []int) []*classPair {
 				q.bad = true
 			}
 		}
-	}
-	out := make([]*classPair, 0, len(byKey))
-	for _, q := range byKey {
-		out = append(out, q)
 	}
 	sort.Slice(out, func(a, b int) bool {
 		if out[a].c != out[b].c {

@@ -25,7 +25,7 @@ type packedLP struct {
 // between two classes. Its variables are, per class and type, a job's time alone, and per
 // class pair and type, the pairs' total time: the same optimum with (#classes + #class pairs)
 // × #types variables instead of (#jobs + #pairs) × #types. disaggregate maps it back.
-func solveMaxMinPacked(p *PackedProblem) (PackedSolution, error) {
+func solveMaxMinPacked(p *PackedProblem, idx *pairIndex) (PackedSolution, error) {
 	t := p.throughputs()
 	prop := proportionalThroughputs(t, p.Workers)
 	runs := make([]bool, len(p.Jobs))
@@ -38,8 +38,10 @@ func solveMaxMinPacked(p *PackedProblem) (PackedSolution, error) {
 	}
 	out := PackedSolution{Solution: Solution{X: zeroAllocation(len(p.Jobs), len(p.Types))},
 		Pairs: make([][]float64, len(p.Pairs))}
+	k := len(p.Types)
+	backing := make([]float64, len(p.Pairs)*k)
 	for i := range out.Pairs {
-		out.Pairs[i] = make([]float64, len(p.Types))
+		out.Pairs[i] = backing[i*k : (i+1)*k : (i+1)*k]
 	}
 	_, classes, pairs := packClasses(p, runs)
 	out.Classes = len(classes)
@@ -65,7 +67,7 @@ func solveMaxMinPacked(p *PackedProblem) (PackedSolution, error) {
 		}
 		out.Warning = err.Error()
 	}
-	pl.disaggregate(p, res.x, &out)
+	pl.disaggregate(res.x, idx, &out)
 	fitPacked(p, &out)
 	out.Objective = packedMinLevel(p, coef, runs, &out)
 	out.Bound = res.dualOb
@@ -164,7 +166,7 @@ func (pl *packedLP) addPairCols(p *PackedProblem, rowScale []float64) {
 // spends 2P/n_c, over a perfect matching of consecutive jobs (n_c even) or a cycle (odd).
 // Every job's row, demand and the capacities are those of the class solution, so X is optimal
 // too; only few pairs get time, which the round mechanism can honour.
-func (pl *packedLP) disaggregate(p *PackedProblem, x []float64, out *PackedSolution) {
+func (pl *packedLP) disaggregate(x []float64, idx *pairIndex, out *PackedSolution) {
 	for c, js := range pl.classes {
 		for jj, j := range pl.types {
 			v := math.Max(x[pl.single[c][jj]], 0)
@@ -173,13 +175,9 @@ func (pl *packedLP) disaggregate(p *PackedProblem, x []float64, out *PackedSolut
 			}
 		}
 	}
-	idx := make(map[[2]int]int, len(p.Pairs))
-	for i, pr := range p.Pairs {
-		idx[[2]int{min(pr.A, pr.B), max(pr.A, pr.B)}] = i
-	}
 	for i, pr := range pl.pairs {
 		for _, w := range spread(pl.classes[pr.c], pl.classes[pr.d], pr.c == pr.d) {
-			pi := idx[[2]int{min(w.a, w.b), max(w.a, w.b)}]
+			pi := idx.get(w.a, w.b)
 			for jj, j := range pl.types {
 				out.Pairs[pi][j] += math.Max(x[pl.pairCol[i][jj]], 0) * pl.scaleN[i] * w.frac
 			}
