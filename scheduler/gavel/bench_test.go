@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // BenchmarkContinuous108GPUs is a whole continuous simulation as in
