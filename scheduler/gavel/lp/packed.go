@@ -127,14 +127,15 @@ type classPair struct {
 }
 
 // packClasses groups the jobs for which runs[m] holds into classes of interchangeable jobs:
-// equal scale factor, priority weight and throughputs, and, with every other class, either
+// equal scale factor, priority weight, factor (the policy's weight of the job's throughput)
+// and throughputs, and, with every other class, either
 // no pairs or a pair with every member at the same throughputs (for pairs inside a class, the
 // same for both members). Jobs of a class that breaks this are split into classes of their
 // own until it holds (a class of one always does). Classes are numbered by first job.
-func packClasses(p *PackedProblem, runs []bool) (classOf []int, classes [][]int, pairs []*classPair) {
+func packClasses(p *PackedProblem, runs []bool, factor []float64) (classOf []int, classes [][]int, pairs []*classPair) {
 	split := map[int]bool{}
 	for {
-		classOf, classes = groupJobs(p, runs, split)
+		classOf, classes = groupJobs(p, runs, factor, split)
 		pairs = collectClassPairs(p, classOf, len(classes))
 		grown := false
 		for _, q := range pairs {
@@ -160,8 +161,9 @@ func packClasses(p *PackedProblem, runs []bool) (classOf []int, classes [][]int,
 	}
 }
 
-// groupJobs assigns classes by scale factor, priority weight and throughputs (bit for bit).
-func groupJobs(p *PackedProblem, runs []bool, split map[int]bool) ([]int, [][]int) {
+// groupJobs assigns classes by scale factor, priority weight, the policy's per-job factor and
+// throughputs (bit for bit).
+func groupJobs(p *PackedProblem, runs []bool, factor []float64, split map[int]bool) ([]int, [][]int) {
 	classOf := make([]int, len(p.Jobs))
 	var classes [][]int
 	ids := map[string]int{}
@@ -176,7 +178,8 @@ func groupJobs(p *PackedProblem, runs []bool, split map[int]bool) ([]int, [][]in
 		if split[m] {
 			sb.WriteString("#" + strconv.Itoa(m))
 		} else {
-			sb.WriteString(strconv.Itoa(jb.ScaleFactor) + "/" + strconv.FormatUint(math.Float64bits(jb.PriorityWeight), 16))
+			sb.WriteString(strconv.Itoa(jb.ScaleFactor) + "/" + strconv.FormatUint(math.Float64bits(jb.PriorityWeight), 16) +
+				"/" + strconv.FormatUint(math.Float64bits(factor[m]), 16))
 			for _, v := range jb.Throughput {
 				sb.WriteString("/" + strconv.FormatUint(math.Float64bits(v), 16))
 			}

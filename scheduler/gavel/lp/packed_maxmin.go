@@ -11,31 +11,44 @@ type packedLP struct {
 	single  [][]int // [class][type] → column
 	pairCol [][]int // [class pair][type] → column
 	scaleN  []float64
-	coef    [][]float64 // [job][type] single-job coefficient (all types)
+	factor  []float64 // per job: its level per unit of throughput
 }
 
 // solveMaxMinPacked is Gavel's MaxMinFairnessPolicyWithPacking: maximise min_m of job m's
 // normalised throughput Σ over the combinations that contain m (alone and in each pair) of
 // T·sf_m/(w_m·proportional_m)·X, under the packing base constraints (a job's time alone and in
-// pairs <= 1; Σ sf·X <= workers per type, a pair counted once).
-//
-// The LP is solved over classes of interchangeable jobs (packClasses): the LP is invariant
-// under any permutation of the jobs of a class, so averaging an optimal X over those
-// permutations gives an optimal X that is equal for the jobs of a class and for the pairs
-// between two classes. Its variables are, per class and type, a job's time alone, and per
-// class pair and type, the pairs' total time: the same optimum with (#classes + #class pairs)
-// × #types variables instead of (#jobs + #pairs) × #types. disaggregate maps it back.
+// pairs <= 1; Σ sf·X <= workers per type, a pair counted once). Jobs that cannot run on any
+// type with GPUs get zero rows (Gavel divides by their zero proportional throughput).
 func solveMaxMinPacked(p *PackedProblem, idx *pairIndex) (PackedSolution, error) {
-	t := p.throughputs()
-	prop := proportionalThroughputs(t, p.Workers)
+	prop := proportionalThroughputs(p.throughputs(), p.Workers)
+	factor := make([]float64, len(p.Jobs))
 	runs := make([]bool, len(p.Jobs))
-	anyType := false
-	for _, w := range p.Workers {
-		anyType = anyType || w > 0
-	}
 	for m := range p.Jobs {
-		runs[m] = prop[m] > 0 && anyType
+		jb := &p.Jobs[m]
+		if runs[m] = prop[m] > 0; runs[m] {
+			factor[m] = float64(jb.ScaleFactor) / (jb.PriorityWeight * prop[m])
+		}
 	}
+	sol, res, err := packedLevel(p, idx, factor, runs, 0)
+	if err != nil {
+		return PackedSolution{}, err
+	}
+	sol.Bound = res.dualOb
+	return sol, nil
+}
+
+// packedLevel solves, for the jobs with runs[m], max_X min_m factor[m]·(m's throughput under X)
+// when target = 0 (Solution.Objective: the level X reaches), or, when target > 0, Gavel's
+// feasibility problem "every job's factor·throughput >= target" with no objective (the
+// interior-point method ends near the polytope's analytic centre, as ECOS does).
+//
+// The LP is solved over classes of interchangeable jobs (packClasses): it is invariant under
+// any permutation of the jobs of a class, so averaging an optimal X over those permutations
+// gives an optimal X that is equal for the jobs of a class and for the pairs between two
+// classes. Its variables are, per class and type, a job's time alone, and per class pair and
+// type, the pairs' total time: the same optimum with (#classes + #class pairs) × #types
+// variables instead of (#jobs + #pairs) × #types. disaggregate maps it back.
+func packedLevel(p *PackedProblem, idx *pairIndex, factor []float64, runs []bool, target float64) (PackedSolution, genResult, error) {
 	out := PackedSolution{Solution: Solution{X: zeroAllocation(len(p.Jobs), len(p.Types))},
 		Pairs: make([][]float64, len(p.Pairs))}
 	k := len(p.Types)
@@ -43,44 +56,41 @@ func solveMaxMinPacked(p *PackedProblem, idx *pairIndex) (PackedSolution, error)
 	for i := range out.Pairs {
 		out.Pairs[i] = backing[i*k : (i+1)*k : (i+1)*k]
 	}
-	_, classes, pairs := packClasses(p, runs)
+	anyType := false
+	for _, w := range p.Workers {
+		anyType = anyType || w > 0
+	}
+	if !anyType {
+		return out, genResult{}, nil
+	}
+	_, classes, pairs := packClasses(p, runs, factor)
 	out.Classes = len(classes)
 	if len(classes) == 0 {
-		return out, nil
+		return out, genResult{}, nil
 	}
-	coef := make([][]float64, len(p.Jobs))
-	for m := range p.Jobs {
-		if runs[m] {
-			jb := &p.Jobs[m]
-			coef[m] = make([]float64, len(p.Types))
-			for j := range p.Types {
-				coef[m][j] = float64(jb.ScaleFactor) / (jb.PriorityWeight * prop[m])
-			}
-		}
-	}
-	pl := buildPackedLP(p, classes, pairs, coef)
+	pl := buildPackedLP(p, classes, pairs, factor, target)
 	out.LPSolves++
 	res, err := solveGen(pl.q)
 	if err != nil {
 		if res.x == nil {
-			return PackedSolution{}, err
+			return PackedSolution{}, res, err
 		}
 		out.Warning = err.Error()
 	}
 	pl.disaggregate(res.x, idx, &out)
 	fitPacked(p, &out)
-	out.Objective = packedMinLevel(p, coef, runs, &out)
-	out.Bound = res.dualOb
-	return out, nil
+	out.Objective = packedMinLevel(p, factor, runs, &out)
+	return out, res, nil
 }
 
 // buildPackedLP writes the class LP. Rows: per class its row (time <= 1) and its demand
-// (z − level <= 0, divided by its largest coefficient), per type its capacity (÷ workers).
-// Columns: z; per class and type a job's time alone; per class pair and type the pairs' total
-// time divided by n_q = min(n_c, n_d) (n_c/2 inside a class), so every column is O(1).
-// coef[m][j] × a throughput is job m's normalised throughput per unit of time.
-func buildPackedLP(p *PackedProblem, classes [][]int, pairs []*classPair, coef [][]float64) *packedLP {
-	pl := &packedLP{classes: classes, pairs: pairs, coef: coef}
+// (z − level <= 0; with a target, −level <= −target and no z), divided by its largest
+// coefficient, per type its capacity (÷ workers). Columns: z; per class and type a job's time
+// alone; per class pair and type the pairs' total time divided by n_q = min(n_c, n_d) (n_c/2
+// inside a class), so every column is O(1). factor[m] × a throughput is job m's level per
+// unit of time.
+func buildPackedLP(p *PackedProblem, classes [][]int, pairs []*classPair, factor []float64, target float64) *packedLP {
+	pl := &packedLP{classes: classes, pairs: pairs, factor: factor}
 	for j, w := range p.Workers {
 		if w > 0 {
 			pl.types = append(pl.types, j)
@@ -100,27 +110,33 @@ func buildPackedLP(p *PackedProblem, classes [][]int, pairs []*classPair, coef [
 	for c, js := range classes {
 		m := js[0]
 		for _, j := range pl.types {
-			rowScale[c] = math.Max(rowScale[c], coef[m][j]*p.Jobs[m].Throughput[j])
+			rowScale[c] = math.Max(rowScale[c], factor[m]*p.Jobs[m].Throughput[j])
 		}
 	}
 	for _, pr := range pairs {
 		for _, j := range pl.types {
-			rowScale[pr.c] = math.Max(rowScale[pr.c], coef[classes[pr.c][0]][j]*pr.tput[j][0])
-			rowScale[pr.d] = math.Max(rowScale[pr.d], coef[classes[pr.d][0]][j]*pr.tput[j][1])
+			rowScale[pr.c] = math.Max(rowScale[pr.c], factor[classes[pr.c][0]]*pr.tput[j][0])
+			rowScale[pr.d] = math.Max(rowScale[pr.d], factor[classes[pr.d][0]]*pr.tput[j][1])
 		}
 	}
-	zcol := make([]nzEntry, C)
-	for c := range classes {
-		zcol[c] = nzEntry{C + c, 1 / rowScale[c]}
+	if target > 0 {
+		for c := range classes {
+			q.b[C+c] = -target / rowScale[c]
+		}
+	} else {
+		zcol := make([]nzEntry, C)
+		for c := range classes {
+			zcol[c] = nzEntry{C + c, 1 / rowScale[c]}
+		}
+		q.addCol(1, zcol...)
 	}
-	q.addCol(1, zcol...)
 	pl.single = make([][]int, C)
 	for c, js := range classes {
 		m := js[0]
 		n, sf := float64(len(js)), float64(p.Jobs[m].ScaleFactor)
 		for jj, j := range pl.types {
 			pl.single[c] = append(pl.single[c], q.addCol(0, nzEntry{c, 1},
-				nzEntry{C + c, -coef[m][j] * p.Jobs[m].Throughput[j] / rowScale[c]},
+				nzEntry{C + c, -factor[m] * p.Jobs[m].Throughput[j] / rowScale[c]},
 				nzEntry{2*C + jj, n * sf / float64(p.Workers[j])}))
 		}
 	}
@@ -148,11 +164,11 @@ func (pl *packedLP) addPairCols(p *PackedProblem, rowScale []float64) {
 			if pr.c == pr.d {
 				// Each of the class's jobs spends 2·P/n_c = P/n_q in these pairs.
 				col = q.addCol(0, nzEntry{pr.c, 1},
-					nzEntry{C + pr.c, -pl.coef[mc][j] * pr.tput[j][0] / rowScale[pr.c]}, capNZ)
+					nzEntry{C + pr.c, -pl.factor[mc] * pr.tput[j][0] / rowScale[pr.c]}, capNZ)
 			} else {
 				col = q.addCol(0, nzEntry{pr.c, nq / nc}, nzEntry{pr.d, nq / nd},
-					nzEntry{C + pr.c, -nq / nc * pl.coef[mc][j] * pr.tput[j][0] / rowScale[pr.c]},
-					nzEntry{C + pr.d, -nq / nd * pl.coef[md][j] * pr.tput[j][1] / rowScale[pr.d]}, capNZ)
+					nzEntry{C + pr.c, -nq / nc * pl.factor[mc] * pr.tput[j][0] / rowScale[pr.c]},
+					nzEntry{C + pr.d, -nq / nd * pl.factor[md] * pr.tput[j][1] / rowScale[pr.d]}, capNZ)
 			}
 			pl.pairCol[i] = append(pl.pairCol[i], col)
 		}
@@ -281,7 +297,7 @@ func fitPacked(p *PackedProblem, out *PackedSolution) {
 
 // packedMinLevel returns min over the jobs that can run of their normalised throughput under
 // the allocation (the objective X reaches).
-func packedMinLevel(p *PackedProblem, coef [][]float64, runs []bool, out *PackedSolution) float64 {
+func packedMinLevel(p *PackedProblem, factor []float64, runs []bool, out *PackedSolution) float64 {
 	level := make([]float64, len(p.Jobs))
 	for m, row := range out.X {
 		for j, v := range row {
@@ -298,7 +314,7 @@ func packedMinLevel(p *PackedProblem, coef [][]float64, runs []bool, out *Packed
 	best := math.Inf(1)
 	for m := range p.Jobs {
 		if runs[m] {
-			best = math.Min(best, level[m]*coef[m][0])
+			best = math.Min(best, level[m]*factor[m])
 		}
 	}
 	if math.IsInf(best, 1) {
