@@ -12,7 +12,9 @@ import (
 const MaxMinFairnessPacked = "max_min_fairness_packed"
 
 // PackedPolicies lists the space-sharing policies SolvePacked accepts.
-func PackedPolicies() []string { return []string{MaxMinFairnessPacked} }
+func PackedPolicies() []string {
+	return []string{FinishTimeFairnessPacked, MaxMinFairnessPacked, MinTotalDurationPacked}
+}
 
 // Pair is two jobs that may share GPUs (Gavel's JobIdPair): indices into Problem.Jobs, of
 // equal scale factors, and per type the steps/s of each while they share.
@@ -40,9 +42,6 @@ type PackedSolution struct {
 
 // SolvePacked computes a packing policy's allocation (deterministic).
 func SolvePacked(policy string, p PackedProblem, opts Options) (PackedSolution, error) {
-	if policy != MaxMinFairnessPacked {
-		return PackedSolution{}, fmt.Errorf("lp: unknown packing policy %q (known: %s)", policy, strings.Join(PackedPolicies(), ", "))
-	}
 	if err := validate(&p.Problem, MaxMinFairnessPerf, opts); err != nil {
 		return PackedSolution{}, err
 	}
@@ -50,7 +49,15 @@ func SolvePacked(policy string, p PackedProblem, opts Options) (PackedSolution, 
 	if err != nil {
 		return PackedSolution{}, err
 	}
-	return solveMaxMinPacked(&p, idx)
+	switch policy {
+	case MaxMinFairnessPacked:
+		return solveMaxMinPacked(&p, idx)
+	case MinTotalDurationPacked:
+		return solveMakespanPacked(&p, idx)
+	case FinishTimeFairnessPacked:
+		return solveFTFPacked(&p, idx)
+	}
+	return PackedSolution{}, fmt.Errorf("lp: unknown packing policy %q (known: %s)", policy, strings.Join(PackedPolicies(), ", "))
 }
 
 // pairIndex finds a pair by its two jobs: a dense n×n table of int32 for up to 4,096 jobs

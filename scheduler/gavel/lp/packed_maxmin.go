@@ -68,9 +68,29 @@ func packedLevel(p *PackedProblem, idx *pairIndex, factor []float64, runs []bool
 	if len(classes) == 0 {
 		return out, genResult{}, nil
 	}
-	pl := buildPackedLP(p, classes, pairs, factor, target)
+	// Levels scaled to O(1) (the largest a job could reach running alone all the time), so
+	// that the relative gap tolerance means the same for makespans of 10² s and 10⁶ s.
+	scale := 0.0
+	for m := range p.Jobs {
+		if runs[m] {
+			for j, v := range p.Jobs[m].Throughput {
+				if p.Workers[j] > 0 {
+					scale = math.Max(scale, factor[m]*v)
+				}
+			}
+		}
+	}
+	if !(scale > 0) {
+		scale = 1
+	}
+	scaled := make([]float64, len(factor))
+	for m, v := range factor {
+		scaled[m] = v / scale
+	}
+	pl := buildPackedLP(p, classes, pairs, scaled, target/scale)
 	out.LPSolves++
 	res, err := solveGen(pl.q)
+	res.primalObj, res.dualOb = res.primalObj*scale, res.dualOb*scale
 	if err != nil {
 		if res.x == nil {
 			return PackedSolution{}, res, err

@@ -56,9 +56,7 @@ func randomPackedProblem(rng *rand.Rand, nt, n int, workers []int) PackedProblem
 // refMaxMinPacked is Gavel's pair-variable LP (MaxMinFairnessPolicyWithPacking.get_allocation)
 // written out on gonum's simplex: one variable per job and per pair per type, and z.
 func refMaxMinPacked(t *testing.T, p PackedProblem) float64 {
-	n, k, np := len(p.Jobs), len(p.Types), len(p.Pairs)
-	nv := (n+np)*k + 1
-	factor := make([]float64, n) // sf / (w · Σ_j T_j·W_j/ΣW)
+	factor := make([]float64, len(p.Jobs)) // sf / (w · Σ_j T_j·W_j/ΣW)
 	totalW := 0.0
 	for _, w := range p.Workers {
 		totalW += float64(w)
@@ -70,6 +68,14 @@ func refMaxMinPacked(t *testing.T, p PackedProblem) float64 {
 		}
 		factor[m] = float64(jb.ScaleFactor) / (jb.PriorityWeight * prop)
 	}
+	return refPackedLevel(t, p, factor)
+}
+
+// refPackedLevel is max_X min_m factor[m]·(m's throughput alone and in its pairs) on the
+// pair-variable LP (simplex).
+func refPackedLevel(t *testing.T, p PackedProblem, factor []float64) float64 {
+	n, k, np := len(p.Jobs), len(p.Types), len(p.Pairs)
+	nv := (n+np)*k + 1
 	var r refLP
 	r.obj = make([]float64, nv)
 	r.obj[nv-1] = 1
@@ -288,5 +294,91 @@ func TestSolvePacked_BadInput(t *testing.T) {
 	}
 	if _, err := SolvePacked("fifo_packed", base(), Options{}); err == nil || !strings.Contains(err.Error(), "unknown packing policy") {
 		t.Errorf("unknown policy: %v", err)
+	}
+}
+
+// packedThroughputs returns each job's throughput alone plus in its pairs under sol.
+func packedThroughputs(p PackedProblem, sol PackedSolution) []float64 {
+	tp := make([]float64, len(p.Jobs))
+	for m, row := range sol.X {
+		for j, v := range row {
+			tp[m] += v * p.Jobs[m].Throughput[j]
+		}
+	}
+	for i, row := range sol.Pairs {
+		for j, v := range row {
+			tp[p.Pairs[i].A] += v * p.Pairs[i].Throughput[j][0]
+			tp[p.Pairs[i].B] += v * p.Pairs[i].Throughput[j][1]
+		}
+	}
+	return tp
+}
+
+// min_total_duration_packed: its bound is T* = 1/z* of the pair LP with factor 1/remaining,
+// and its X lets every job finish its remaining steps within the final T.
+func TestMinTotalDurationPacked_MatchesPairLP(t *testing.T) {
+	rng := rand.New(rand.NewSource(23))
+	for inst := 0; inst < 16; inst++ {
+		p := randomPackedProblem(rng, 1+rng.Intn(3), 1+rng.Intn(9), clusters[inst%len(clusters)])
+		sol, err := SolvePacked(MinTotalDurationPacked, p, Options{})
+		if err != nil {
+			t.Fatalf("instance %d: %v", inst, err)
+		}
+		checkPackedInvariants(t, p, sol)
+		factor := make([]float64, len(p.Jobs))
+		for m, jb := range p.Jobs {
+			factor[m] = 1 / jb.RemainingSteps
+		}
+		tStar := 1 / refPackedLevel(t, p, factor)
+		if relDiff(sol.Bound, tStar) > 1e-7 {
+			t.Errorf("instance %d: T* %.10g, pair LP %.10g", inst, sol.Bound, tStar)
+		}
+		if sol.Objective < tStar*(1-1e-9) || sol.Objective > tStar*1.06 {
+			t.Errorf("instance %d: final T %.10g outside [T*, 1.06 T*] = [%.10g, …]", inst, sol.Objective, tStar)
+		}
+		for m, tp := range packedThroughputs(p, sol) {
+			if tp*sol.Objective < p.Jobs[m].RemainingSteps*(1-1e-6) {
+				t.Errorf("instance %d: job %d does %.6g steps in T = %.6g, needs %.6g", inst, m, tp*sol.Objective, sol.Objective, p.Jobs[m].RemainingSteps)
+			}
+		}
+	}
+}
+
+// finish_time_fairness_packed: X reaches the ρ it reports, and no allocation of the pair LP
+// reaches ρ·(1 − 1e-6) (its max-min level there is below 1).
+func TestFinishTimeFairnessPacked_Optimal(t *testing.T) {
+	rng := rand.New(rand.NewSource(29))
+	for inst := 0; inst < 12; inst++ {
+		p := randomPackedProblem(rng, 1+rng.Intn(3), 1+rng.Intn(8), clusters[inst%len(clusters)])
+		sol, err := SolvePacked(FinishTimeFairnessPacked, p, Options{})
+		if err != nil {
+			t.Fatalf("instance %d: %v", inst, err)
+		}
+		checkPackedInvariants(t, p, sol)
+		n := float64(len(p.Jobs))
+		e := make([]float64, len(p.Jobs))
+		got := 0.0
+		tp := packedThroughputs(p, sol)
+		for m, jb := range p.Jobs {
+			iso, sum := 0.0, 0.0 // Gavel's isolated split: W_j/n/sf, row scaled to <= 1
+			for j, v := range jb.Throughput {
+				x := float64(p.Workers[j]) / n / float64(jb.ScaleFactor)
+				iso, sum = iso+v*x, sum+x
+			}
+			iso /= math.Max(sum, 1)
+			e[m] = jb.CumulativeIsolatedTime + jb.RemainingSteps/iso
+			got = math.Max(got, (jb.TimeSinceStart+jb.RemainingSteps*jb.PriorityWeight/tp[m])/e[m])
+		}
+		if relDiff(got, sol.Objective) > 1e-7 {
+			t.Errorf("instance %d: X reaches ρ %.10g, reported %.10g", inst, got, sol.Objective)
+		}
+		rho := sol.Objective * (1 - 1e-6)
+		factor := make([]float64, len(p.Jobs))
+		for m, jb := range p.Jobs {
+			factor[m] = (rho*e[m] - jb.TimeSinceStart) / (jb.RemainingSteps * jb.PriorityWeight)
+		}
+		if z := refPackedLevel(t, p, factor); z >= 1 {
+			t.Errorf("instance %d: ρ %.10g is reachable (pair LP level %.10g): %.10g is not optimal", inst, rho, z, sol.Objective)
+		}
 	}
 }
