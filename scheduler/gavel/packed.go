@@ -8,13 +8,20 @@ import (
 
 // PackedPolicyNames are Gavel's space-sharing policies: they allocate time to pairs of jobs
 // on one GPU set as well as to single jobs (the mechanism's pair entries).
-var PackedPolicyNames = []string{"fifo_packed", lp.MaxMinFairnessPacked}
+var PackedPolicyNames = []string{"fifo_packed", lp.FinishTimeFairnessPacked, lp.MaxMinFairnessPacked, lp.MinTotalDurationPacked}
 
-// packedLPPolicy is Gavel's MaxMinFairnessPolicyWithPacking, solved by package lp over classes
-// of interchangeable jobs (docs/gavel-lp.md, "Space sharing").
-type packedLPPolicy struct{ policy string }
+// packedLPPolicy is one of Gavel's ...PolicyWithPacking LP policies, solved by package lp over
+// classes of interchangeable jobs (docs/gavel-lp.md, "Space sharing"); its tracker keeps
+// finish-time fairness's cumulative isolated time between allocations.
+type packedLPPolicy struct {
+	policy string
+	ftf    *lp.FTFTracker
+}
 
-func (p packedLPPolicy) Name() string { return "MaxMinFairness_Packing" }
+func (p packedLPPolicy) Name() string {
+	return map[string]string{lp.MaxMinFairnessPacked: "MaxMinFairness_Packing",
+		lp.FinishTimeFairnessPacked: "FinishTimeFairness_Packing", lp.MinTotalDurationPacked: "MinTotalDuration_Packing"}[p.policy]
+}
 
 func (p packedLPPolicy) Allocate(*State) (Allocation, error) {
 	return nil, fmt.Errorf("%s allocates pairs: use AllocatePacked", p.policy)
@@ -48,7 +55,7 @@ func (p packedLPPolicy) AllocatePacked(s *State, pairs []PairState) (Allocation,
 		}
 		prob.Pairs = append(prob.Pairs, lp.Pair{A: a, B: b, Throughput: pr.Throughput})
 	}
-	sol, err := lp.SolvePacked(p.policy, prob, lp.Options{})
+	sol, err := p.ftf.SolvePacked(p.policy, prob, lp.Options{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", p.policy, err)
 	}

@@ -77,8 +77,8 @@ func NewPolicy(name string, seed uint64, corrected bool) (Policy, error) {
 		return &gandivaPolicy{rng: NewPyRandom(seed), assigned: map[int]gandivaComb{}}, nil
 	case "fifo_packed":
 		return newFIFOPacked(), nil
-	case lp.MaxMinFairnessPacked:
-		return packedLPPolicy{policy: name}, nil
+	case lp.MaxMinFairnessPacked, lp.FinishTimeFairnessPacked, lp.MinTotalDurationPacked:
+		return packedLPPolicy{policy: name, ftf: lp.NewFTFTracker()}, nil
 	}
 	for _, n := range LPPolicyNames {
 		if n == name {
