@@ -56,27 +56,37 @@ type genResult struct {
 // genTol is the relative tolerance (infeasibilities and gap) at which solveGen stops.
 const genTol = 1e-9
 
-// solveGen solves q; deterministic (fixed summation order, one goroutine).
+// solveGen solves q; deterministic (fixed summation order, one goroutine). Near a degenerate
+// optimum the Newton directions lose accuracy and the residuals may climb back up after
+// reaching ~1e-8; the best iterate is kept, and returned once it is within ipmAcceptTol and
+// five iterations have not improved it.
 func solveGen(q *genLP) (genResult, error) {
 	st := newGenState(q)
+	var best genResult
+	bestMerit, bestIt := math.Inf(1), 0
 	var pinf, dinf, gap float64
 	for it := 0; it < ipmMaxIter; it++ {
 		pinf, dinf, gap = st.residuals()
 		if pinf < genTol && dinf < genTol && gap < genTol {
 			return st.result(it), nil
 		}
+		if merit := math.Max(pinf, math.Max(dinf, gap)); merit < bestMerit {
+			best, bestMerit, bestIt = st.result(it), merit, it
+		}
+		if bestMerit < ipmAcceptTol && it-bestIt >= 5 {
+			return best, nil
+		}
 		if err := st.step(); err != nil {
-			if pinf < ipmAcceptTol && dinf < ipmAcceptTol && gap < ipmAcceptTol {
-				return st.result(it), nil
+			if bestMerit < ipmAcceptTol {
+				return best, nil
 			}
-			return st.result(it), fmt.Errorf("%w: %v (primal infeasibility %.2g, dual %.2g, gap %.2g)", errNotConverged, err, pinf, dinf, gap)
+			return best, fmt.Errorf("%w: %v (primal infeasibility %.2g, dual %.2g, gap %.2g)", errNotConverged, err, pinf, dinf, gap)
 		}
 	}
-	if pinf < ipmAcceptTol && dinf < ipmAcceptTol && gap < ipmAcceptTol {
-		return st.result(ipmMaxIter), nil
+	if bestMerit < ipmAcceptTol {
+		return best, nil
 	}
-	return st.result(ipmMaxIter), fmt.Errorf("%w after %d iterations (primal infeasibility %.2g, dual %.2g, gap %.2g)",
-		errNotConverged, ipmMaxIter, pinf, dinf, gap)
+	return best, fmt.Errorf("%w after %d iterations (best relative residual %.2g)", errNotConverged, ipmMaxIter, bestMerit)
 }
 
 func newGenState(q *genLP) *genState {
