@@ -3,6 +3,7 @@ package gavel
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -391,6 +392,19 @@ func (s *simulator) updatePriorities() error {
 	return nil
 }
 
+type queueKey struct {
+	prio, deficit, allocation float64
+	idx                       int32
+}
+
+// cmpDesc orders a before b when a > b.
+func cmpDesc(a, b float64) int {
+	if a > b {
+		return -1
+	}
+	return 1
+}
+
 type queued struct {
 	e                         *entry
 	t                         int
@@ -402,27 +416,33 @@ type queued struct {
 // while GPUs of the type remain, no job twice (alone or in a pair).
 func (s *simulator) selectJobs(order []int) [][]*entry {
 	left := append([]int(nil), s.workers...)
-	var q []queued
+	q := make([]queued, 0, len(order)*len(s.entries))
+	keys := make([]queueKey, len(s.entries))
 	for _, t := range order {
-		start := len(q)
-		for _, e := range s.entries {
+		for i, e := range s.entries {
 			a := 0.0
 			if row, ok := s.alloc[e.key]; ok {
 				a = row[t]
 			}
-			q = append(q, queued{e, t, e.priority[t], e.deficit[t], a})
+			keys[i] = queueKey{e.priority[t], e.deficit[t], a, int32(i)}
 		}
-		part := q[start:]
-		sort.SliceStable(part, func(i, j int) bool {
-			a, b := part[i], part[j]
-			if a.prio != b.prio {
-				return a.prio > b.prio
+		// A stable sort by (priority, deficit, allocation), all decreasing: an unstable sort
+		// with the entry's position as the last key gives the same order, on pointer-free
+		// keys (packing policies have an entry per pair of jobs: tens of thousands).
+		slices.SortFunc(keys, func(a, b queueKey) int {
+			switch {
+			case a.prio != b.prio:
+				return cmpDesc(a.prio, b.prio)
+			case a.deficit != b.deficit:
+				return cmpDesc(a.deficit, b.deficit)
+			case a.allocation != b.allocation:
+				return cmpDesc(a.allocation, b.allocation)
 			}
-			if a.deficit != b.deficit {
-				return a.deficit > b.deficit
-			}
-			return a.allocation > b.allocation
+			return int(a.idx - b.idx)
 		})
+		for _, k := range keys {
+			q = append(q, queued{s.entries[k.idx], t, k.prio, k.deficit, k.allocation})
+		}
 	}
 	fifo := strings.HasPrefix(s.policy.Name(), "FIFO")
 	done := map[int]bool{}

@@ -165,6 +165,9 @@ func TestMaxMinFairnessPacked_MatchesPairLP(t *testing.T) {
 					t.Fatalf("nt=%d n=%d w=%v: %v", nt, n, w, err)
 				}
 				checkPackedInvariants(t, p, sol)
+				if sol.Warning != "" {
+					t.Errorf("nt=%d n=%d w=%v: %s", nt, n, w, sol.Warning)
+				}
 				want := refMaxMinPacked(t, p)
 				if relDiff(sol.Objective, want) > 1e-7 {
 					t.Errorf("nt=%d n=%d w=%v: objective %.10g, pair LP (simplex) %.10g", nt, n, w, sol.Objective, want)
