@@ -102,6 +102,7 @@ type entry struct {
 	timeSoFar []float64    // since the last reset
 	priority  []float64
 	deficit   []float64
+	row       []float64 // s.alloc[key] (nil: the allocation has no row for it), kept by setAlloc
 }
 
 type assignment struct {
@@ -238,6 +239,7 @@ func (s *simulator) newEntry(k ckey, time0 float64) *entry {
 	for t := range e.timeSoFar {
 		e.timeSoFar[t] = time0
 	}
+	e.row = s.alloc[k]
 	s.entries = append(s.entries, e)
 	return e
 }
@@ -344,6 +346,15 @@ func (s *simulator) allocate() (map[ckey][]float64, error) {
 	return out, nil
 }
 
+// setAlloc installs an allocation and caches each entry's row (the round loop reads it for
+// every entry, type and round: tens of thousands of entries with packing policies).
+func (s *simulator) setAlloc(a map[ckey][]float64) {
+	s.alloc = a
+	for _, e := range s.entries {
+		e.row = a[e.key]
+	}
+}
+
 // updatePriorities is Gavel's _update_priorities in simulation.
 func (s *simulator) updatePriorities() error {
 	need := (s.now-s.last >= s.cfg.MinResetS || s.last == 0) && s.needUpd
@@ -358,7 +369,7 @@ func (s *simulator) updatePriorities() error {
 				return err
 			}
 		}
-		s.alloc = a
+		s.setAlloc(a)
 		s.allocs++
 		s.needUpd = false
 	}
@@ -368,7 +379,7 @@ func (s *simulator) updatePriorities() error {
 			if s.wtime[t] != 0 {
 				frac = e.timeSoFar[t] / s.wtime[t]
 			}
-			row, ok := s.alloc[e.key]
+			row, ok := e.row, e.row != nil
 			if !ok {
 				e.priority[t] = 0
 				continue
@@ -421,8 +432,8 @@ func (s *simulator) selectJobs(order []int) [][]*entry {
 	for _, t := range order {
 		for i, e := range s.entries {
 			a := 0.0
-			if row, ok := s.alloc[e.key]; ok {
-				a = row[t]
+			if e.row != nil {
+				a = e.row[t]
 			}
 			keys[i] = queueKey{e.priority[t], e.deficit[t], a, int32(i)}
 		}
