@@ -13,7 +13,8 @@
 # keys), WORKERS (2), MAX_HOURS (end a run after that many simulated hours:
 # a saturated run's queue, and a packing policy's pairs, grow without bound;
 # a run so ended counts as over the limit), SYNERGY (a built binary; default:
-# go build).
+# go build), WINDOW (the measured jobs, default 4000-4999; a smaller window
+# for a quicker, noisier check).
 # The rule: a policy sustains rate r when its mean JCT at r is at most twice
 # its mean JCT at the lowest rate; the sustainable rate is where the JCT
 # curve crosses twice the low-load value, linearly interpolated between
@@ -31,7 +32,7 @@ if [ -z "$bin" ]; then
 fi
 "$bin" simulate --gavel-generate continuous --throughputs "$tp" --cluster-spec 36:36:36 \
   --policies "${POLICIES:-max_min_fairness_perf,max_min_fairness}" --loads "${LOADS:-1,2,3,4,4.5,5,5.5,6,6.5,7}" \
-  --seed "${SEEDS:-0,1,2}" --workers "${WORKERS:-2}" ${MAX_HOURS:+--gavel-max-hours "$MAX_HOURS"} \
+  --seed "${SEEDS:-0,1,2}" --workers "${WORKERS:-2}" ${MAX_HOURS:+--gavel-max-hours "$MAX_HOURS"} ${WINDOW:+--window "$WINDOW"} \
   --out "$out/sweep.json" > "$out/table.txt"
 python3 - "$out/sweep.json" <<'PY'
 import json, sys
