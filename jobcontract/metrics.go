@@ -18,6 +18,9 @@ type Iteration struct {
 	Epoch         *int     `json:"epoch,omitempty"`
 	StepIntendedS *float64 `json:"step_intended_s,omitempty"`
 	Emulated      bool     `json:"emulated,omitempty"`
+	// EmulatedGPU names the GPU type whose measured step an emulated step
+	// waited for ("v100"); empty for a real step or a fixed wait.
+	EmulatedGPU string `json:"emulated_gpu,omitempty"`
 }
 
 // requiredKeys are the keys every metrics line must carry.
@@ -100,6 +103,10 @@ func AppendIteration(b []byte, it Iteration) []byte {
 	}
 	b = append(b, `,"emulated":`...)
 	b = strconv.AppendBool(b, it.Emulated)
+	if it.EmulatedGPU != "" {
+		b = append(b, `,"emulated_gpu":`...)
+		b = strconv.AppendQuote(b, it.EmulatedGPU)
+	}
 	return append(b, "}\n"...)
 }
 

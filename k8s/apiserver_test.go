@@ -61,6 +61,9 @@ func apiServer(t *testing.T) kubernetes.Interface {
 	if _, err := c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
 		testreq.Skip(t, "k8s", fmt.Sprintf("API server of %s not reachable: %v (scripts/local-k8s.sh start)", path, err))
 	}
+	// One test process at a time uses the API server (its nodes and
+	// schedulers are cluster-wide): another `make test` waits here.
+	testreq.Exclusive(t, "k8s")
 	return c
 }
 

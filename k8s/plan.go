@@ -184,25 +184,7 @@ func queue(snap Snapshot, cfg PassConfig) ([]*entry, []Action) {
 		}
 		pending = append(pending, p)
 	}
-	slices.SortStableFunc(pending, func(a, b *corev1.Pod) int {
-		ta, sa := queuedAt(a)
-		tb, sb := queuedAt(b)
-		// Whole seconds first (all creationTimestamp has); within one
-		// second, the stamped pods in stamp order, then the others.
-		if c := cmp.Compare(ta.Unix(), tb.Unix()); c != 0 {
-			return c
-		}
-		if sa != sb {
-			if sa {
-				return -1
-			}
-			return 1
-		}
-		if c := ta.Compare(tb); c != 0 {
-			return c
-		}
-		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
-	})
+	slices.SortStableFunc(pending, queueOrder)
 	var out []*entry
 	var waits []Action
 	groups := map[string]*entry{}
@@ -249,6 +231,27 @@ func queue(snap Snapshot, cfg PassConfig) ([]*entry, []Action) {
 		kept = append(kept, e)
 	}
 	return kept, waits
+}
+
+// queueOrder orders pending pods by the time they were queued: whole
+// seconds first (all creationTimestamp has); within one second, the
+// stamped pods in stamp order, then the others; then by namespace and name.
+func queueOrder(a, b *corev1.Pod) int {
+	ta, sa := queuedAt(a)
+	tb, sb := queuedAt(b)
+	if c := cmp.Compare(ta.Unix(), tb.Unix()); c != 0 {
+		return c
+	}
+	if sa != sb {
+		if sa {
+			return -1
+		}
+		return 1
+	}
+	if c := ta.Compare(tb); c != 0 {
+		return c
+	}
+	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 }
 
 // queuedAt is when the pod joined the queue: the webhook's admission time

@@ -138,19 +138,9 @@ func (s *Scheduler) Stats() Stats {
 	return Stats{Passes: s.passes.Load(), Binds: s.binds.Load(), Conflicts: s.conflicts.Load(), Leading: s.leading.Load()}
 }
 
-// Run watches pods and nodes and, while leading, places pending pods until
-// ctx is done. It returns nil when ctx ends, or an error when leadership
-// is lost (run again, or exit and let the Deployment restart the replica,
-// as kube-scheduler does).
-func (s *Scheduler) Run(ctx context.Context) error {
-	s.events = record.NewBroadcaster()
-	s.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.client.CoreV1().Events("")})
-	// Not bound to ctx: the Lease's "stopped leading" event is recorded after
-	// ctx ends. Shutdown stops it when Run returns.
-	defer s.events.Shutdown()
-	s.recorder = s.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: s.cfg.SchedulerName, Host: s.cfg.Identity})
-
-	factory := informers.NewSharedInformerFactory(s.client, 0)
+// watch starts the pod and node informers of factory (every change pokes
+// the scheduling loop) and waits until their caches have synced.
+func (s *Scheduler) watch(ctx context.Context, factory informers.SharedInformerFactory) error {
 	podInf := factory.Core().V1().Pods()
 	nodeInf := factory.Core().V1().Nodes()
 	s.pods, s.nodes = podInf.Lister(), nodeInf.Lister()
@@ -166,11 +156,30 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		return err
 	}
 	factory.Start(ctx.Done())
-	defer factory.Shutdown()
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("scheduler: cache of %v did not sync", typ)
 		}
+	}
+	return nil
+}
+
+// Run watches pods and nodes and, while leading, places pending pods until
+// ctx is done. It returns nil when ctx ends, or an error when leadership
+// is lost (run again, or exit and let the Deployment restart the replica,
+// as kube-scheduler does).
+func (s *Scheduler) Run(ctx context.Context) error {
+	s.events = record.NewBroadcaster()
+	s.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.client.CoreV1().Events("")})
+	// Not bound to ctx: the Lease's "stopped leading" event is recorded after
+	// ctx ends. Shutdown stops it when Run returns.
+	defer s.events.Shutdown()
+	s.recorder = s.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: s.cfg.SchedulerName, Host: s.cfg.Identity})
+
+	factory := informers.NewSharedInformerFactory(s.client, 0)
+	defer factory.Shutdown()
+	if err := s.watch(ctx, factory); err != nil {
+		return err
 	}
 	if s.cfg.LeaseName == "" {
 		s.leading.Store(true)

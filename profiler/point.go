@@ -453,6 +453,7 @@ func (s *sweep) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 	if slices.ContainsFunc(m.all, func(it jobcontract.Iteration) bool { return it.Emulated }) {
 		s.sawEmulated = true
 	}
+	s.noteEmulatedGPU(m.all)
 }
 
 // measureWall measures a job that wrote no metrics stream and exited well:

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/synergy-sched/synergy/jobcontract"
@@ -30,6 +32,9 @@ type sweep struct {
 	datasetBytes int64
 	datasetFiles int
 	sawEmulated  bool
+	// emulatedGPUs are the GPU types the emulated steps stood for
+	// (the stream's emulated_gpu), in the order first seen.
+	emulatedGPUs []string
 	warnings     []string
 	jobState
 
@@ -381,6 +386,20 @@ func (s *sweep) totalHint() string {
 	return fmt.Sprintf("≤%d", nc)
 }
 
+// noteEmulatedGPU records the GPU types a point's emulated steps stood for;
+// a sweep whose points emulated two types records none and warns.
+func (s *sweep) noteEmulatedGPU(its []jobcontract.Iteration) {
+	for _, it := range its {
+		if it.EmulatedGPU == "" || slices.Contains(s.emulatedGPUs, it.EmulatedGPU) {
+			continue
+		}
+		s.emulatedGPUs = append(s.emulatedGPUs, it.EmulatedGPU)
+		if len(s.emulatedGPUs) == 2 {
+			s.warnf("the job's emulated steps stood for two GPU types (%s): gpu.type is left empty", strings.Join(s.emulatedGPUs, ", "))
+		}
+	}
+}
+
 // finish brings derived parts of the profile up to date: GPU mode from the
 // stream, predicted cells, warnings.
 func (s *sweep) finish() {
@@ -391,6 +410,9 @@ func (s *sweep) finish() {
 		if s.emulatedLabel != "" {
 			p.GPU.Note += "; the probe's loader-only mode: " + s.emulatedLabel
 		}
+	}
+	if p.GPU.Mode == sensitivity.GPUModeEmulated && p.GPU.Type == "" && len(s.emulatedGPUs) == 1 {
+		p.GPU.Type = s.emulatedGPUs[0]
 	}
 	s.noteFootprint()
 	p.Warnings = s.warnings

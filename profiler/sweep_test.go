@@ -105,7 +105,7 @@ func (f *fakeRunner) Start(ctx context.Context, job runner.Job) (runner.Handle, 
 				out.WriteString(f.garbage(job.Limits) + "\n")
 			} else if rate > 0 {
 				ts += float64(batch) / rate * (1 + f.noise*(rng.Float64()-0.5))
-				line, _ := json.Marshal(map[string]any{"iter": i, "samples": batch, "data_wait_s": 0.001, "step_s": 0.01, "ts": ts, "epoch": i / 10, "emulated": true})
+				line, _ := json.Marshal(map[string]any{"iter": i, "samples": batch, "data_wait_s": 0.001, "step_s": 0.01, "ts": ts, "epoch": i / 10, "emulated": true, "emulated_gpu": "v100"})
 				out.Write(append(line, '\n'))
 			}
 			time.Sleep(200 * time.Microsecond)
@@ -213,6 +213,9 @@ func TestRun_MeasuresAxesAndPredictsTheRest(t *testing.T) {
 	}
 	if p.GPU.Mode != sensitivity.GPUModeEmulated {
 		t.Errorf("gpu.mode = %q, want emulated (the stream said so)", p.GPU.Mode)
+	}
+	if p.GPU.Type != "v100" {
+		t.Errorf("gpu.type = %q, want v100 (the stream's emulated_gpu)", p.GPU.Type)
 	}
 	// Cold points measure from the second pass: the memory cell's warm-up
 	// covers the first epoch (10 iterations here).

@@ -16,6 +16,8 @@
 # logs and the admin kubeconfig are under $SYNERGY_K8S_DIR
 # (/var/lib/synergy/k8s); kubectl is linked as $SYNERGY_K8S_DIR/bin/kubectl.
 set -euo pipefail
+# shellcheck source=lib/daemon.sh
+. "$(dirname "$0")/lib/daemon.sh"
 
 here="$(cd "$(dirname "$0")" && pwd)"
 dir="${SYNERGY_K8S_DIR:-/var/lib/synergy/k8s}"
@@ -70,24 +72,8 @@ running() { [ -n "$(pid_of etcd)" ] && [ -n "$(pid_of kube-apiserver)" ] && api_
 
 print_env() { echo "export KUBECONFIG=$kubeconfig"; }
 
-# stop_one NAME: TERM, up to 10 s, then KILL.
-stop_one() {
-  local pid
-  pid="$(pid_of "$1")"
-  if [ -n "$pid" ]; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 100); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-      log "$1 (pid $pid) did not stop in 10 s; killing it"
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-    log "stopped $1 (pid $pid)"
-  fi
-  rm -f "$dir/$1.pid"
-}
+# stop_one NAME: TERM, up to 10 s, then KILL (scripts/lib/daemon.sh).
+stop_one() { stop_daemon "$1" "$(pid_of "$1")" "$dir/$1.pid"; }
 
 need_etcd() {
   command -v etcd >/dev/null && return 0

@@ -22,6 +22,8 @@
 # ports: SYNERGY_SLURM_PORT (slurmctld; slurmd of node i listens on
 # port+1+i).
 set -euo pipefail
+# shellcheck source=lib/daemon.sh
+. "$(dirname "$0")/lib/daemon.sh"
 
 dir="${SYNERGY_SLURM_DIR:-/var/lib/synergy/slurm}"
 nodes="${SYNERGY_SLURM_NODES:-4}"
@@ -59,24 +61,8 @@ pid_of() {
   fi
 }
 
-# stop_one NAME: TERM, up to 10 s, then KILL.
-stop_one() {
-  local pid
-  pid="$(pid_of "$1")"
-  if [ -n "$pid" ]; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 100); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-      log "$1 (pid $pid) did not stop in 10 s; killing it"
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-    log "stopped $1 (pid $pid)"
-  fi
-  rm -f "$dir/run/$1.pid"
-}
+# stop_one NAME: TERM, up to 10 s, then KILL (scripts/lib/daemon.sh).
+stop_one() { stop_daemon "$1" "$(pid_of "$1")" "$dir/run/$1.pid"; }
 
 need_packages() {
   command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null && command -v squeue >/dev/null && return 0

@@ -175,6 +175,7 @@ func (p *Profile) Validate() error {
 	c.host(&p.Host)
 	c.oneOf("gpu.mode", "", p.GPU.Mode, gpuModes)
 	c.int("gpu.count", "", int64(p.GPU.Count), 0, MaxGPUs, "more GPUs than any host holds")
+	c.gpuType(&p.GPU)
 	c.printable("strategy", p.Strategy)
 	c.axes(p)
 	c.cells(p)

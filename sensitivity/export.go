@@ -225,9 +225,13 @@ func ParseGavelKey(key string) (jobType string, scale int, err error) {
 	return m[1], scale, nil
 }
 
-// GavelGPUType is the default GPU type key: the NVML device name in
-// lower case with dashes, else the profile's GPU mode ("emulated", "none").
+// GavelGPUType is the default GPU type key: the profile's gpu.type where
+// it records one, else the NVML device name in lower case with dashes, else
+// the profile's GPU mode ("emulated", "none").
 func GavelGPUType(p *Profile) string {
+	if p.GPU.Type != "" {
+		return p.GPU.Type
+	}
 	if p.GPU.Mode == GPUModeNVML && len(p.GPU.Devices) > 0 {
 		return strings.Join(strings.Fields(strings.ToLower(p.GPU.Devices[0])), "-")
 	}

@@ -130,12 +130,21 @@ type HostInfo struct {
 	ReadLimitBytesPS int64   `json:"read_limit_bytes_per_s,omitempty"`
 }
 
-// GPUInfo says whether step times came from a GPU.
+// GPUInfo says whether step times came from a GPU, and which type of GPU
+// they stand for.
 type GPUInfo struct {
 	Mode    string   `json:"mode"`
 	Count   int      `json:"count"`
 	Devices []string `json:"devices,omitempty"`
-	Note    string   `json:"note,omitempty"`
+	// Type is the GPU type the profile's step times stand for, in the short
+	// form a typed cluster names its servers' gpu_type ("v100", "a100"):
+	// for mode nvml, GPUTypeFromDevice of the first device; for mode
+	// emulated, the GPU whose measured step the job waited for (the
+	// reference jobs' --emulate-gpu NAME), so an emulated profile names its
+	// type and stays marked emulated by Mode. Empty: not known (a fixed
+	// emulated step, no GPU, or a profile written before it was recorded).
+	Type string `json:"type,omitempty"`
+	Note string `json:"note,omitempty"`
 }
 
 // Axes are the CPU counts and memory limits the grid spans. A memory limit

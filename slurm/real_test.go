@@ -41,6 +41,9 @@ func realSlurm(t *testing.T) (Exec, string) {
 	if out, err := x.Run(ctx, "scontrol", "ping"); err != nil || !strings.Contains(string(out), "UP") {
 		testreq.Skip(t, "slurm", "slurmctld of "+conf+" not answering: "+strings.TrimSpace(string(out))+errText(err))
 	}
+	// One test process at a time uses the cluster (another `make test`
+	// beside this one waits here).
+	testreq.Exclusive(t, "slurm")
 	cancelTestJobs(t, x)
 	t.Cleanup(func() { cancelTestJobs(t, x) })
 	snap, err := ReadSnapshot(ctx, x)

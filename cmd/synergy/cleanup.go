@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/urfave/cli/v3"
 	"golang.org/x/sys/unix"
@@ -105,8 +107,9 @@ func (g *runGuard) release() {
 // (one run writes one --out), reaps what dead runs left (reporting it on
 // stderr), starts the watchdog that reaps this run's own leftovers if it
 // dies, and takes the dataset's lock exclusive (the cold-read probe that
-// follows evicts it) when it will be probed. release undoes it all.
-func guardRun(ctx context.Context, stderr io.Writer, runnerName string, cfg *profiler.Config) (*runGuard, error) {
+// follows evicts it) when it will be probed. Each wait for another run's
+// dataset lock lasts at most hostWait (0: no bound). release undoes it all.
+func guardRun(ctx context.Context, stderr io.Writer, runnerName string, hostWait time.Duration, cfg *profiler.Config) (*runGuard, error) {
 	g := &runGuard{}
 	lock, err := hostlock.Out(cfg.Out)
 	if err != nil {
@@ -129,7 +132,7 @@ func guardRun(ctx context.Context, stderr io.Writer, runnerName string, cfg *pro
 	g.undo = append(g.undo, func() { _ = wd.Close() })
 	if cfg.DataDir != "" {
 		say := func(msg string) { fmt.Fprintln(stderr, msg) }
-		if g.ds, err = hostlock.OpenDataset(ctx, hostlock.Dir(), cfg.DataDir, say); err != nil {
+		if g.ds, err = hostlock.OpenDataset(ctx, hostlock.Dir(), cfg.DataDir, hostWait, say); err != nil {
 			g.release()
 			return nil, fmt.Errorf("--%s: %w", flagData, err)
 		}
@@ -149,7 +152,7 @@ func guardRun(ctx context.Context, stderr io.Writer, runnerName string, cfg *pro
 // hold them, and pins every point to them; and it routes page-cache use of
 // the dataset through the dataset lock, held from a point's cache
 // preparation until its job has ended.
-func (g *runGuard) share(ctx context.Context, cfg *profiler.Config, stderr io.Writer) error {
+func (g *runGuard) share(ctx context.Context, cfg *profiler.Config, hostWait time.Duration, stderr io.Writer) error {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		return fmt.Errorf("read this process's CPUs: %w", err)
@@ -162,7 +165,10 @@ func (g *runGuard) share(ctx context.Context, cfg *profiler.Config, stderr io.Wr
 	}
 	need := int(math.Ceil(slices.Max(cfg.CPUs)))
 	dir := hostlock.Dir()
-	cores, err := hostlock.ClaimCores(ctx, dir, need, avail, func(msg string) { fmt.Fprintln(stderr, msg) })
+	cores, err := hostlock.ClaimCores(ctx, dir, need, avail, hostWait, func(msg string) { fmt.Fprintln(stderr, msg) })
+	if errors.Is(err, hostlock.ErrGaveUp) {
+		return fmt.Errorf("--%s %v: %w", flagHostWait, hostWait, err)
+	}
 	if err != nil {
 		return fmt.Errorf("--%s: %w", flagCPUs, err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -110,5 +111,43 @@ func TestProfileE2E_ConcurrentRunsShareNothing(t *testing.T) {
 		if _, err := os.Stat(out + ".lock"); !os.IsNotExist(err) {
 			t.Errorf("%s.lock left behind", out)
 		}
+	}
+}
+
+// TestProfileE2E_HostWaitGivesUpNamingTheHolder: with every core of a
+// registry held by another run (this test process), a profile with
+// --host-wait gives up after that long, naming the flag and the holder's
+// PID, instead of waiting for ever; nothing has been measured.
+func TestProfileE2E_HostWaitGivesUpNamingTheHolder(t *testing.T) {
+	needCgroups(t)
+	st := buildSynthtrain(t)
+	registry := t.TempDir()
+	t.Setenv(hostlock.EnvDir, registry)
+	var all []int
+	for c := range runtime.NumCPU() {
+		all = append(all, c)
+	}
+	held, err := hostlock.ClaimCores(context.Background(), registry, len(all), all, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	out := filepath.Join(t.TempDir(), "p.json")
+	start := time.Now()
+	stdout, stderr, err := runCLI(t, "profile", "--strategy", "axes", "--cpus", "1", "--stall-breakdown=false",
+		"--host-wait", "1s", "--out", out, "--", st, "--preset", "language", "--gpu-step", "10ms")
+	if err == nil {
+		t.Fatalf("profile with every core held succeeded:\n%s%s", stdout, stderr)
+	}
+	for _, want := range []string{"--host-wait 1s", "gave up waiting", fmt.Sprintf("PID %d", os.Getpid())} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if waited := time.Since(start); waited < time.Second {
+		t.Errorf("gave up after %v, before --host-wait 1s", waited)
+	}
+	if p, err := sensitivity.Load(out); err == nil && len(p.MeasuredOK()) > 0 {
+		t.Errorf("%d points measured while the cores were held", len(p.MeasuredOK()))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/synergy-sched/synergy/runner/local"
 	"github.com/synergy-sched/synergy/runner/reap"
@@ -115,12 +116,23 @@ func TestMain(m *testing.M) {
 	if reap.IsWatchdog(os.Args) {
 		reap.WatchdogMain()
 	}
+	// A profile that waits for the cores or dataset of another synergy run
+	// on this host (another `make test`, a measurement) fails after
+	// testHostWait naming that run, well before the package's timeout,
+	// instead of hanging until it.
+	if os.Getenv("SYNERGY_HOST_WAIT") == "" {
+		os.Setenv("SYNERGY_HOST_WAIT", testHostWait.String())
+	}
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
 	os.Exit(code)
 }
+
+// testHostWait bounds each profile's wait for another run's cores or
+// dataset in these tests (make test's package timeout is 45 minutes).
+const testHostWait = 10 * time.Minute
 
 // runCLI runs the synergy command line in this process (args without the
 // program name) and returns what it wrote through the command's writer and

@@ -42,6 +42,7 @@ func k8sTestEnv(t *testing.T) (kubeconfig, kubectl string) {
 	if out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "get", "--raw", "/readyz", "--request-timeout=5s").CombinedOutput(); err != nil {
 		testreq.Skip(t, "k8s", fmt.Sprintf("API server not ready: %v: %s", err, out))
 	}
+	testreq.Exclusive(t, "k8s") // one test process at a time (package k8s's tests too)
 	return kubeconfig, kubectl
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/synergy-sched/synergy/sensitivity"
+	"github.com/synergy-sched/synergy/sensitivity/sensitivitytest"
 )
 
 const tmib = 1 << 20
@@ -323,5 +324,25 @@ func TestMatrix_ShowTimelineReadsTheRecordedFiles(t *testing.T) {
 	_, _, err = runCLI(t, "matrix", "show", path, "--timeline", "cpus=2 mem=unlimited", "--plot", plot)
 	if err == nil || !strings.Contains(err.Error(), "--timeline") || !strings.Contains(err.Error(), "records no timeline") {
 		t.Errorf("point without a timeline: err = %v", err)
+	}
+}
+
+// The matrix caption names the GPU type a profile measured, and keeps an
+// emulated one labelled emulated.
+func TestPrintMatrix_NamesTheGPUType(t *testing.T) {
+	p := sensitivitytest.Demo(t.TempDir())
+	for _, c := range []struct{ mode, typ, want string }{
+		{sensitivity.GPUModeEmulated, "v100", "GPU step emulated as a v100 (not measured on a GPU)"},
+		{sensitivity.GPUModeEmulated, "", "GPU step emulated (not measured on a GPU)"},
+		{sensitivity.GPUModeNVML, "h100", "(samples/s on a h100)"},
+	} {
+		p.GPU.Mode, p.GPU.Type = c.mode, c.typ
+		var b strings.Builder
+		if err := printMatrix(&b, p); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("%s %q: caption does not say %q:\n%s", c.mode, c.typ, c.want, b.String())
+		}
 	}
 }

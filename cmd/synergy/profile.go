@@ -54,6 +54,7 @@ const (
 	flagSampleEvery   = "sample-interval"
 	flagBudget        = "budget"
 	flagValidate      = "validate"
+	flagHostWait      = "host-wait"
 )
 
 func profileCommand() *cli.Command {
@@ -101,6 +102,7 @@ Example:
 			&cli.FloatFlag{Name: flagTargetCI, Value: 100 * profiler.DefaultTargetRelCI, Usage: "stop a point when the 95% CI half-width is within `PCT` % of the mean"},
 			&cli.IntFlag{Name: flagMinIterations, Value: profiler.DefaultMinIterations, Usage: "measure at least `N` iterations before a point may stop (at least 10)"},
 			&cli.IntFlag{Name: flagWarmup, Value: profiler.DefaultWarmup, Usage: "drop the first `N` iterations of each point"},
+			&cli.DurationFlag{Name: flagHostWait, Sources: cli.EnvVars("SYNERGY_HOST_WAIT"), DefaultText: "as long as it takes", Usage: "wait at most `DURATION` for the cores or the dataset another synergy run on this host holds, then fail naming it (0: no bound)"},
 			&cli.StringFlag{Name: flagLogDir, DefaultText: "OUT's name + .logs", Usage: "write each point's stdout/stderr into `DIR`"},
 			&cli.BoolFlag{Name: flagRequireGPU, Usage: "fail if no GPU can be sampled through NVML"},
 			&cli.BoolFlag{Name: flagJSON, Usage: "print the profile JSON on stdout instead of the table"},
@@ -121,6 +123,8 @@ type profileOptions struct {
 	dockerImg  string
 	mount      string
 	shmBytes   int64
+	// hostWait bounds each wait for another run's cores or dataset (0: none).
+	hostWait time.Duration
 	// cpuFlag and memFlag name the flag each axis came from ("" when the
 	// host or the dataset sets it), for errors about the axis.
 	cpuFlag, memFlag string
@@ -281,6 +285,9 @@ func parseMeasureFlags(c *cli.Command, o *profileOptions) error {
 	if cfg.PointTimeout = c.Duration(flagPointTimeout); cfg.PointTimeout <= 0 {
 		return fmt.Errorf("--%s: %v is not a positive duration", flagPointTimeout, cfg.PointTimeout)
 	}
+	if o.hostWait = c.Duration(flagHostWait); o.hostWait < 0 {
+		return fmt.Errorf("--%s: %v is negative", flagHostWait, o.hostWait)
+	}
 	if cfg.PointTimeout < minPointTimeout {
 		return fmt.Errorf("--%s: %v is below %v: a point starts the job (seconds for a container or an interpreter importing its framework), drops --%s iterations and measures at least --%s (%d) more, so every point would time out",
 			flagPointTimeout, cfg.PointTimeout, minPointTimeout, flagWarmup, flagMinIterations, cfg.MinIterations)
@@ -414,7 +421,7 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 	if err := resolveAxes(&o, h, runtime.NumCPU()); err != nil {
 		return err
 	}
-	guard, err := guardRun(ctx, c.Root().ErrWriter, o.runnerName, cfg)
+	guard, err := guardRun(ctx, c.Root().ErrWriter, o.runnerName, o.hostWait, cfg)
 	if err != nil {
 		return err
 	}
@@ -426,7 +433,7 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 	defer env.close()
 	withEnvironment(cfg, env)
 	stdout, stderr := c.Root().Writer, c.Root().ErrWriter
-	if err := guard.share(ctx, cfg, stderr); err != nil {
+	if err := guard.share(ctx, cfg, o.hostWait, stderr); err != nil {
 		return err
 	}
 	for _, w := range env.warnings {

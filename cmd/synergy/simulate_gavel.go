@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/synergy-sched/synergy/internal/atomicfile"
+	"github.com/synergy-sched/synergy/internal/units"
 	"github.com/synergy-sched/synergy/report"
 	"github.com/synergy-sched/synergy/scheduler"
 	"github.com/synergy-sched/synergy/scheduler/gavel"
@@ -23,19 +24,20 @@ import (
 // --gavel-generate); --policies, --seed, --loads, --num-jobs, --multi-gpu,
 // --window, --round, --out, --json and --workers are shared.
 const (
-	gvFlagTrace       = "gavel-trace"
-	gvFlagGenerate    = "gavel-generate"
-	gvFlagThroughputs = "throughputs"
-	gvFlagClusterSpec = "cluster-spec"
-	gvFlagPerServer   = "gpus-per-server"
-	gvFlagPriorities  = "priorities"
-	gvFlagSLOs        = "slos"
-	gvFlagCorrected   = "agnostic-corrected"
-	gvFlagRecord      = "gavel-record-trace"
-	gvFlagIdeal       = "ideal"
-	gvFlagMaxHours    = "gavel-max-hours"
-	gvFlagPrices      = "prices"
-	gvFlagEntities    = "gavel-entities"
+	gvFlagTrace        = "gavel-trace"
+	gvFlagGenerate     = "gavel-generate"
+	gvFlagThroughputs  = "throughputs"
+	gvFlagClusterSpec  = "cluster-spec"
+	gvFlagPerServer    = "gpus-per-server"
+	gvFlagPriorities   = "priorities"
+	gvFlagSLOs         = "slos"
+	gvFlagCorrected    = "agnostic-corrected"
+	gvFlagRecord       = "gavel-record-trace"
+	gvFlagIdeal        = "ideal"
+	gvFlagMaxHours     = "gavel-max-hours"
+	gvFlagPrices       = "prices"
+	gvFlagEntities     = "gavel-entities"
+	gvFlagFromProfiles = "throughputs-from-profiles"
 )
 
 func gavelFlags() []cli.Flag {
@@ -43,6 +45,7 @@ func gavelFlags() []cli.Flag {
 		&cli.StringFlag{Name: gvFlagTrace, Usage: "Gavel mode: replay a Gavel trace (10 tab-separated fields per job) with Gavel's round mechanism"},
 		&cli.StringFlag{Name: gvFlagGenerate, Usage: "Gavel mode: Gavel's generator, continuous (Poisson at --loads jobs/h, measured on --window, default 4000-4999) or static (--num-jobs at t = 0)"},
 		&cli.StringFlag{Name: gvFlagThroughputs, Usage: "Gavel mode: Gavel's throughputs JSON (worker type → \"('<model>', <scale factor>)\" → \"null\": steps/s)"},
+		&cli.StringFlag{Name: gvFlagFromProfiles, Usage: "Gavel mode: throughput rows from profiles (comma-separated files or directories of *.json): one job per job.name, one row entry per gpu.type, read at the type's GPU-proportional CPUs and memory (the cluster JSON's, else 3 CPUs and 62.5 GB per GPU); with or instead of --throughputs"},
 		&cli.StringFlag{Name: gvFlagClusterSpec, Value: "36:36:36", Usage: "Gavel mode: GPUs per type, V100:P100:K80 (36:36:36; physical = 8:16:24), name=count:… for any types in priority order, or a cluster JSON whose servers have gpu_type"},
 		&cli.StringFlag{Name: gvFlagPerServer, Usage: "Gavel mode: GPUs per server per type, same shape as --cluster-spec (default 1 each, as Gavel)"},
 		&cli.BoolFlag{Name: gvFlagPriorities, Usage: "Gavel generator: priority 5 for 20% of jobs"},
@@ -72,11 +75,14 @@ func gavelPolicyNames() []string {
 }
 
 type gavelOptions struct {
-	sweep  gavel.Sweep
-	record string
-	out    string
-	json   bool
-	plot   string
+	sweep gavel.Sweep
+	// profileRows are the throughput rows read from profiles, reported
+	// with the results.
+	profileRows []gavel.ProfileRow
+	record      string
+	out         string
+	json        bool
+	plot        string
 }
 
 func parseGavelFlags(c *cli.Command) (gavelOptions, error) {
@@ -90,18 +96,12 @@ func parseGavelFlags(c *cli.Command) (gavelOptions, error) {
 			return o, badFlag(f, errors.New("is Synergy's workload; Gavel mode takes --gavel-trace or --gavel-generate"))
 		}
 	}
-	path := c.String(gvFlagThroughputs)
-	if path == "" {
-		return o, badFlag(gvFlagThroughputs, errors.New("required in Gavel mode (Gavel's throughputs JSON)"))
-	}
-	var err error
-	if s.Throughputs, err = gavel.LoadThroughputs(path); err != nil {
-		return o, badFlag(gvFlagThroughputs, err)
-	}
+	share := gavel.Share(gavel.DefaultShare)
 	spec := c.String(gvFlagClusterSpec)
 	if spec == "physical" {
 		spec = "8:16:24"
 	}
+	var err error
 	if strings.HasSuffix(spec, ".json") {
 		cl, err := scheduler.LoadCluster(spec)
 		if err == nil {
@@ -110,8 +110,12 @@ func parseGavelFlags(c *cli.Command) (gavelOptions, error) {
 		if err != nil {
 			return o, badFlag(gvFlagClusterSpec, err)
 		}
+		share = gavel.ClusterShare(cl)
 	} else if s.Config.Cluster, err = gavel.ParseClusterSpec(spec, c.String(gvFlagPerServer)); err != nil {
 		return o, badFlag(gvFlagClusterSpec, err)
+	}
+	if err := o.parseGavelThroughputs(c, share); err != nil {
+		return o, err
 	}
 	if err := o.parseGavelPrices(c); err != nil {
 		return o, err
@@ -125,6 +129,44 @@ func parseGavelFlags(c *cli.Command) (gavelOptions, error) {
 	return o, s.Check()
 }
 
+// parseGavelThroughputs reads --throughputs (Gavel's file) and/or
+// --throughputs-from-profiles (rows from profiles, each read at its type's
+// share: the cluster JSON's CPUs and memory per GPU, else Synergy's default
+// server's); an entry both give is an error.
+func (o *gavelOptions) parseGavelThroughputs(c *cli.Command, share gavel.Share) error {
+	s := &o.sweep
+	path, profs := c.String(gvFlagThroughputs), c.String(gvFlagFromProfiles)
+	if path == "" && profs == "" {
+		return badFlag(gvFlagThroughputs, fmt.Errorf("required in Gavel mode (Gavel's throughputs JSON), unless --%s gives the rows", gvFlagFromProfiles))
+	}
+	var err error
+	if path != "" {
+		if s.Throughputs, err = gavel.LoadThroughputs(path); err != nil {
+			return badFlag(gvFlagThroughputs, err)
+		}
+	}
+	if profs == "" {
+		return nil
+	}
+	paths, err := gavel.ProfilePaths(profs)
+	if err != nil {
+		return badFlag(gvFlagFromProfiles, err)
+	}
+	t, rows, err := gavel.ThroughputsFromProfiles(paths, share)
+	if err != nil {
+		return badFlag(gvFlagFromProfiles, err)
+	}
+	o.profileRows = rows
+	if s.Throughputs == nil {
+		s.Throughputs = t
+		return nil
+	}
+	if err := s.Throughputs.Merge(t, "profiles"); err != nil {
+		return badFlag(gvFlagFromProfiles, err)
+	}
+	return nil
+}
+
 // parseGavelPrices reads --prices: every type of the cluster needs a price;
 // the cost policy needs the file, and ideal mode cannot charge micro-tasks.
 func (o *gavelOptions) parseGavelPrices(c *cli.Command) error {
@@ -132,7 +174,7 @@ func (o *gavelOptions) parseGavelPrices(c *cli.Command) error {
 	path := c.String(gvFlagPrices)
 	if path == "" {
 		for _, p := range splitList(c.String(simFlagPolicies)) {
-			if p == gavel.CostPolicyName {
+			if gavel.NeedsPrices(p) {
 				return badFlag(gvFlagPrices, fmt.Errorf("required by the policy %s", p))
 			}
 		}
@@ -294,6 +336,7 @@ func runGavelSimulate(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return err
 	}
+	res.ProfileRows = o.profileRows
 	if o.record != "" {
 		if err := o.writeRecordedTrace(res); err != nil {
 			return badFlag(gvFlagRecord, err)
@@ -311,6 +354,9 @@ func runGavelSimulate(ctx context.Context, c *cli.Command) error {
 	}
 	if o.json {
 		return res.WriteJSON(stdout)
+	}
+	if err := printProfileRows(stdout, res.ProfileRows); err != nil {
+		return err
 	}
 	return printGavelSweep(stdout, res)
 }
@@ -336,12 +382,46 @@ func (o *gavelOptions) writeRecordedTrace(res *gavel.SweepResult) error {
 	return atomicfile.WriteWith(o.record, 0o644, func(w io.Writer) error { return gavel.WriteTrace(w, jobs) })
 }
 
+// printProfileRows lists the throughput rows read from profiles, each with
+// the cell it was read at; an emulated row says so.
+func printProfileRows(w io.Writer, rows []gavel.ProfileRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "throughputs from profiles:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "job type\tGPU type\tsteps/s\tread at (per GPU)\tsource\tprofile")
+	for _, r := range rows {
+		src := "measured"
+		if r.Emulated {
+			src = "EMULATED (no GPU ran)"
+		}
+		at := fmt.Sprintf("%g CPUs, %s", r.CPUsPerGPU, units.FormatGB(r.MemBytesPerGPU))
+		if r.Clamped {
+			at += " (outside the profile: its edge)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.4g\t%s\t%s\t%s\n", r.JobType, r.GPUType, r.StepsPerS, at, src, r.File)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
 func printGavelSweep(w io.Writer, res *gavel.SweepResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	costs := len(res.Runs) > 0 && res.Runs[0].Result.TotalCost != nil
+	slos := false
+	for _, r := range res.Runs {
+		slos = slos || r.Result.SLOJobs > 0
+	}
 	head := "policy\tjobs/h\tseed\tfinished\tmean JCT h\tmakespan h\tutilisation\tlease ext.\trounds\t"
 	if costs {
 		head += "cost\t"
+	}
+	if slos {
+		head += "SLO viol.\t"
 	}
 	fmt.Fprintln(tw, head)
 	defer func() {
@@ -361,6 +441,9 @@ func printGavelSweep(w io.Writer, res *gavel.SweepResult) error {
 			x.NumFinished, windowSize(x), x.MeanJCTS/3600, x.MakespanS/3600, x.Utilization, ext, x.Rounds)
 		if costs {
 			fmt.Fprintf(tw, "%.2f\t", *x.TotalCost)
+		}
+		if slos {
+			fmt.Fprintf(tw, "%d/%d\t", x.SLOViolations, x.SLOJobs)
 		}
 		fmt.Fprintln(tw)
 	}

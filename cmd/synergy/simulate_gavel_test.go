@@ -6,8 +6,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/synergy-sched/synergy/sensitivity/sensitivitytest"
 )
 
 const gavelRef = "../../scheduler/gavel/testdata/reference"
@@ -135,5 +138,175 @@ func TestSimulateGavel_BadInputNamesFlagAndLine(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: error %v, want it to contain %q", args, err, want)
 		}
+	}
+}
+
+// gavelProfile saves the demo profile (synthtrain, batch 16, 1 GPU) as
+// measured on gpuType at speed × its rates.
+func gavelProfile(t *testing.T, dir, gpuType string, speed float64, mode string) string {
+	t.Helper()
+	p := sensitivitytest.Demo(dir)
+	p.GPU.Type, p.GPU.Mode = gpuType, mode
+	for i := range p.Cells {
+		p.Cells[i].SamplesPerS *= speed
+		p.Cells[i].SamplesPerSCI95 *= speed
+	}
+	p.StepOnly.SamplesPerS *= speed
+	path := filepath.Join(dir, gpuType+".json")
+	if err := p.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Rows from profiles drive Gavel mode: a job alone on a v100 + k80 cluster
+// runs on the v100 at the v100 profile's rate (read at the default share,
+// clamped to the demo's largest cell: 387.5 samples/s ÷ batch 16 = 24.22
+// steps/s), and the results list the rows, the emulated one labelled.
+func TestSimulateGavel_ThroughputsFromProfiles(t *testing.T) {
+	dir := t.TempDir()
+	pdir := filepath.Join(dir, "profiles")
+	os.Mkdir(pdir, 0o755)
+	gavelProfile(t, pdir, "v100", 1, "emulated")
+	k80 := gavelProfile(t, pdir, "k80", 0.25, "nvml")
+	steps := 387.5 / 16 * 7200 // two hours on a v100
+	trace := filepath.Join(dir, "one.trace")
+	os.WriteFile(trace, []byte("synthtrain (batch size 16)\tpython3 x.py\tw\t--n\t0\t"+strconv.Itoa(int(steps))+"\t1\t1\t-1\t0\n"), 0o644)
+	out, _, err := runCLI(t, "simulate", "--gavel-trace", trace, "--throughputs-from-profiles", pdir,
+		"--cluster-spec", "v100=1:k80=1", "--policies", "fifo_perf", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Runs []struct {
+			Result struct {
+				Jobs []struct {
+					JCTS *float64 `json:"jct_s"`
+				} `json:"jobs"`
+			}
+		}
+		Rows []struct {
+			GPUType   string  `json:"gpu_type"`
+			Emulated  bool    `json:"emulated"`
+			StepsPerS float64 `json:"steps_per_s"`
+			File      string  `json:"file"`
+		} `json:"throughputs_from_profiles"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(res.Rows) != 2 || res.Rows[0].GPUType != "k80" || res.Rows[0].Emulated || res.Rows[0].File != k80 || res.Rows[1].GPUType != "v100" || !res.Rows[1].Emulated {
+		t.Fatalf("rows = %+v, want k80 (measured, %s) then v100 (emulated)", res.Rows, k80)
+	}
+	if jct := res.Runs[0].Result.Jobs[0].JCTS; jct == nil || math.Abs(*jct-7200) > 360 {
+		t.Errorf("JCT %v, want about 7200 s (the v100 row; on the k80 it would take 28800 s)", jct)
+	}
+	table, _, err := runCLI(t, "simulate", "--gavel-trace", trace, "--throughputs-from-profiles", pdir,
+		"--cluster-spec", "v100=1:k80=1", "--policies", "fifo_perf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table, "EMULATED") || !strings.Contains(table, "(batch size 16)") {
+		t.Errorf("table does not list the rows with the emulated one labelled:\n%s", table)
+	}
+}
+
+// Profiles complement Gavel's file: the file's job types and the profiled
+// one run together; a profile of a type the file already gives is refused.
+func TestSimulateGavel_ProfilesComplementTheFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, gt := range []string{"v100", "p100", "k80"} {
+		gavelProfile(t, dir, gt, 1, "emulated")
+	}
+	syn := filepath.Join(gavelRef, "synthetic")
+	b, err := os.ReadFile(filepath.Join(syn, "static.trace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	trace := filepath.Join(dir, "mixed.trace")
+	os.WriteFile(trace, []byte(first+"\nsynthtrain (batch size 16)\tpython3 x.py\tw\t--n\t0\t50000\t1\t1\t-1\t0\n"), 0o644)
+	tp := filepath.Join(syn, "throughputs.json")
+	out, _, err := runCLI(t, "simulate", "--gavel-trace", trace, "--throughputs", tp, "--throughputs-from-profiles", dir,
+		"--cluster-spec", "8:16:24", "--policies", "max_min_fairness_perf", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `"num_finished": 2`) {
+		t.Errorf("both jobs should finish:\n%s", out)
+	}
+	// The synthetic file's own job type, given again by a profile.
+	name, _, _ := strings.Cut(first, " (batch size")
+	p := sensitivitytest.Demo(dir)
+	p.GPU.Type, p.Job.Name, p.Job.Batch = "v100", name, 20
+	clash := filepath.Join(dir, "clash", "p.json")
+	os.MkdirAll(filepath.Dir(clash), 0o755)
+	if err := p.Save(clash); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = runCLI(t, "simulate", "--gavel-trace", trace, "--throughputs", tp, "--throughputs-from-profiles", clash, "--cluster-spec", "8:16:24")
+	if err == nil || !strings.Contains(err.Error(), "--throughputs-from-profiles") || !strings.Contains(err.Error(), "throughputs file too") {
+		t.Errorf("clash: %v, want an error naming the flag and the double entry", err)
+	}
+	_, _, err = runCLI(t, "simulate", "--gavel-trace", trace, "--throughputs-from-profiles", dir+","+filepath.Join(dir, "v100.json"), "--cluster-spec", "8:16:24")
+	if err == nil || !strings.Contains(err.Error(), "v100.json: gpu.type") {
+		t.Errorf("one profile twice: %v, want it named with gpu.type", err)
+	}
+}
+
+// The SLO cost variant from the CLI: it needs a price file, and with the
+// generator's SLOs the results count the SLO jobs and violations (JSON)
+// and the table shows them.
+func TestSimulateGavel_CostSLOsCountViolations(t *testing.T) {
+	dir := t.TempDir()
+	prices := filepath.Join(dir, "prices.json")
+	os.WriteFile(prices, []byte(`{"types": {"v100": 3, "p100": 1.5, "k80": 0.2}}`), 0o644)
+	tp := "../../scheduler/gavel/testdata/generator/throughputs.json"
+	args := []string{"simulate", "--gavel-generate", "static", "--num-jobs", "12", "--slos", "--throughputs", tp, "--cluster-spec", "4:4:4",
+		"--policies", "max_sum_throughput_normalized_by_cost_perf,max_sum_throughput_normalized_by_cost_perf_SLOs"}
+	if _, _, err := runCLI(t, args...); err == nil || !strings.Contains(err.Error(), "--prices: required by the policy max_sum_throughput_normalized_by_cost_perf") {
+		t.Errorf("without prices: %v", err)
+	}
+	args = append(args, "--prices", prices)
+	out, _, err := runCLI(t, append(args, "--json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Runs []struct {
+			Result struct {
+				Policy        string `json:"policy"`
+				SLOJobs       int    `json:"slo_jobs"`
+				SLOViolations int    `json:"slo_violations"`
+				Jobs          []struct {
+					FinishS   *float64 `json:"finish_s"`
+					DeadlineS *float64 `json:"deadline_s"`
+				} `json:"jobs"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Runs {
+		late := 0
+		for _, j := range r.Result.Jobs {
+			if j.DeadlineS == nil {
+				t.Fatalf("%s: a job without a deadline under --slos", r.Result.Policy)
+			}
+			if j.FinishS == nil || *j.FinishS > *j.DeadlineS {
+				late++
+			}
+		}
+		if r.Result.SLOJobs != 12 || r.Result.SLOViolations != late {
+			t.Errorf("%s: slo_jobs %d, slo_violations %d; want 12 and %d (jobs finished after their deadline)", r.Result.Policy, r.Result.SLOJobs, r.Result.SLOViolations, late)
+		}
+	}
+	table, _, err := runCLI(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table, "SLO viol.") || !strings.Contains(table, "/12") {
+		t.Errorf("table has no SLO column:\n%s", table)
 	}
 }

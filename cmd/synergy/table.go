@@ -17,8 +17,13 @@ import (
 // failed ones their failure class.
 func printMatrix(w io.Writer, p *sensitivity.Profile) error {
 	unit := "samples/s"
-	if p.GPU.Mode == sensitivity.GPUModeEmulated {
+	switch {
+	case p.GPU.Mode == sensitivity.GPUModeEmulated && p.GPU.Type != "":
+		unit += ", GPU step emulated as a " + p.GPU.Type + " (not measured on a GPU)"
+	case p.GPU.Mode == sensitivity.GPUModeEmulated:
 		unit += ", GPU step emulated (not measured on a GPU)"
+	case p.GPU.Type != "":
+		unit += " on a " + p.GPU.Type
 	}
 	caption := fmt.Sprintf("%s: throughput (%s); ~ predicted (%s), ± 95%% CI of measured cells", p.Job.Name, unit, fitName(p))
 	err := printGrid(w, p.Axes, caption, func(cpus float64, mem int64) string { return cellText(p.Cell(cpus, mem)) })

@@ -20,7 +20,7 @@ const maxFuncLines = 80
 // those in skipDirs).
 var shortFuncDirs = []string{
 	"cmd/synergy", "runner", "profiler", "sensitivity", "scheduler", "jobcontract", "report",
-	"models/synthtrain", "slurm",
+	"models/synthtrain", "slurm", "k8s",
 }
 
 // skipDirs are subtrees of shortFuncDirs that the clean-up did not cover.

@@ -286,6 +286,9 @@ class SynergyMetrics:
             SynergyMetrics.enabled_instances += 1
         self.point = os.environ.get(ENV_POINT, "")
         self.step_source = None
+        # The GPU type the emulated step stands for (GPUStep.gpu, e.g. "v100"):
+        # the profile records it as gpu.type.
+        self.emulated_gpu = getattr(emulated, "gpu", None) or None
         if isinstance(emulated, str) and emulated:
             self.step_source = emulated
         elif isinstance(getattr(emulated, "label", None), str):  # a GPUStep
@@ -390,6 +393,8 @@ class SynergyMetrics:
             line["emulated"] = True
             if self.step_source:
                 line["step_source"] = self.step_source
+            if self.emulated_gpu:
+                line["emulated_gpu"] = self.emulated_gpu
         self.iterations += 1
         if self.path is None:
             return

@@ -138,6 +138,19 @@ class MetricsTest(unittest.TestCase):
         self.assertEqual(len(got), 2)
         self.assertEqual(got[1], {"iter": 0, "samples": 3, "data_wait_s": 0.5, "step_s": 0.25, "ts": 1.7e9})
 
+    def test_fixed_step_names_no_gpu(self):
+        path = os.path.join(tempfile.mkdtemp(), "m.jsonl")
+        self.addCleanup(os.remove, path)
+        clock = FakeClock()
+        with SynergyMetrics(path, emulated=synergy_metrics.fixed_step(0.01), clock=clock.perf, wall=clock.time) as m:
+            for _ in m.wrap([[0] * 4]):
+                clock.advance(0.01)
+                m.step_done()
+        with open(path) as f:
+            (line,) = [json.loads(l) for l in f]
+        self.assertTrue(line["emulated"])
+        self.assertNotIn("emulated_gpu", line, "a fixed wait stands for no GPU type")
+
     def test_emulated_and_intended(self):
         with self.metrics(emulated=True) as m:
             for _ in m.wrap(SlowLoader(self.clock, [5], wait_s=0)):
@@ -276,6 +289,7 @@ class GPUStepTest(unittest.TestCase):
         with open(path) as f:
             (line,) = [json.loads(l) for l in f]
         self.assertEqual((line["emulated"], line["step_source"]), (True, st.label))
+        self.assertEqual(line["emulated_gpu"], "v100", "the profile records it as gpu.type")
         self.assertAlmostEqual(line["step_intended_s"], 0.033025)
         self.assertAlmostEqual(line["step_s"], 0.04)
 

@@ -190,6 +190,9 @@ func (d Detection) GPUInfo() sensitivity.GPUInfo {
 	for _, dev := range d.Devices {
 		g.Devices = append(g.Devices, dev.Name)
 	}
+	if len(g.Devices) > 0 {
+		g.Type = sensitivity.GPUTypeFromDevice(g.Devices[0])
+	}
 	return g
 }
 

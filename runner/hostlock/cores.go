@@ -27,9 +27,10 @@ type Cores struct {
 
 // ClaimCores claims n of the CPUs in available for this run, lowest
 // numbers first among the free ones, one lock file per CPU under
-// dir/cores. While fewer than n are free it waits (until ctx ends), telling
-// wait once which runs hold which CPUs.
-func ClaimCores(ctx context.Context, dir string, n int, available []int, wait func(msg string)) (*Cores, error) {
+// dir/cores. While fewer than n are free it waits (until ctx ends, or for
+// at most maxWait when maxWait > 0: then the error wraps ErrGaveUp and
+// names the holders), telling wait once which runs hold which CPUs.
+func ClaimCores(ctx context.Context, dir string, n int, available []int, maxWait time.Duration, wait func(msg string)) (*Cores, error) {
 	if n <= 0 || n > len(available) {
 		return nil, fmt.Errorf("claim %d cores: %d available (%s)", n, len(available), runner.FormatCPUSet(available))
 	}
@@ -38,14 +39,19 @@ func ClaimCores(ctx context.Context, dir string, n int, available []int, wait fu
 		return nil, fmt.Errorf("core registry: %w", err)
 	}
 	told := ""
+	start := time.Now()
 	for {
 		c, held, err := tryClaim(cdir, n, available)
 		if err != nil || c != nil {
 			return c, err
 		}
+		msg := busyMessage(n, available, held)
+		if maxWait > 0 && time.Since(start) >= maxWait {
+			return nil, fmt.Errorf("%w after %v: %s", ErrGaveUp, maxWait, strings.TrimPrefix(msg, "waiting "))
+		}
 		// A holder seen only as "another run" (its lock not yet in
 		// /proc/locks, or just gone) does not replace a message naming one.
-		if msg := busyMessage(n, available, held); wait != nil && msg != told && (told == "" || namesHolder(held)) {
+		if wait != nil && msg != told && (told == "" || namesHolder(held)) {
 			wait(msg)
 			told = msg
 		}

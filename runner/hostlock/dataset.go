@@ -21,6 +21,8 @@ type Dataset struct {
 	path string // lock file
 	data string
 	note func(string)
+	// maxWait bounds each wait when > 0.
+	maxWait time.Duration
 
 	mu   sync.Mutex
 	l    *lockFile
@@ -28,9 +30,10 @@ type Dataset struct {
 }
 
 // OpenDataset prepares the lock of dataset directory data under
-// dir/datasets (keyed by its resolved path). ctx bounds every wait; note
-// hears once per wait which run it waits for.
-func OpenDataset(ctx context.Context, dir, data string, note func(string)) (*Dataset, error) {
+// dir/datasets (keyed by its resolved path). ctx bounds every wait, and so
+// does maxWait when > 0 (the error then wraps ErrGaveUp and names the
+// holders); note hears once per wait which run it waits for.
+func OpenDataset(ctx context.Context, dir, data string, maxWait time.Duration, note func(string)) (*Dataset, error) {
 	real, err := filepath.EvalSymlinks(data)
 	if err != nil {
 		return nil, fmt.Errorf("dataset lock: %w", err)
@@ -44,7 +47,7 @@ func OpenDataset(ctx context.Context, dir, data string, note func(string)) (*Dat
 		return nil, fmt.Errorf("dataset lock: %w", err)
 	}
 	sum := sha256.Sum256([]byte(real))
-	return &Dataset{ctx: ctx, path: filepath.Join(ddir, hex.EncodeToString(sum[:8])+".lock"), data: real, note: note}, nil
+	return &Dataset{ctx: ctx, path: filepath.Join(ddir, hex.EncodeToString(sum[:8])+".lock"), data: real, note: note, maxWait: maxWait}, nil
 }
 
 // Shared holds the lock shared (a warm point), waiting for an exclusive
@@ -89,6 +92,7 @@ func (d *Dataset) hold(kind int) error {
 // has to wait it tells note what the holders are doing (what, unless "").
 func (d *Dataset) wait(path string, kind int, what string) (*lockFile, error) {
 	told := false
+	start := time.Now()
 	for {
 		l, ok, err := tryLock(path, kind)
 		if err != nil {
@@ -96,6 +100,9 @@ func (d *Dataset) wait(path string, kind int, what string) (*lockFile, error) {
 		}
 		if ok {
 			return l, nil
+		}
+		if d.maxWait > 0 && time.Since(start) >= d.maxWait {
+			return nil, fmt.Errorf("%w after %v for the dataset lock of %s: %s holds it", ErrGaveUp, d.maxWait, d.data, pidList(Holders(path)))
 		}
 		if !told && what != "" && d.note != nil {
 			d.note(fmt.Sprintf("waiting: %s on the same dataset %s is %s", pidList(Holders(path)), d.data, what))

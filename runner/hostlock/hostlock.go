@@ -28,6 +28,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// ErrGaveUp is wrapped by the errors of a wait for another run's cores or
+// dataset that outlasted its bound.
+var ErrGaveUp = errors.New("gave up waiting for another synergy run")
+
 // EnvDir overrides Dir.
 const EnvDir = "SYNERGY_RUN_DIR"
 

@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 			}
 		case "cores":
 			n, _ := strconv.Atoi(f[2])
-			c, err := ClaimCores(context.Background(), f[1], n, []int{0, 1}, nil)
+			c, err := ClaimCores(context.Background(), f[1], n, []int{0, 1}, 0, nil)
 			if err != nil {
 				os.Exit(1)
 			}
@@ -99,7 +99,7 @@ func TestClaimCores_DisjointAndWaits(t *testing.T) {
 		t.Fatalf("first claim got CPU %q, want 0 (lowest free)", first)
 	}
 	// One core left: a second run gets CPU 1, not the held 0.
-	c, err := ClaimCores(context.Background(), dir, 1, []int{0, 1}, nil)
+	c, err := ClaimCores(context.Background(), dir, 1, []int{0, 1}, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestClaimCores_DisjointAndWaits(t *testing.T) {
 	// Two cores while one is held: wait, naming the holder, until it ends.
 	var msgs []string
 	go func() { time.Sleep(600 * time.Millisecond); cmd.Process.Kill() }()
-	c, err = ClaimCores(context.Background(), dir, 2, []int{0, 1}, func(m string) { msgs = append(msgs, m) })
+	c, err = ClaimCores(context.Background(), dir, 2, []int{0, 1}, 0, func(m string) { msgs = append(msgs, m) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,22 +124,41 @@ func TestClaimCores_DisjointAndWaits(t *testing.T) {
 	// A cancelled wait ends with the context's error.
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if _, err := ClaimCores(ctx, dir, 1, []int{0, 1}, nil); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := ClaimCores(ctx, dir, 1, []int{0, 1}, 0, nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("claim with every core held: %v, want the deadline", err)
 	}
-	if _, err := ClaimCores(context.Background(), dir, 3, []int{0, 1}, nil); err == nil {
+	if _, err := ClaimCores(context.Background(), dir, 3, []int{0, 1}, 0, nil); err == nil {
 		t.Error("claiming more cores than available gave no error")
+	}
+}
+
+// A bounded wait gives up with ErrGaveUp, naming the run that holds the
+// cores, and does not wait much past its bound.
+func TestClaimCores_BoundedWaitNamesHolder(t *testing.T) {
+	dir := t.TempDir()
+	cmd, _ := holder(t, "cores "+dir+" 2")
+	defer cmd.Process.Kill()
+	start := time.Now()
+	_, err := ClaimCores(context.Background(), dir, 1, []int{0, 1}, 400*time.Millisecond, nil)
+	if !errors.Is(err, ErrGaveUp) {
+		t.Fatalf("claim with every core held and a 400ms bound: %v, want ErrGaveUp", err)
+	}
+	if !strings.Contains(err.Error(), "PID "+strconv.Itoa(cmd.Process.Pid)) || !strings.Contains(err.Error(), "400ms") {
+		t.Errorf("error %q does not name the holder's PID %d and the bound", err, cmd.Process.Pid)
+	}
+	if waited := time.Since(start); waited < 400*time.Millisecond {
+		t.Errorf("gave up after %v, before its 400ms bound", waited)
 	}
 }
 
 func TestDataset_ColdWaitsForWarm(t *testing.T) {
 	dir, data := t.TempDir(), t.TempDir()
 	var notes []string
-	a, err := OpenDataset(context.Background(), dir, data, nil)
+	a, err := OpenDataset(context.Background(), dir, data, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := OpenDataset(context.Background(), dir, data, func(m string) { notes = append(notes, m) })
+	b, err := OpenDataset(context.Background(), dir, data, 0, func(m string) { notes = append(notes, m) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,9 +184,14 @@ func TestDataset_ColdWaitsForWarm(t *testing.T) {
 	// ...and a's next warm point waits for b's cold one.
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	c, _ := OpenDataset(ctx, dir, data, nil)
+	c, _ := OpenDataset(ctx, dir, data, 0, nil)
 	if err := c.Shared(); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("warm point during a cold one: %v, want to wait (deadline)", err)
+	}
+	// A bounded wait gives up naming the holder (this process).
+	d, _ := OpenDataset(context.Background(), dir, data, 300*time.Millisecond, nil)
+	if err := d.Shared(); !errors.Is(err, ErrGaveUp) || !strings.Contains(err.Error(), "PID "+strconv.Itoa(os.Getpid())) {
+		t.Errorf("bounded warm point during a cold one: %v, want ErrGaveUp naming PID %d", err, os.Getpid())
 	}
 	b.Release()
 	if err := c.Shared(); err != nil {
@@ -180,8 +204,8 @@ func TestDataset_ColdWaitsForWarm(t *testing.T) {
 // run already waiting for it (the turnstile).
 func TestDataset_WaiterIsNotStarved(t *testing.T) {
 	dir, data := t.TempDir(), t.TempDir()
-	a, _ := OpenDataset(context.Background(), dir, data, nil)
-	b, _ := OpenDataset(context.Background(), dir, data, nil)
+	a, _ := OpenDataset(context.Background(), dir, data, 0, nil)
+	b, _ := OpenDataset(context.Background(), dir, data, 0, nil)
 	if err := a.Shared(); err != nil {
 		t.Fatal(err)
 	}

@@ -26,12 +26,12 @@ func (fakeHandle) CgroupPaths() map[string]string { return map[string]string{"un
 
 func TestPinned_PinsToClaimedCoresAndReleasesTheDataset(t *testing.T) {
 	dir := t.TempDir()
-	cores, err := ClaimCores(context.Background(), dir, 3, []int{2, 5, 7, 9}, nil)
+	cores, err := ClaimCores(context.Background(), dir, 3, []int{2, 5, 7, 9}, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cores.Release()
-	ds, _ := OpenDataset(context.Background(), dir, t.TempDir(), nil)
+	ds, _ := OpenDataset(context.Background(), dir, t.TempDir(), 0, nil)
 	f := &fakeRunner{}
 	p := Pinned{Runner: f, Cores: cores, Dataset: ds}
 	if err := ds.Exclusive(); err != nil { // a cold point's preparation
@@ -45,7 +45,7 @@ func TestPinned_PinsToClaimedCoresAndReleasesTheDataset(t *testing.T) {
 		t.Error("the wrapped handle lost its cgroup paths")
 	}
 	// While the job runs, another run's warm point waits...
-	other, _ := OpenDataset(context.Background(), dir, ds.data, nil)
+	other, _ := OpenDataset(context.Background(), dir, ds.data, 0, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	other.ctx = ctx
@@ -89,12 +89,12 @@ func (f *updatableRunner) Start(_ context.Context, job runner.Job) (runner.Handl
 // pins each update to the claimed cores; a handle without one stays without.
 func TestPinned_KeepsTheUpdaterAndPinsUpdates(t *testing.T) {
 	dir := t.TempDir()
-	cores, err := ClaimCores(context.Background(), dir, 2, []int{3, 6, 8}, nil)
+	cores, err := ClaimCores(context.Background(), dir, 2, []int{3, 6, 8}, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cores.Release()
-	ds, _ := OpenDataset(context.Background(), dir, t.TempDir(), nil)
+	ds, _ := OpenDataset(context.Background(), dir, t.TempDir(), 0, nil)
 	f := &updatableRunner{}
 	h, err := Pinned{Runner: f, Cores: cores, Dataset: ds}.Start(context.Background(), runner.Job{Limits: runner.Limits{CPUs: 1}})
 	if err != nil {

@@ -29,6 +29,10 @@ type StateJob struct {
 	RemainingSteps float64
 	TotalSteps     float64
 	TimeSinceStart float64
+	// HasSLO marks a job with an SLO; DeadlineS is then its deadline,
+	// arrival + SLO × duration (Gavel's SLOs[job_id]).
+	HasSLO    bool
+	DeadlineS float64
 }
 
 // Allocation maps a job id to its time fractions per type (State.Types
@@ -50,7 +54,8 @@ var PolicyNames = []string{"fifo", "fifo_perf", "isolated", "proportional", "gan
 // LPPolicyNames are Gavel's optimisation policies, solved by package
 // scheduler/gavel/lp.
 var LPPolicyNames = []string{"max_min_fairness", "max_min_fairness_perf", "finish_time_fairness", "finish_time_fairness_perf",
-	"min_total_duration", "min_total_duration_perf", "max_sum_throughput_perf", "max_sum_throughput_normalized_by_cost_perf"}
+	"min_total_duration", "min_total_duration_perf", "max_sum_throughput_perf", "max_sum_throughput_normalized_by_cost_perf",
+	"max_sum_throughput_normalized_by_cost_perf_SLOs"}
 
 // HierarchicalPolicyNames are Gavel's water-filling policies (hierarchical max-min fairness
 // over entities; NewPolicy builds them without entities, NewHierarchicalPolicy with).
@@ -110,6 +115,7 @@ func (p lpPolicy) Name() string {
 		"finish_time_fairness": "FinishTimeFairness", "finish_time_fairness_perf": "FinishTimeFairness_Perf",
 		"min_total_duration": "MinTotalDuration", "min_total_duration_perf": "MinTotalDuration_Perf",
 		"max_sum_throughput_perf": "ThroughputSumWithPerf", "max_sum_throughput_normalized_by_cost_perf": "ThroughputNormalizedByCostSum_Perf",
+		"max_sum_throughput_normalized_by_cost_perf_SLOs": "ThroughputNormalizedByCostSum_PerfSLOs",
 	}[p.policy]
 	return n
 }
@@ -121,7 +127,7 @@ func (s *State) lpProblem() lp.Problem {
 	for _, j := range s.Jobs {
 		prob.Jobs = append(prob.Jobs, lp.Job{ID: j.ID, Throughput: j.Throughput, ScaleFactor: j.ScaleFactor,
 			PriorityWeight: j.PriorityWeight, RemainingSteps: j.RemainingSteps, TimeSinceStart: j.TimeSinceStart,
-			NumStepsTotal: j.TotalSteps})
+			NumStepsTotal: j.TotalSteps, HasSLO: j.HasSLO, SLOTimeLeftS: j.DeadlineS - s.Now})
 	}
 	return prob
 }
@@ -132,7 +138,7 @@ func (p lpPolicy) Allocate(s *State) (Allocation, error) {
 	}
 	prob := s.lpProblem()
 	opts := lp.Options{AgnosticCorrected: p.corrected}
-	if p.policy == lp.MaxSumThroughputPerCostPerf {
+	if NeedsPrices(p.policy) {
 		if s.Prices == nil {
 			return nil, fmt.Errorf("%s: needs a price file", p.policy)
 		}

@@ -115,3 +115,10 @@ func (p *Prices) At(t string, nowS float64) float64 {
 // CostPolicyName is the policy that reads the prices (Gavel's
 // ThroughputNormalizedByCostSum_Perf): it needs a price file.
 const CostPolicyName = lp.MaxSumThroughputPerCostPerf
+
+// CostSLOPolicyName is the cost policy with SLO constraints (Gavel's
+// ThroughputNormalizedByCostSum_PerfSLOs): it needs a price file too.
+const CostSLOPolicyName = lp.MaxSumThroughputPerCostPerfSLOs
+
+// NeedsPrices says whether a policy reads the price file.
+func NeedsPrices(policy string) bool { return policy == CostPolicyName || policy == CostSLOPolicyName }

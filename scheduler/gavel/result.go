@@ -37,8 +37,19 @@ type Result struct {
 	// Truncated says the run hit Config.MaxS before its jobs finished
 	// (the means are then over the jobs that did).
 	Truncated bool `json:"truncated,omitempty"`
-	// SLOViolations counts jobs with an SLO that finished after it.
+	// SLOJobs counts the window's jobs with an SLO; SLOViolations those
+	// of them that missed it: finished after their deadline (arrival + SLO
+	// × duration), or never finished (dropped after failed micro-tasks, or
+	// still running at the end when that is past the deadline).
+	SLOJobs       int `json:"slo_jobs"`
 	SLOViolations int `json:"slo_violations"`
+	// SLOViolationsGavel is Gavel's own count (get_num_SLO_violations):
+	// every job with an SLO that finished, window or not, whose JCT exceeds
+	// its deadline — Gavel compares the JCT, a duration, with the deadline,
+	// a timestamp (arrival + SLO × duration), so a job arriving at time a
+	// counts only when it finished more than a + SLO × duration after its
+	// arrival: at a = 0 the two counts agree, later they drift apart.
+	SLOViolationsGavel int `json:"slo_violations_gavel"`
 	// TotalCost is the cost of every job's micro-tasks, window or not
 	// (Gavel's get_total_cost), with a price file.
 	TotalCost *float64    `json:"total_cost,omitempty"`
@@ -87,10 +98,8 @@ func (s *simulator) summarise() *Result {
 			high = append(high, *j.JCTS)
 		}
 		last = math.Max(last, *j.FinishS)
-		if j.DeadlineS != nil && *j.FinishS > *j.DeadlineS {
-			r.SLOViolations++
-		}
 	}
+	s.countSLOs(r)
 	if s.cfg.Prices != nil {
 		total := 0.0
 		for _, j := range r.Jobs {
@@ -120,6 +129,31 @@ func (s *simulator) summarise() *Result {
 		r.Utilization = u / float64(len(s.cumBusy))
 	}
 	return r
+}
+
+// countSLOs fills the SLO counts (see Result).
+func (s *simulator) countSLOs(r *Result) {
+	for _, j := range r.Jobs {
+		if j.DeadlineS == nil {
+			continue
+		}
+		d := *j.DeadlineS
+		if j.JCTS != nil && *j.JCTS > d {
+			r.SLOViolationsGavel++
+		}
+		if !r.Window.Contains(j.ID) {
+			continue
+		}
+		r.SLOJobs++
+		switch {
+		case j.FinishS != nil:
+			if *j.FinishS > d {
+				r.SLOViolations++
+			}
+		case j.Failed || s.now > d:
+			r.SLOViolations++
+		}
+	}
 }
 
 func mean(xs []float64) float64 {

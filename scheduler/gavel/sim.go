@@ -277,9 +277,13 @@ func (s *simulator) state() *State {
 	}
 	for _, id := range s.active {
 		js := s.jobs[id]
-		st.Jobs = append(st.Jobs, StateJob{ID: id, Throughput: js.tput, ScaleFactor: js.job.ScaleFactor,
+		sj := StateJob{ID: id, Throughput: js.tput, ScaleFactor: js.job.ScaleFactor,
 			PriorityWeight: js.job.PriorityWeight, RemainingSteps: js.job.TotalSteps - js.stepsRun,
-			TotalSteps: js.job.TotalSteps, TimeSinceStart: s.now - js.start})
+			TotalSteps: js.job.TotalSteps, TimeSinceStart: s.now - js.start}
+		if d := s.res.Jobs[id].DeadlineS; d != nil {
+			sj.HasSLO, sj.DeadlineS = true, *d
+		}
+		st.Jobs = append(st.Jobs, sj)
 	}
 	return st
 }

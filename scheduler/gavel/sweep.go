@@ -24,6 +24,9 @@ type Run1 struct {
 // SweepResult is every point's result, in the sweep's order.
 type SweepResult struct {
 	Runs []Run1 `json:"runs"`
+	// ProfileRows lists the throughputs read from profiles (rows from
+	// Gavel's file are not listed), emulated ones labelled.
+	ProfileRows []ProfileRow `json:"throughputs_from_profiles,omitempty"`
 }
 
 // WriteJSON writes the results, indented.

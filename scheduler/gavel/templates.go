@@ -1,6 +1,6 @@
 package gavel
 
-import "fmt"
+import "github.com/synergy-sched/synergy/models/zoo"
 
 // Template is one of Gavel's job templates (its job_table.py): a model at
 // a batch size, the command a physical cluster runs for it (with %s for
@@ -16,35 +16,52 @@ type Template struct {
 
 // Templates is Gavel's job table: 26 templates, in Gavel's order (the
 // generator draws uniformly by index, so the order is part of the data).
+// The data lives in the model zoo (zoo.GavelTemplates); this is its view
+// for the generator.
 var Templates = buildTemplates()
 
 func buildTemplates() []Template {
 	var ts []Template
-	add := func(model, cmd, wd, arg string, data, dist bool) {
-		ts = append(ts, Template{Model: model, Command: cmd, WorkingDir: wd, NumStepsArg: arg, NeedsDataDir: data, Distributed: dist})
+	for _, z := range zoo.GavelTemplates() {
+		ts = append(ts, Template{Model: z.Name, Command: z.Command, WorkingDir: z.WorkingDir, NumStepsArg: z.NumStepsArg,
+			NeedsDataDir: z.NeedsDataDir, Distributed: z.Distributed})
 	}
-	for _, bs := range []int{16, 32, 64, 128, 256} {
-		add(fmt.Sprintf("ResNet-18 (batch size %d)", bs), fmt.Sprintf("python3 main.py --data_dir=%%s/cifar10 --batch_size %d", bs),
-			"image_classification/cifar10", "--num_steps", true, true)
-	}
-	for _, bs := range []int{16, 32, 64, 128} {
-		add(fmt.Sprintf("ResNet-50 (batch size %d)", bs), fmt.Sprintf("python3 main.py -j 8 -a resnet50 -b %d %%s/imagenet/", bs),
-			"image_classification/imagenet", "--num_minibatches", true, true)
-	}
-	for _, bs := range []int{16, 32, 64, 128, 256} {
-		add(fmt.Sprintf("Transformer (batch size %d)", bs),
-			fmt.Sprintf("python3 train.py -data %%s/translation/multi30k.atok.low.pt -batch_size %d -proj_share_weight", bs),
-			"translation", "-step", true, true)
-	}
-	for _, bs := range []int{5, 10, 20, 40, 80} {
-		add(fmt.Sprintf("LM (batch size %d)", bs), fmt.Sprintf("python main.py --cuda --data %%s/wikitext2 --batch_size %d", bs),
-			"language_modeling", "--steps", true, true)
-	}
-	for _, bs := range []int{512, 1024, 2048, 4096, 8192} {
-		add(fmt.Sprintf("Recommendation (batch size %d)", bs), fmt.Sprintf("python3 train.py --data_dir %%s/ml-20m/pro_sg/ --batch_size %d", bs),
-			"recommendation", "-n", true, false)
-	}
-	add("A3C", "python3 main.py --env PongDeterministic-v4 --workers 4 --amsgrad True", "rl", "--max-steps", false, false)
-	add("CycleGAN", "python3 cyclegan.py --dataset_path %s/monet2photo --decay_epoch 0", "cyclegan", "--n_steps", true, false)
 	return ts
+}
+
+// ZooTemplates returns the zoo's Gavel templates with their isolated
+// throughputs from t: for every scale factor the file gives a template,
+// its steps/s on each GPU type that has it. A template the file lacks gets
+// no entry (Throughputs nil); nothing is invented for it.
+func ZooTemplates(t *Throughputs) []zoo.GavelTemplate {
+	ts := zoo.GavelTemplates()
+	for i := range ts {
+		for _, wt := range sortedKeys(t.Isolated) {
+			for jt, v := range t.Isolated[wt] {
+				if jt.Model != ts[i].Name {
+					continue
+				}
+				if ts[i].Throughputs == nil {
+					ts[i].Throughputs = map[int]map[string]float64{}
+				}
+				if ts[i].Throughputs[jt.ScaleFactor] == nil {
+					ts[i].Throughputs[jt.ScaleFactor] = map[string]float64{}
+				}
+				ts[i].Throughputs[jt.ScaleFactor][wt] = v
+			}
+		}
+	}
+	return ts
+}
+
+// ZooTemplate is one template of ZooTemplates, found by its job type
+// name; an unknown name is the zoo's error.
+func ZooTemplate(t *Throughputs, name string) (zoo.GavelTemplate, error) {
+	for _, z := range ZooTemplates(t) {
+		if z.Name == name {
+			return z, nil
+		}
+	}
+	_, err := zoo.LookupGavel(name)
+	return zoo.GavelTemplate{}, err
 }

@@ -231,6 +231,13 @@ func (c *cases) restCases() {
 	c.add("validation MAPE negative", "validation.mape_pct", func(d *doc) { d.set("validation.mape_pct", -1) })
 	c.add("validation without validate cells", "validation.cells", func(d *doc) { d.set(cell(c.valid, "phase"), "grid") })
 
+	// gpu
+	c.add("gpu type with a space", "gpu.type", func(d *doc) { d.set("gpu.type", "v 100") })
+	c.add("gpu type without a GPU or emulation", "gpu.type", func(d *doc) {
+		d.set("gpu.mode", "none")
+		d.set("gpu.type", "v100")
+	})
+
 	// cost and samplers
 	c.add("cost negative", "cost.wall_seconds", func(d *doc) { d.set("cost.wall_seconds", -1) })
 	c.add("sampler without a name", "samplers[0].name", func(d *doc) { d.set("samplers[0].name", "") })

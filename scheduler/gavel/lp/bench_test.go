@@ -120,3 +120,26 @@ func BenchmarkPackedDistinctJobs(b *testing.B) {
 		}
 	}
 }
+
+// The SLO cost variant with every job under a loose SLO (20× its remaining time on a V100), so
+// that the SLOs can be met and both of its LPs run (feasibility, then the cost LP with SLO rows).
+func BenchmarkCostSLOs_1024(b *testing.B) {
+	p := benchProblem(1024)
+	for m := range p.Jobs {
+		jb := &p.Jobs[m]
+		jb.HasSLO, jb.SLOTimeLeftS = true, 20*jb.RemainingSteps/jb.Throughput[0]
+	}
+	opts := Options{Prices: []float64{3.06, 1.46, 0.9}}
+	sol, err := SolveDetail(MaxSumThroughputPerCostPerfSLOs, p, opts)
+	if err != nil || sol.SLOsDropped {
+		b.Fatalf("SLOs dropped %v, err %v: the benchmark should solve with them", sol.SLOsDropped, err)
+	}
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		if _, err := Solve(MaxSumThroughputPerCostPerfSLOs, p, opts); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+}

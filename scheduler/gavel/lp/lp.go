@@ -35,6 +35,11 @@ type Job struct {
 	TimeSinceStart         float64 // now - arrival
 	CumulativeIsolatedTime float64 // time the job would have had under isolated so far
 	NumStepsTotal          float64
+	// SLO inputs (max_sum_throughput_normalized_by_cost_perf_SLOs): HasSLO marks a job with a
+	// deadline, SLOTimeLeftS is its deadline minus now (Gavel's SLOs[job] - now; negative once
+	// passed).
+	HasSLO       bool
+	SLOTimeLeftS float64
 }
 
 // Allocation[m][j] = fraction of time job m spends on type j (rows sum <= 1).
@@ -68,12 +73,15 @@ const (
 	MinTotalDurationPerf        = "min_total_duration_perf"
 	MaxSumThroughputPerf        = "max_sum_throughput_perf"
 	MaxSumThroughputPerCostPerf = "max_sum_throughput_normalized_by_cost_perf"
+	// MaxSumThroughputPerCostPerfSLOs is the cost policy with Gavel's SLO constraints.
+	MaxSumThroughputPerCostPerfSLOs = "max_sum_throughput_normalized_by_cost_perf_SLOs"
 )
 
 // Policies lists the policy names Solve accepts, sorted.
 func Policies() []string {
 	names := []string{MaxMinFairness, MaxMinFairnessPerf, FinishTimeFairness, FinishTimeFairnessPerf,
-		MinTotalDuration, MinTotalDurationPerf, MaxSumThroughputPerf, MaxSumThroughputPerCostPerf}
+		MinTotalDuration, MinTotalDurationPerf, MaxSumThroughputPerf, MaxSumThroughputPerCostPerf,
+		MaxSumThroughputPerCostPerfSLOs}
 	sort.Strings(names)
 	return names
 }
@@ -93,6 +101,9 @@ func Solve(policy string, p Problem, opts Options) (Allocation, error) {
 // Solution is an allocation and what the policy optimised, for reporting and tests.
 type Solution struct {
 	X Allocation
+	// SLOsDropped is set by the SLO policy when no allocation meets every SLO and the LP was
+	// solved without them, as Gavel does ("No allocation possible with provided SLOs!").
+	SLOsDropped bool
 	// Objective is the policy's optimum: the max-min normalised throughput (max_min_fairness*),
 	// the min-max finish-time-fairness ρ (finish_time_fairness*), the makespan T in seconds that
 	// Gavel's binary search ends at (min_total_duration*), or Σ T/price·X (max_sum_throughput*).
@@ -128,6 +139,8 @@ func solve(policy string, p *Problem, opts Options) (Solution, error) {
 		return solveSum(p, p.throughputs(), nil) // Gavel's ThroughputSumWithPerf: unit prices
 	case MaxSumThroughputPerCostPerf:
 		return solveSum(p, p.throughputs(), opts.Prices)
+	case MaxSumThroughputPerCostPerfSLOs:
+		return solveSumSLOs(p, p.throughputs(), opts.Prices)
 	}
 	return Solution{}, fmt.Errorf("lp: unknown policy %q (known: %s)", policy, strings.Join(Policies(), ", "))
 }
@@ -149,7 +162,7 @@ func validate(p *Problem, policy string, opts Options) error {
 			return fmt.Errorf("lp: type %s: %d workers; want >= 0", p.Types[j], w)
 		}
 	}
-	if policy == MaxSumThroughputPerCostPerf && opts.Prices == nil {
+	if (policy == MaxSumThroughputPerCostPerf || policy == MaxSumThroughputPerCostPerfSLOs) && opts.Prices == nil {
 		return fmt.Errorf("lp: policy %s needs Options.Prices (one per type)", policy)
 	}
 	if opts.Prices != nil {
@@ -181,6 +194,9 @@ func validateJob(jb *Job, types []string) error {
 	}
 	if jb.ScaleFactor < 1 {
 		return fmt.Errorf("lp: job %d: scale factor %d; want >= 1", jb.ID, jb.ScaleFactor)
+	}
+	if math.IsNaN(jb.SLOTimeLeftS) || math.IsInf(jb.SLOTimeLeftS, 0) {
+		return fmt.Errorf("lp: job %d: SLO time left is %v; want a finite number of seconds", jb.ID, jb.SLOTimeLeftS)
 	}
 	if !(jb.PriorityWeight > 0) || math.IsInf(jb.PriorityWeight, 0) {
 		return fmt.Errorf("lp: job %d: priority weight %v; want > 0 and finite", jb.ID, jb.PriorityWeight)
