@@ -71,7 +71,7 @@ func gavelHelp() string {
 }
 
 func gavelPolicyNames() []string {
-	return append(append(append([]string(nil), gavel.PolicyNames...), gavel.LPPolicyNames...), gavel.HierarchicalPolicyNames...)
+	return append(append(append(append([]string(nil), gavel.PolicyNames...), gavel.LPPolicyNames...), gavel.HierarchicalPolicyNames...), gavel.PackedPolicyNames...)
 }
 
 type gavelOptions struct {

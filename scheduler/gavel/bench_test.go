@@ -2,8 +2,11 @@ package gavel
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // BenchmarkContinuous108GPUs is a whole continuous simulation as in
@@ -32,4 +35,111 @@ func BenchmarkContinuous108GPUs(b *testing.B) {
 		b.ReportMetric(float64(res.NumJobs), "jobs")
 		b.ReportMetric(res.MeanJCTS/3600, "meanJCT_h")
 	}
+}
+
+// packedBenchState is n active jobs drawn from 26 job types, Gavel's scale factors (1/2/4/8 at
+// 70/10/15/5 %) and priorities (5 for 20 %), with every pair of equal scale factors at
+// per-job-type pair throughputs (30–95 % of each job's own; a type with itself evenly), on
+// n/4 GPUs of each of three types (the paper's Fig. 12 setup). Made-up numbers, fixed seed.
+func packedBenchState(n int, singleGPU bool) (*State, []PairState) {
+	rng := NewPyRandom(12)
+	types := []string{"k80", "p100", "v100"}
+	const nt = 26
+	type key struct{ jt, sf int }
+	iso := map[key][]float64{}
+	frac := map[[2]key][]float64{}
+	for jt := 0; jt < nt; jt++ {
+		for _, sf := range []int{1, 2, 4, 8} {
+			k80 := 0.2 + 5*rng.Random()
+			iso[key{jt, sf}] = []float64{k80, k80 * (1 + 3*rng.Random()), k80 * (1.5 + 8*rng.Random())}
+		}
+	}
+	s := &State{Types: types, Workers: []int{n / 4, n / 4, n / 4}}
+	kinds := make([]key, n)
+	for m := 0; m < n; m++ {
+		sf, u := 1, rng.Random()
+		switch {
+		case singleGPU || u < 0.7:
+		case u < 0.8:
+			sf = 2
+		case u < 0.95:
+			sf = 4
+		default:
+			sf = 8
+		}
+		kinds[m] = key{rng.Randrange(nt), sf}
+		w := 1.0
+		if rng.Random() < 0.2 {
+			w = 5
+		}
+		s.Jobs = append(s.Jobs, StateJob{ID: m, Throughput: iso[kinds[m]], ScaleFactor: sf, PriorityWeight: w,
+			RemainingSteps: 1e5, TotalSteps: 1e5})
+	}
+	var pairs []PairState
+	for a := 0; a < n; a++ {
+		for b := a + 1; b < n; b++ {
+			ka, kb := kinds[a], kinds[b]
+			if ka.sf != kb.sf {
+				continue
+			}
+			f, ok := frac[[2]key{ka, kb}]
+			if !ok {
+				f = []float64{0.3 + 0.65*rng.Random(), 0.3 + 0.65*rng.Random()}
+				if ka == kb {
+					f[1] = f[0]
+				}
+				frac[[2]key{ka, kb}], frac[[2]key{kb, ka}] = f, []float64{f[1], f[0]}
+			}
+			pr := PairState{A: a, B: b, Throughput: make([][2]float64, len(types))}
+			for t := range types {
+				pr.Throughput[t] = [2]float64{f[0] * iso[ka][t], f[1] * iso[kb][t]}
+			}
+			pairs = append(pairs, pr)
+		}
+	}
+	return s, pairs
+}
+
+// BenchmarkMaxMinFairnessPacked is one allocation of max_min_fairness_packed for n active jobs
+// and all their same-scale-factor pairs (about n²/2·0.55 pairs; single-GPU: n²/2), end to end:
+// the pairs handed to the policy, the classes found, the class LP solved, pairs placed.
+func BenchmarkMaxMinFairnessPacked(b *testing.B) {
+	for _, c := range []struct {
+		n      int
+		single bool
+	}{{256, false}, {1024, false}, {256, true}, {1024, true}} {
+		name := fmt.Sprintf("jobs=%d", c.n)
+		if c.single {
+			name += "/single-gpu"
+		}
+		b.Run(name, func(b *testing.B) {
+			s, pairs := packedBenchState(c.n, c.single)
+			p, err := NewPolicy("max_min_fairness_packed", 0, false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			pp := p.(PackingPolicy)
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			for i := 0; i < b.N; i++ {
+				if _, _, err := pp.AllocatePacked(s, pairs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			// CPU time of the process per allocation (garbage collection included): on a
+			// shared host ns/op also counts the time other processes held the cores.
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(len(pairs)), "pairs")
+		})
+	}
+}
+
+// cpuTime returns the process's user+system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -80,6 +80,10 @@ func NewPolicy(name string, seed uint64, corrected bool) (Policy, error) {
 		return &alloxPolicy{alpha: 1}, nil
 	case "gandiva":
 		return &gandivaPolicy{rng: NewPyRandom(seed), assigned: map[int]gandivaComb{}}, nil
+	case "fifo_packed":
+		return newFIFOPacked(), nil
+	case lp.MaxMinFairnessPacked, lp.FinishTimeFairnessPacked, lp.MinTotalDurationPacked:
+		return packedLPPolicy{policy: name, ftf: lp.NewFTFTracker()}, nil
 	}
 	for _, n := range LPPolicyNames {
 		if n == name {
@@ -91,7 +95,7 @@ func NewPolicy(name string, seed uint64, corrected bool) (Policy, error) {
 			return NewHierarchicalPolicy(name, nil)
 		}
 	}
-	all := append(append(append([]string(nil), PolicyNames...), LPPolicyNames...), HierarchicalPolicyNames...)
+	all := append(append(append(append([]string(nil), PolicyNames...), LPPolicyNames...), HierarchicalPolicyNames...), PackedPolicyNames...)
 	sort.Strings(all)
 	return nil, fmt.Errorf("unknown policy %q (known: %s)", name, strings.Join(all, ", "))
 }
@@ -173,6 +177,21 @@ type fifoPolicy struct {
 func (p *fifoPolicy) Name() string { return p.name }
 
 func (p *fifoPolicy) Allocate(s *State) (Allocation, error) {
+	p.assign(s)
+	out := Allocation{}
+	for _, j := range s.Jobs {
+		row := make([]float64, len(s.Types))
+		if t, ok := p.alloc[j.ID]; ok {
+			row[t] = 1
+		}
+		out[j.ID] = row
+	}
+	return out, nil
+}
+
+// assign updates p.alloc (job → type) as Gavel's get_allocation does and returns the jobs
+// still queued (Gavel's queue after its allocation loop, which fifo_packed packs from).
+func (p *fifoPolicy) assign(s *State) []int {
 	avail := append([]int(nil), s.Workers...)
 	active := map[int]*StateJob{}
 	for i := range s.Jobs {
@@ -228,15 +247,7 @@ func (p *fifoPolicy) Allocate(s *State) (Allocation, error) {
 			}
 		}
 	}
-	out := Allocation{}
-	for _, j := range s.Jobs {
-		row := make([]float64, len(s.Types))
-		if t, ok := p.alloc[j.ID]; ok {
-			row[t] = 1
-		}
-		out[j.ID] = row
-	}
-	return out, nil
+	return queue
 }
 
 // isolatedPolicy is Gavel's IsolatedPolicy: each type split equally over

@@ -3,6 +3,7 @@ package gavel
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -101,6 +102,7 @@ type entry struct {
 	timeSoFar []float64    // since the last reset
 	priority  []float64
 	deficit   []float64
+	row       []float64 // s.alloc[key] (nil: the allocation has no row for it), kept by setAlloc
 }
 
 type assignment struct {
@@ -237,6 +239,7 @@ func (s *simulator) newEntry(k ckey, time0 float64) *entry {
 	for t := range e.timeSoFar {
 		e.timeSoFar[t] = time0
 	}
+	e.row = s.alloc[k]
 	s.entries = append(s.entries, e)
 	return e
 }
@@ -347,6 +350,15 @@ func (s *simulator) allocate() (map[ckey][]float64, error) {
 	return out, nil
 }
 
+// setAlloc installs an allocation and caches each entry's row (the round loop reads it for
+// every entry, type and round: tens of thousands of entries with packing policies).
+func (s *simulator) setAlloc(a map[ckey][]float64) {
+	s.alloc = a
+	for _, e := range s.entries {
+		e.row = a[e.key]
+	}
+}
+
 // updatePriorities is Gavel's _update_priorities in simulation.
 func (s *simulator) updatePriorities() error {
 	need := (s.now-s.last >= s.cfg.MinResetS || s.last == 0) && s.needUpd
@@ -361,7 +373,7 @@ func (s *simulator) updatePriorities() error {
 				return err
 			}
 		}
-		s.alloc = a
+		s.setAlloc(a)
 		s.allocs++
 		s.needUpd = false
 	}
@@ -371,7 +383,7 @@ func (s *simulator) updatePriorities() error {
 			if s.wtime[t] != 0 {
 				frac = e.timeSoFar[t] / s.wtime[t]
 			}
-			row, ok := s.alloc[e.key]
+			row, ok := e.row, e.row != nil
 			if !ok {
 				e.priority[t] = 0
 				continue
@@ -395,6 +407,19 @@ func (s *simulator) updatePriorities() error {
 	return nil
 }
 
+type queueKey struct {
+	prio, deficit, allocation float64
+	idx                       int32
+}
+
+// cmpDesc orders a before b when a > b.
+func cmpDesc(a, b float64) int {
+	if a > b {
+		return -1
+	}
+	return 1
+}
+
 type queued struct {
 	e                         *entry
 	t                         int
@@ -406,27 +431,33 @@ type queued struct {
 // while GPUs of the type remain, no job twice (alone or in a pair).
 func (s *simulator) selectJobs(order []int) [][]*entry {
 	left := append([]int(nil), s.workers...)
-	var q []queued
+	q := make([]queued, 0, len(order)*len(s.entries))
+	keys := make([]queueKey, len(s.entries))
 	for _, t := range order {
-		start := len(q)
-		for _, e := range s.entries {
+		for i, e := range s.entries {
 			a := 0.0
-			if row, ok := s.alloc[e.key]; ok {
-				a = row[t]
+			if e.row != nil {
+				a = e.row[t]
 			}
-			q = append(q, queued{e, t, e.priority[t], e.deficit[t], a})
+			keys[i] = queueKey{e.priority[t], e.deficit[t], a, int32(i)}
 		}
-		part := q[start:]
-		sort.SliceStable(part, func(i, j int) bool {
-			a, b := part[i], part[j]
-			if a.prio != b.prio {
-				return a.prio > b.prio
+		// A stable sort by (priority, deficit, allocation), all decreasing: an unstable sort
+		// with the entry's position as the last key gives the same order, on pointer-free
+		// keys (packing policies have an entry per pair of jobs: tens of thousands).
+		slices.SortFunc(keys, func(a, b queueKey) int {
+			switch {
+			case a.prio != b.prio:
+				return cmpDesc(a.prio, b.prio)
+			case a.deficit != b.deficit:
+				return cmpDesc(a.deficit, b.deficit)
+			case a.allocation != b.allocation:
+				return cmpDesc(a.allocation, b.allocation)
 			}
-			if a.deficit != b.deficit {
-				return a.deficit > b.deficit
-			}
-			return a.allocation > b.allocation
+			return int(a.idx - b.idx)
 		})
+		for _, k := range keys {
+			q = append(q, queued{s.entries[k.idx], t, k.prio, k.deficit, k.allocation})
+		}
 	}
 	fifo := strings.HasPrefix(s.policy.Name(), "FIFO")
 	done := map[int]bool{}

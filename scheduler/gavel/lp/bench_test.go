@@ -1,6 +1,7 @@
 package lp
 
 import (
+	"fmt"
 	"math/rand"
 	"syscall"
 	"testing"
@@ -89,6 +90,36 @@ func benchGonum(b *testing.B, n int) {
 func BenchmarkGonumSimplexMaxMinPerf_64(b *testing.B)  { benchGonum(b, 64) }
 func BenchmarkGonumSimplexMaxMinPerf_128(b *testing.B) { benchGonum(b, 128) }
 func BenchmarkMaxMinFairnessPerf_128(b *testing.B)     { benchPolicy(b, MaxMinFairnessPerf, 128) }
+
+// The packed policies where no two jobs are interchangeable (every job its own class: what
+// finish_time_fairness_packed and min_total_duration_packed always see, since remaining steps
+// differ): the class LP is then Gavel's pair-variable LP, 2n + 3 rows and (n + n²/2)·3 columns.
+func BenchmarkPackedDistinctJobs(b *testing.B) {
+	for _, policy := range PackedPolicies() {
+		for _, n := range []int{64, 128} {
+			b.Run(fmt.Sprintf("%s/jobs=%d", policy, n), func(b *testing.B) {
+				w := n / 4
+				p := randomPackedProblem(rand.New(rand.NewSource(int64(n))), n, n, []int{w, w, w})
+				for m := range p.Jobs { // no two jobs alike
+					p.Jobs[m].Throughput[0] *= 1 + 1e-6*float64(m)
+					p.Jobs[m].RemainingSteps *= 1 + 1e-3*float64(m)
+				}
+				var sol PackedSolution
+				var err error
+				b.ResetTimer()
+				cpu0 := cpuTime()
+				for i := 0; i < b.N; i++ {
+					if sol, err = SolvePacked(policy, p, Options{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(float64(sol.LPSolves), "LPs/op")
+				b.ReportMetric(float64(sol.Classes), "classes")
+			})
+		}
+	}
+}
 
 // The SLO cost variant with every job under a loose SLO (20× its remaining time on a V100), so
 // that the SLOs can be met and both of its LPs run (feasibility, then the cost LP with SLO rows).

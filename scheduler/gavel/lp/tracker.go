@@ -52,3 +52,36 @@ func (t *FTFTracker) Solve(policy string, p Problem, opts Options) (Allocation, 
 	}
 	return x, err
 }
+
+// SolvePacked is Solve for the packing policies: finish_time_fairness_packed keeps the same
+// cumulative isolated time (Gavel's FinishTimeFairnessPolicyWithPacking keeps it as the
+// unpacked policy does, from the isolated throughputs of the jobs' own rows); the other
+// packing policies go to SolvePacked as they are.
+func (t *FTFTracker) SolvePacked(policy string, p PackedProblem, opts Options) (PackedSolution, error) {
+	if policy != FinishTimeFairnessPacked {
+		return SolvePacked(policy, p, opts)
+	}
+	if err := validate(&p.Problem, MaxMinFairnessPerf, opts); err != nil {
+		return PackedSolution{}, err
+	}
+	if len(p.Jobs) == 0 {
+		t.prevSteps, t.prevIso = nil, nil
+		return SolvePacked(policy, p, opts)
+	}
+	p.Jobs = append([]Job(nil), p.Jobs...)
+	for i := range p.Jobs {
+		jb := &p.Jobs[i]
+		if prev, ok := t.prevSteps[jb.ID]; ok && t.prevIso[jb.ID] > 0 {
+			t.cum[jb.ID] += (prev - jb.RemainingSteps) / t.prevIso[jb.ID]
+		}
+		jb.CumulativeIsolatedTime = t.cum[jb.ID]
+	}
+	sol, err := SolvePacked(policy, p, opts)
+	iso := isolatedThroughputs(p.throughputs(), &p.Problem)
+	t.prevSteps, t.prevIso = map[int]float64{}, map[int]float64{}
+	for i, jb := range p.Jobs {
+		t.prevSteps[jb.ID] = jb.RemainingSteps
+		t.prevIso[jb.ID] = iso[i]
+	}
+	return sol, err
+}
