@@ -35,21 +35,9 @@ func (t *FTFTracker) Solve(policy string, p Problem, opts Options) (Allocation, 
 		t.prevSteps, t.prevIso = nil, nil
 		return Allocation{}, nil
 	}
-	p.Jobs = append([]Job(nil), p.Jobs...)
-	for i := range p.Jobs {
-		jb := &p.Jobs[i]
-		if prev, ok := t.prevSteps[jb.ID]; ok && t.prevIso[jb.ID] > 0 {
-			t.cum[jb.ID] += (prev - jb.RemainingSteps) / t.prevIso[jb.ID]
-		}
-		jb.CumulativeIsolatedTime = t.cum[jb.ID]
-	}
+	p.Jobs = t.advance(p.Jobs)
 	x, err := Solve(policy, p, opts)
-	iso := isolatedThroughputs(throughputsFor(policy, &p, opts), &p)
-	t.prevSteps, t.prevIso = map[int]float64{}, map[int]float64{}
-	for i, jb := range p.Jobs {
-		t.prevSteps[jb.ID] = jb.RemainingSteps
-		t.prevIso[jb.ID] = iso[i]
-	}
+	t.record(p.Jobs, isolatedThroughputs(throughputsFor(policy, &p, opts), &p))
 	return x, err
 }
 
@@ -68,20 +56,33 @@ func (t *FTFTracker) SolvePacked(policy string, p PackedProblem, opts Options) (
 		t.prevSteps, t.prevIso = nil, nil
 		return SolvePacked(policy, p, opts)
 	}
-	p.Jobs = append([]Job(nil), p.Jobs...)
-	for i := range p.Jobs {
-		jb := &p.Jobs[i]
+	p.Jobs = t.advance(p.Jobs)
+	sol, err := SolvePacked(policy, p, opts)
+	t.record(p.Jobs, isolatedThroughputs(p.throughputs(), &p.Problem))
+	return sol, err
+}
+
+// advance applies Gavel's rule to a copy of jobs: each job of the previous
+// solve adds the steps it made since, at its isolated throughput then, to
+// its cumulative isolated time; every job carries its time.
+func (t *FTFTracker) advance(jobs []Job) []Job {
+	jobs = append([]Job(nil), jobs...)
+	for i := range jobs {
+		jb := &jobs[i]
 		if prev, ok := t.prevSteps[jb.ID]; ok && t.prevIso[jb.ID] > 0 {
 			t.cum[jb.ID] += (prev - jb.RemainingSteps) / t.prevIso[jb.ID]
 		}
 		jb.CumulativeIsolatedTime = t.cum[jb.ID]
 	}
-	sol, err := SolvePacked(policy, p, opts)
-	iso := isolatedThroughputs(p.throughputs(), &p.Problem)
+	return jobs
+}
+
+// record keeps this solve's remaining steps and isolated throughputs (iso,
+// per job) for the next one.
+func (t *FTFTracker) record(jobs []Job, iso []float64) {
 	t.prevSteps, t.prevIso = map[int]float64{}, map[int]float64{}
-	for i, jb := range p.Jobs {
+	for i, jb := range jobs {
 		t.prevSteps[jb.ID] = jb.RemainingSteps
 		t.prevIso[jb.ID] = iso[i]
 	}
-	return sol, err
 }
