@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -79,6 +80,9 @@ func (r *Runner) ReapOrphans(ctx context.Context) ([]string, error) {
 		rctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 		_, err := r.api.ContainerRemove(rctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		cancel()
+		if removingElsewhere(err) {
+			continue // another synergy run on this host is reaping it now
+		}
 		if err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove orphaned container %.12s: %w", c.ID, err))
 			continue
@@ -86,4 +90,11 @@ func (r *Runner) ReapOrphans(ctx context.Context) ([]string, error) {
 		removed = append(removed, fmt.Sprintf("container %.12s (%s, %s): %s", c.ID, c.Labels[LabelJob], c.Labels[LabelPoint], why))
 	}
 	return removed, errors.Join(errs...)
+}
+
+// removingElsewhere reports whether a removal failed because another
+// client (another synergy run reaping the same orphan) is removing the
+// container already: the engine answers 409 "removal … already in progress".
+func removingElsewhere(err error) bool {
+	return err != nil && cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress")
 }
