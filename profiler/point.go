@@ -434,8 +434,7 @@ func (s *sweep) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 			Message: fmt.Sprintf("only %d iterations reported within %s (%d measurable)", len(m.all), cfg.PointTimeout, m.est.Iterations)}
 		return
 	case m.est.Iterations < 2 || m.est.SamplesPerS <= 0:
-		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailNoProgress,
-			Message: fmt.Sprintf("%d iterations reported, %d measurable after warm-up: raise the iteration cap", len(m.all), m.est.Iterations)}
+		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailNoProgress, Message: s.noProgressText(pt, m)}
 		return
 	}
 	cell.SamplesPerS = m.est.SamplesPerS
@@ -569,4 +568,24 @@ func bestCPU(cells []sensitivity.Cell) (float64, bool) {
 		}
 	}
 	return best.CPUs, true
+}
+
+// noProgressText says why a job that ended well left fewer than two
+// measurable iterations. A limited (cold) point is measured from the job's
+// second pass over the data; a job whose epoch is longer than the
+// profiler's guess of one (a sample per file) ends inside its first pass,
+// which the text names with the flag to raise.
+func (s *sweep) noProgressText(pt point, m *measurement) string {
+	text := fmt.Sprintf("%d iterations reported, %d measurable after warm-up: raise the iteration cap", len(m.all), m.est.Iterations)
+	if !pt.cold || len(m.all) == 0 {
+		return text
+	}
+	last := m.all[len(m.all)-1]
+	if last.Epoch == nil || *last.Epoch >= 1 {
+		return text
+	}
+	return fmt.Sprintf("%d iterations reported, all in the job's first pass over the data (epoch 0): a limited point "+
+		"is measured from the second pass, and the iteration cap allowed one pass of %d iterations (%d files at batch %d); "+
+		"the job's pass is longer (many samples per file?): raise --max-iterations above one epoch",
+		len(m.all), s.itersPerEpochAt(pt), s.datasetFiles, s.cfg.Batch)
 }

@@ -32,7 +32,10 @@ type fakeRunner struct {
 	garbage func(l runner.Limits) string
 	// onStart is called with the number of jobs started so far.
 	onStart func(n int)
-	noise   float64
+	// epochIters is the iterations in one of the job's epochs (10 when 0:
+	// one per file of baseConfig's dataset at its batch).
+	epochIters int
+	noise      float64
 	// cgroup, when set, is the directory every handle names as its cgroup
 	// (CgroupPaths "unified").
 	cgroup string
@@ -72,6 +75,10 @@ func (f *fakeRunner) Start(ctx context.Context, job runner.Job) (runner.Handle, 
 			fmt.Sscan(job.Argv[i+1], &batch)
 		}
 	}
+	epochIters := f.epochIters
+	if epochIters == 0 {
+		epochIters = 10
+	}
 	h := &fakeHandle{stop: make(chan struct{}), done: make(chan struct{}), runner: f}
 	go func() {
 		defer close(h.done)
@@ -105,7 +112,7 @@ func (f *fakeRunner) Start(ctx context.Context, job runner.Job) (runner.Handle, 
 				out.WriteString(f.garbage(job.Limits) + "\n")
 			} else if rate > 0 {
 				ts += float64(batch) / rate * (1 + f.noise*(rng.Float64()-0.5))
-				line, _ := json.Marshal(map[string]any{"iter": i, "samples": batch, "data_wait_s": 0.001, "step_s": 0.01, "ts": ts, "epoch": i / 10, "emulated": true, "emulated_gpu": "v100"})
+				line, _ := json.Marshal(map[string]any{"iter": i, "samples": batch, "data_wait_s": 0.001, "step_s": 0.01, "ts": ts, "epoch": i / epochIters, "emulated": true, "emulated_gpu": "v100"})
 				out.Write(append(line, '\n'))
 			}
 			time.Sleep(200 * time.Microsecond)
@@ -264,6 +271,37 @@ func TestRun_RecordsFailuresAndGoesOn(t *testing.T) {
 	}
 	if c := p.Cell(2, 1<<30); c == nil || c.Failure != nil || c.SamplesPerS < 190 {
 		t.Errorf("the sweep went on after failures: mem=1GiB cell = %+v", c)
+	}
+}
+
+// A job whose pass over the data is far longer than one sample per file
+// (token shards: many windows per file) ends its limited points inside
+// its first pass; the failure says so and names the flag to raise, while
+// its unlimited points are measured.
+func TestRun_ColdPointInsideTheFirstPassNamesTheEpoch(t *testing.T) {
+	fr := &fakeRunner{rate: trueRate, epochIters: 1 << 20}
+	cfg := baseConfig(t, fr)
+	cfg.MaxIterations = 40
+	p, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c *sensitivity.Cell
+	for i := range p.Cells {
+		if p.Cells[i].MemLimitBytes == 50<<20 && p.Cells[i].Failure != nil {
+			c = &p.Cells[i]
+		}
+	}
+	if c == nil || c.Failure.Class != sensitivity.FailNoProgress {
+		t.Fatalf("limited cell = %+v, want a no_progress failure", c)
+	}
+	for _, want := range []string{"first pass over the data (epoch 0)", "one pass of 10 iterations (40 files at batch 4)", "raise --max-iterations above one epoch"} {
+		if !strings.Contains(c.Failure.Message, want) {
+			t.Errorf("failure %q does not say %q", c.Failure.Message, want)
+		}
+	}
+	if c := p.Cell(1, 0); c == nil || c.Failure != nil || !c.Measured {
+		t.Errorf("unlimited cell = %+v, want measured", c)
 	}
 }
 
