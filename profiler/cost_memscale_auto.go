@@ -99,9 +99,13 @@ func ChooseMemScale(in MemScaleInput) MemScaleChoice {
 		return MemScaleChoice{Frac: 1, Reason: fmt.Sprintf(
 			"full size: one file holds %.0f%% of the dataset's bytes (few big files, or one read sequentially): a sample by files would not keep the page cache's hit fraction", 100*share)}
 	}
-	if floor := float64(MinSampleFiles) / float64(in.DatasetFiles); f < floor {
+	if floor := min(1, float64(MinSampleFiles)/float64(in.DatasetFiles)); f < floor {
 		f = floor
-		reason += fmt.Sprintf("; raised to keep %d of the %d files", MinSampleFiles, in.DatasetFiles)
+		if floor == 1 {
+			reason += fmt.Sprintf("; raised to the whole dataset: its %d files are fewer than the %d a sample keeps", in.DatasetFiles, MinSampleFiles)
+		} else {
+			reason += fmt.Sprintf("; raised to keep %d of the %d files", MinSampleFiles, in.DatasetFiles)
+		}
 	}
 	if f >= NoScaleAbove {
 		if reason == "" {

@@ -37,6 +37,14 @@ func TestChooseMemScale(t *testing.T) {
 		{"file floor", func(in *MemScaleInput) { in.DatasetFiles = 1000 }, 0.256, true, "raised to keep 256"},
 		// 400 files: 256/400 = 0.64 >= 0.5: full size.
 		{"too few files", func(in *MemScaleInput) { in.DatasetFiles = 400 }, 1, false, "raised to keep 256"},
+		// 130 files of a small dataset: nothing to raise, and the reason says
+		// only why full size (it once read "full size: ; raised to keep 256
+		// of the 130 files").
+		{"fewer files than a sample", func(in *MemScaleInput) {
+			in.DatasetBytes, in.DatasetFiles, in.ReadBytesPerS, in.MaxLimitBytes = 192<<20, 130, 80e6, 144<<20
+		}, 1, false, "full size: a pass over the whole dataset fits the allowance"},
+		// 130 files read slowly: the sample would be raised past the whole dataset.
+		{"fewer files, slow reads", func(in *MemScaleInput) { in.DatasetFiles = 130 }, 1, false, "its 130 files are fewer than the 256"},
 		// 96 MiB read at 500 MB/s: a pass of 0.2 s.
 		{"small dataset", func(in *MemScaleInput) {
 			in.DatasetBytes, in.DatasetFiles, in.ReadBytesPerS, in.MaxLimitBytes = 96<<20, 1000, 500e6, 384<<20
