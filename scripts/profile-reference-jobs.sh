@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Profile the language and speech reference jobs with `synergy profile` and
 # check issue 11's shapes against their matrices:
-#   lm:     train_lm.py (LSTM LM, emulated V100 step, batch 20) on 64 MiB of
+#   lm:     train_lm.py (LSTM LM, emulated V100 step, batch 20) on 4 MiB of
 #           token shards over --cpus 1,2 x one memory limit (+ unlimited):
 #           every memory column flat across CPU counts within 10%;
 #   speech: train_speech.py (WAV decode + mel features, emulated V100 m5
@@ -36,9 +36,15 @@ for job in "${jobs[@]}"; do
 	rm -rf "$prof" "${prof%.json}.logs" "${prof%.json}.timeline"
 	case $job in
 	lm)
-		gen text 64MiB
-		args=(--strategy grid --cpus 1,2 --mem-limits 512MiB -b 20 --data "$out/data-text" --max-iterations 1000)
-		# a cold (limited) point is measured after its first pass: about 620 iterations at batch 20
+		# A cold (limited) point is measured from the job's second pass (its
+		# epoch 1). A sample is a window of 36 uint16 tokens cut from a few
+		# shard files, so a pass over 4 MiB is about 58,000 samples, 2,900
+		# iterations at batch 20 (about 50 s at this job's 1,100 samples/s);
+		# over 64 MiB it would be 46,600 iterations, 14 minutes per point.
+		# The profiler's own guess of a pass (one sample per file) cannot see
+		# that, so --max-iterations covers the pass and the window after it.
+		gen text 4MiB
+		args=(--strategy grid --cpus 1,2 --mem-limits 512MiB -b 20 --data "$out/data-text" --max-iterations 4000 --point-timeout 300s)
 		cmd=("$py" "$dir/train_lm.py" --emulate-gpu v100)
 		;;
 	speech)
