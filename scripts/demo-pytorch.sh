@@ -7,7 +7,9 @@
 # Environment: DEMO (demo), PYDEMO_BYTES (64MiB of JPEGs), PYDEMO_MEM
 # (768MiB,1GiB: above the job's own footprint under both runners, which is
 # about 255 MiB locally and 440-460 MiB in the container, where the
-# framework's libraries are charged to it; docs/pytorch.md), PYDEMO_BATCH (32). Installs Debian's torch
+# framework's libraries are charged to it; docs/pytorch.md), PYDEMO_BATCH (32),
+# PYDEMO_ITERS (500 iterations a point at most: at 200 a 2-core point measured
+# about 11 s and two launches of one runner differed by up to 23% per cell). Installs Debian's torch
 # (scripts/install-torch.sh) and, for docker, builds the synergy/pytorch image
 # (scripts/build-pytorch-image.sh; cached, about 16 minutes the first time).
 set -euo pipefail
@@ -17,6 +19,7 @@ demo=${DEMO:-demo}
 bytes=${PYDEMO_BYTES:-64MiB}
 mem=${PYDEMO_MEM:-768MiB,1GiB}
 batch=${PYDEMO_BATCH:-32}
+iters=${PYDEMO_ITERS:-500}
 case $runner in
 local)
 	"$root/scripts/install-torch.sh"
@@ -42,7 +45,7 @@ rm -rf "$out" "${out%.json}.logs" "${out%.json}.timeline"
 # likeness (docs/pytorch.md, "Why the runners differed").
 echo "demo-pytorch: $runner: $(uptime)"
 "$root/bin/synergy" profile "${flags[@]}" --strategy grid --cpus 1,2 --mem-limits "$mem" -b "$batch" \
-	--data "$demo/data-image" --max-iterations 200 --point-timeout 180s --stall-breakdown=false \
+	--data "$demo/data-image" --max-iterations "$iters" --point-timeout 180s --stall-breakdown=false \
 	--env PYTHONDONTWRITEBYTECODE=1 --out "$out" -- "${job[@]}" --emulate-gpu v100 --arch resnet18
 echo "demo-pytorch: $runner: $(uptime)"
 echo "demo-pytorch: profile written to $out"
