@@ -113,6 +113,9 @@ type Solution struct {
 	Bound float64
 	// LPSolves counts the interior-point solves.
 	LPSolves int
+	// CentringSteps counts the Newton steps that moved X from the interior-point end point to
+	// near the analytic centre of the optimal face (max-min and makespan policies; centre.go).
+	CentringSteps int
 	// Warning is set when an LP ended short of the optimality tolerance (near-degenerate
 	// problems): X is then still within the constraints but maybe not optimal. Gavel prints
 	// "Allocation returned by policy not optimal!" and goes on with cvxpy's point; so does Solve.
