@@ -114,7 +114,7 @@ type Solution struct {
 	// LPSolves counts the interior-point solves.
 	LPSolves int
 	// CentringSteps counts the Newton steps that moved X from the interior-point end point to
-	// near the analytic centre of the optimal face (max-min and makespan policies; centre.go).
+	// near the analytic centre of the optimal face (max-min, makespan and FTF policies; centre.go).
 	CentringSteps int
 	// Warning is set when an LP ended short of the optimality tolerance (near-degenerate
 	// problems): X is then still within the constraints but maybe not optimal. Gavel prints
