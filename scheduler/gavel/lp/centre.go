@@ -4,7 +4,7 @@ import "math"
 
 // Centring on the optimal face.
 //
-// The max-min and makespan LPs are degenerate: only the bottleneck jobs are pinned, and every
+// The max-min, FTF-probe and makespan LPs are degenerate: only the bottleneck jobs are pinned, and every
 // point of a large optimal face is optimal. Mehrotra's method reaches the optimum but, with its
 // aggressive centring parameter σ = (μ_aff/μ)³ and no neighbourhood of the central path, may
 // end anywhere on that face, often near its boundary (time piled on one type, rows near their
@@ -15,7 +15,7 @@ import "math"
 //
 // After the method has converged (complementarity μ = uᵀw/#columns, about 1e-12), pure centring
 // steps (σ = 1, rc = μ·e − u∘w) are Newton steps toward the central-path point x(μ) at that μ,
-// with the same normal equations, refinement and step rule as the method's own steps. x(μ)
+// with the same normal equations and refinement as the method's own steps. x(μ)
 // lies within O(μ) of the analytic centre of the optimal face, its objective within #columns·μ
 // of the optimum (the method's gap tolerance), and the slacks that are zero on the whole face
 // (binding demand rows, rows at their ceiling) stay at O(μ) instead of blowing the barrier up.
