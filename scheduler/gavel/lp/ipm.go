@@ -31,6 +31,9 @@ type structLP struct {
 	// maxIter, when > 0, caps the iterations of one solve and turns off the retries at larger
 	// regularisations: the caller takes the best point reached.
 	maxIter int
+	// centre asks for centring steps after convergence (centre.go): the end point is moved to
+	// near the analytic centre of the optimal face.
+	centre bool
 }
 
 // ipmResult is an optimal primal solution and the objective values that certify it.
@@ -43,6 +46,8 @@ type ipmResult struct {
 	// sQ and lamQ are, per demand row, the primal slack and its dual (the reduced cost of the
 	// slack, >= 0); nil without demand rows. Water filling reads bottlenecks from them.
 	sQ, lamQ []float64
+	// centringSteps counts the centring steps taken after convergence (structLP.centre).
+	centringSteps int
 }
 
 // colVec holds one value per LP column (variables and slacks); rowVec one per constraint row.

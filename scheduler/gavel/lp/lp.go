@@ -5,6 +5,8 @@
 // Every policy reduces to one LP shape (per-job row constraints plus one capacity constraint per
 // worker type), solved by a structured primal–dual interior-point method whose Newton systems
 // collapse, by block elimination, to a (#types)-square dense system: O(jobs·types²) per iteration.
+// On the degenerate max-min, FTF and makespan LPs, centring steps after convergence move the end
+// point to near the analytic centre of the optimal face, where Gavel's solvers end (centre.go).
 // Finish-time fairness (convex, not an LP) is solved exactly by bisection over LP feasibility;
 // makespan follows Gavel's binary search. See docs/gavel-lp.md.
 package lp
@@ -113,6 +115,9 @@ type Solution struct {
 	Bound float64
 	// LPSolves counts the interior-point solves.
 	LPSolves int
+	// CentringSteps counts the Newton steps that moved X from the interior-point end point to
+	// near the analytic centre of the optimal face (max-min, makespan and FTF policies; centre.go).
+	CentringSteps int
 	// Warning is set when an LP ended short of the optimality tolerance (near-degenerate
 	// problems): X is then still within the constraints but maybe not optimal. Gavel prints
 	// "Allocation returned by policy not optimal!" and goes on with cvxpy's point; so does Solve.

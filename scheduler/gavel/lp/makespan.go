@@ -39,8 +39,8 @@ func gavelSearch(feasible func(T float64) bool) (float64, int, error) {
 // remaining steps within T", i.e. ∃X: Σ_j T_mj·X_mj >= remaining_m / T, holds exactly when
 // T >= T* = 1/z* with z* = max_X min_m Σ_j (T_mj/remaining_m)·X_mj, a max-min LP. So one LP
 // gives z*, Gavel's search is replayed against T >= T* (same probes, same final T), and one
-// more LP returns a point of Gavel's last feasibility problem (its "maximize 1" LP at the final
-// T): the interior-point method, like Gavel's ECOS, ends near that polytope's analytic centre.
+// more LP returns the analytic centre of Gavel's last feasibility problem (its "maximize 1" LP
+// at the final T), near which Gavel's interior-point solver ends (centre.go).
 // Jobs with no remaining steps, or that cannot run anywhere (Gavel's search never ends then),
 // get zero rows.
 func solveMakespan(p *Problem, t [][]float64) (Solution, error) {
@@ -67,16 +67,26 @@ func solveMakespan(p *Problem, t [][]float64) (Solution, error) {
 		return Solution{}, err
 	}
 	sol.X, sol.Objective, sol.Bound = s.expand(res.x), tFinal, tStar
-	// Gavel's final feasibility LP: Σ_j (T_mj·T/remaining_m)·X_mj >= 1, no objective.
+	if tFinal*zStar <= 1+1e-6 {
+		// At T* exactly, Gavel's feasible set is the max-min optimal face: solved again with
+		// centring (rare: the final probe falls on T*).
+		q.centre = true
+		sol.LPSolves++
+		if cr, err := solveIPM(q); err == nil {
+			sol.X, sol.CentringSteps = s.expand(cr.x), cr.centringSteps
+		}
+		return sol, nil
+	}
+	// Gavel's final feasibility LP: Σ_j (T_mj·T/remaining_m)·X_mj >= 1, no objective; with no
+	// objective every central-path point is the polytope's analytic centre.
 	f := s.newLP(func(m, j int) float64 { return coef(m, j) * tFinal })
 	for i := range f.b {
 		f.b[i] = 1
 	}
-	if tFinal*zStar > 1+1e-6 { // an interior exists; at T* exactly the max-min point is the answer
-		sol.LPSolves++
-		if fr, err := solveIPM(f); err == nil {
-			sol.X = s.expand(fr.x)
-		}
+	f.centre = true
+	sol.LPSolves++
+	if fr, err := solveIPM(f); err == nil {
+		sol.X, sol.CentringSteps = s.expand(fr.x), fr.centringSteps
 	}
 	return sol, nil
 }

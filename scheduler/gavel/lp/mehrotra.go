@@ -82,7 +82,7 @@ func runIPM(p *structLP, reg float64) (ipmResult, float64, error) {
 	for it := 0; it < maxIter; it++ {
 		pinf, dinf, gap = st.residuals()
 		if pinf < ipmTol && dinf < ipmTol && gap < gapTol {
-			return st.result(it), 0, nil
+			return st.finish(it), 0, nil
 		}
 		if err := st.step(); err != nil {
 			if pinf < ipmAcceptTol && dinf < ipmAcceptTol && gap < math.Max(ipmAcceptTol, gapTol) {

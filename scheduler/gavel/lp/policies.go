@@ -122,7 +122,7 @@ func solveMaxMin(p *Problem, t [][]float64) (Solution, error) {
 		jb := &p.Jobs[m]
 		return t[m][j] * float64(jb.ScaleFactor) / (jb.PriorityWeight * prop[m])
 	})
-	q.hasZ = true
+	q.hasZ, q.centre = true, true
 	scale := scaleDemand(q)
 	var sol Solution
 	res, err := lpSolve(q, &sol)
@@ -130,6 +130,7 @@ func solveMaxMin(p *Problem, t [][]float64) (Solution, error) {
 		return Solution{}, err
 	}
 	sol.X, sol.Objective, sol.Bound = s.expand(res.x), res.primalObj*scale, res.dualObj*scale
+	sol.CentringSteps = res.centringSteps
 	return sol, nil
 }
 

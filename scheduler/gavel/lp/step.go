@@ -71,54 +71,60 @@ func (st *ipmState) direction(rc colVec) {
 	p.mulA(st.du, st.h)
 	axpyRow(st.h, -1, st.rp)
 	scaleRow(st.h, -1)
-	st.ne.solve(st.h, st.dy)
-	// Iterative refinement: hres = h − (A·D·Aᵀ)·dy; dy += solve(hres), while it improves.
-	prev := math.Inf(1)
-	for it := 0; it < refineSteps; it++ {
-		p.mulAT(st.dy, st.dw)
-		for i := range dw {
-			dw[i] *= d[i]
-		}
-		p.mulA(st.dw, st.hres)
-		axpyRow(st.hres, -1, st.h)
-		scaleRow(st.hres, -1)
-		res := rowNorm(st.hres)
-		if res <= 1e-15*rowNorm(st.h) || res >= prev {
-			break
-		}
-		prev = res
-		st.ne.solve(st.hres, st.hres)
-		axpyRow(st.dy, 1, st.hres)
-	}
+	solveRefined(p, st.ne, st.d, st.h, st.dy, st.hres, st.dw)
 	// dw = rd − Aᵀ·dy; du = rc/w − D∘dw.
 	p.mulAT(st.dy, st.dw)
 	for i := range dw {
 		dw[i] = rd[i] - dw[i]
 		du[i] = r[i]/w[i] - d[i]*dw[i]
 	}
-	st.exactSlackSteps()
+	exactSlackSteps(p, st.du, st.rp, st.hres)
 }
 
-// exactSlackSteps recomputes the slack steps from the constraint rows, so that A·Δu = rp holds
-// to rounding whatever the accuracy of the normal-equation solve: every row has its own slack
-// with coefficient 1. The small error moves to the slacks' complementarity, which the next
-// iteration targets afresh (primal infeasibility no longer drifts near degenerate optima).
-func (st *ipmState) exactSlackSteps() {
-	p, du := st.p, st.du
+// solveRefined sets y to the solution of (A·D·Aᵀ)·y = h with ne (factored for d), then runs up
+// to refineSteps of iterative refinement, hres = h − (A·D·Aᵀ)·y; y += solve(hres), while the
+// residual shrinks. hres and work are scratch.
+func solveRefined(p *structLP, ne *normalEq, d colVec, h, y, hres rowVec, work colVec) {
+	ne.solve(h, y)
+	prev := math.Inf(1)
+	for it := 0; it < refineSteps; it++ {
+		p.mulAT(y, work)
+		for i := range work.all {
+			work.all[i] *= d.all[i]
+		}
+		p.mulA(work, hres)
+		axpyRow(hres, -1, h)
+		scaleRow(hres, -1)
+		res := rowNorm(hres)
+		if res <= 1e-15*rowNorm(h) || res >= prev {
+			break
+		}
+		prev = res
+		ne.solve(hres, hres)
+		axpyRow(y, 1, hres)
+	}
+}
+
+// exactSlackSteps recomputes the slack steps of du from the constraint rows, so that A·Δu = rp
+// holds to rounding whatever the accuracy of the normal-equation solve: every row has its own
+// slack with coefficient 1. In the interior-point method the small error moves to the slacks'
+// complementarity, which the next iteration targets afresh (primal infeasibility no longer
+// drifts near degenerate optima). tmp is scratch.
+func exactSlackSteps(p *structLP, du colVec, rp, tmp rowVec) {
 	clear(du.sR)
 	clear(du.sK)
 	if p.anyDem() {
 		clear(du.sQ)
 	}
-	p.mulA(du, st.hres) // activities of Δx and Δz alone
+	p.mulA(du, tmp) // activities of Δx and Δz alone
 	for m := 0; m < p.n; m++ {
-		du.sR[m] = st.rp.R[m] - st.hres.R[m]
+		du.sR[m] = rp.R[m] - tmp.R[m]
 		if p.dem[m] {
-			du.sQ[m] = st.rp.Q[m] - st.hres.Q[m]
+			du.sQ[m] = rp.Q[m] - tmp.Q[m]
 		}
 	}
 	for j := range du.sK {
-		du.sK[j] = st.rp.K[j] - st.hres.K[j]
+		du.sK[j] = rp.K[j] - tmp.K[j]
 	}
 }
 
