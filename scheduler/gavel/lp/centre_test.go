@@ -26,7 +26,7 @@ func TestCentring_AgnosticMaxMinEndsAtFaceCentre(t *testing.T) {
 	if math.Abs(sol.Objective-1) > 1e-6 || sol.CentringSteps == 0 {
 		t.Fatalf("level %v (want 1), %d centring steps", sol.Objective, sol.CentringSteps)
 	}
-	checkFeasible(t, p, sol.X)
+	checkInvariants(t, p, sol.X)
 	want := map[int][]float64{1: {0.46, 0.35, 0.19}}
 	rowWant := map[int]float64{1: 1, 2: 0.71, 4: 0.43}
 	gpus, level := 0.0, math.Inf(1)
@@ -71,30 +71,6 @@ func TestCentring_ClosedFormCentre(t *testing.T) {
 	}
 }
 
-// checkFeasible fails the test when X has a row over 1 or a type over its capacity.
-func checkFeasible(t *testing.T, p Problem, x Allocation) {
-	t.Helper()
-	used := make([]float64, len(p.Types))
-	for m, jb := range p.Jobs {
-		row := 0.0
-		for j, v := range x[m] {
-			if v < 0 {
-				t.Errorf("job %d: X[%d] = %v < 0", m, j, v)
-			}
-			row += v
-			used[j] += float64(jb.ScaleFactor) * v
-		}
-		if row > 1+1e-9 {
-			t.Errorf("job %d: row %v > 1", m, row)
-		}
-	}
-	for j, u := range used {
-		if u > float64(p.Workers[j])*(1+1e-9) {
-			t.Errorf("type %s: %v GPUs of %d", p.Types[j], u, p.Workers[j])
-		}
-	}
-}
-
 // Gavel's own allocations on the fixture instances (testdata/gavel_objectives.json, cvxopt's
 // interior point through cvxpy) lie near the analytic centre of the optimal face, though not at
 // it. Entry-wise distance per policy, largest over the 5 cases, uncentred (2026-11-27) -> centred:
@@ -105,11 +81,7 @@ func TestCentring_NearGavelFixtureAllocations(t *testing.T) {
 	f := loadGavelFixture(t)
 	worst := map[string]float64{}
 	for ci, c := range f.Cases {
-		p := Problem{Types: c.Instance.Types, Workers: c.Instance.Workers}
-		for _, j := range c.Instance.Jobs {
-			p.Jobs = append(p.Jobs, Job{ID: j.ID, Throughput: j.Throughput, ScaleFactor: j.ScaleFactor,
-				PriorityWeight: j.PriorityWeight, RemainingSteps: j.RemainingSteps, TimeSinceStart: j.TimeSinceStart})
-		}
+		p := c.problem()
 		for policy, xg := range c.GavelAllocations {
 			x, err := Solve(policy, p, Options{})
 			if err != nil {

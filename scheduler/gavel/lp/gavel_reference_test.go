@@ -12,21 +12,33 @@ import (
 // objective each of Gavel's allocations reaches is recomputed from the policy's formula and
 // compared with our optimum.
 type gavelFixture struct {
-	Cases []struct {
-		Instance struct {
-			Types   []string `json:"types"`
-			Workers []int    `json:"workers"`
-			Jobs    []struct {
-				ID             int       `json:"id"`
-				Throughput     []float64 `json:"throughput"`
-				ScaleFactor    int       `json:"scale_factor"`
-				PriorityWeight float64   `json:"priority_weight"`
-				RemainingSteps float64   `json:"remaining_steps"`
-				TimeSinceStart float64   `json:"time_since_start"`
-			} `json:"jobs"`
-		} `json:"instance"`
-		GavelAllocations map[string]Allocation `json:"gavel_allocations"`
-	} `json:"cases"`
+	Cases []gavelCase `json:"cases"`
+}
+
+type gavelCase struct {
+	Instance struct {
+		Types   []string `json:"types"`
+		Workers []int    `json:"workers"`
+		Jobs    []struct {
+			ID             int       `json:"id"`
+			Throughput     []float64 `json:"throughput"`
+			ScaleFactor    int       `json:"scale_factor"`
+			PriorityWeight float64   `json:"priority_weight"`
+			RemainingSteps float64   `json:"remaining_steps"`
+			TimeSinceStart float64   `json:"time_since_start"`
+		} `json:"jobs"`
+	} `json:"instance"`
+	GavelAllocations map[string]Allocation `json:"gavel_allocations"`
+}
+
+// problem is the case's instance as our solver takes it.
+func (c gavelCase) problem() Problem {
+	p := Problem{Types: c.Instance.Types, Workers: c.Instance.Workers}
+	for _, j := range c.Instance.Jobs {
+		p.Jobs = append(p.Jobs, Job{ID: j.ID, Throughput: j.Throughput, ScaleFactor: j.ScaleFactor,
+			PriorityWeight: j.PriorityWeight, RemainingSteps: j.RemainingSteps, TimeSinceStart: j.TimeSinceStart})
+	}
+	return p
 }
 
 func loadGavelFixture(t *testing.T) gavelFixture {
@@ -62,11 +74,7 @@ func v100Copy(p Problem) Problem {
 func TestObjectives_MatchGavelCvxpy(t *testing.T) {
 	f := loadGavelFixture(t)
 	for ci, c := range f.Cases {
-		p := Problem{Types: c.Instance.Types, Workers: c.Instance.Workers}
-		for _, j := range c.Instance.Jobs {
-			p.Jobs = append(p.Jobs, Job{ID: j.ID, Throughput: j.Throughput, ScaleFactor: j.ScaleFactor,
-				PriorityWeight: j.PriorityWeight, RemainingSteps: j.RemainingSteps, TimeSinceStart: j.TimeSinceStart})
-		}
+		p := c.problem()
 		for policy, xg := range c.GavelAllocations {
 			sol, err := SolveDetail(policy, p, Options{})
 			if err != nil {
