@@ -36,3 +36,33 @@ func TestNoteInterference(t *testing.T) {
 		}
 	}
 }
+
+// A profile whose points' CPUs ran more than a tenth apart says so, naming
+// the slowest and the fastest point; failed, predicted and unsampled cells
+// do not count.
+func TestSpeedNote(t *testing.T) {
+	cell := func(cpus float64, mem int64, mops float64) sensitivity.Cell {
+		return sensitivity.Cell{CPUs: cpus, MemLimitBytes: mem, Measured: true, Stats: &sensitivity.PointStats{CPUSpeedMOps: mops}}
+	}
+	failed := cell(1, 0, 100)
+	failed.Failure = &sensitivity.Failure{Class: sensitivity.FailCrashed}
+	predicted := cell(1, 1<<30, 100)
+	predicted.Measured = false
+	unsampled := cell(2, 1<<30, 0)
+	for _, tc := range []struct {
+		name  string
+		cells []sensitivity.Cell
+		warn  string
+	}{
+		{"apart", []sensitivity.Cell{cell(1, 0, 600), cell(2, 0, 650), cell(1, 768<<20, 500), failed, predicted, unsampled},
+			"the host's CPUs ran at different speeds for different points: a fixed loop on the point's CPUs (cpu_speed_mops) ran 23% slower at cpus=1 mem=768MiB (500) than at cpus=2 mem=unlimited (650)"},
+		{"within a tenth", []sensitivity.Cell{cell(1, 0, 600), cell(2, 0, 650), failed, predicted, unsampled}, ""},
+		{"one point", []sensitivity.Cell{cell(1, 0, 600), failed, predicted}, ""},
+		{"none sampled", []sensitivity.Cell{unsampled, cell(1, 0, 0)}, ""},
+	} {
+		got := speedNote(&sensitivity.Profile{Cells: tc.cells})
+		if (tc.warn == "") != (got == "") || !strings.HasPrefix(got, tc.warn) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.warn)
+		}
+	}
+}

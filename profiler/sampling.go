@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/synergy-sched/synergy/profiler/cgstat"
+	"github.com/synergy-sched/synergy/profiler/cpuspeed"
 	"github.com/synergy-sched/synergy/profiler/sample"
 	"github.com/synergy-sched/synergy/runner"
 	"github.com/synergy-sched/synergy/runner/cgroupfs"
@@ -48,6 +49,7 @@ func (s *sweep) startSampling(h runner.Handle, pt point) (*pointSampling, error)
 			ps.cgroup = r
 			samplers = append(samplers, cgstat.NewSampler(r, ps.observe))
 		}
+		samplers = append(samplers, cpuspeed.New(paths))
 	}
 	if len(samplers) == 0 {
 		return nil, nil
@@ -129,6 +131,9 @@ func (ps *pointSampling) stop(s *sweep, st *sensitivity.PointStats) {
 	}
 	if sum, ok := ps.agg.Summary("host_cpu_pct"); ok {
 		st.HostCPUPctMean = sum.Mean
+	}
+	if sum, ok := ps.agg.Summary(cpuspeed.SeriesMOps); ok {
+		st.CPUSpeedMOps = sum.Mean
 	}
 	if sum, ok := ps.agg.Summary(cgstat.SeriesCPUUsageS); ok && sum.Count > 1 {
 		if dt := sum.LastTime.Sub(sum.FirstTime).Seconds(); dt > 0 {

@@ -416,8 +416,11 @@ func (s *sweep) finish() {
 	}
 	s.noteFootprint()
 	p.Warnings = s.warnings
+	if w := speedNote(p); w != "" {
+		p.Warnings = append(slices.Clone(s.warnings), w)
+	}
 	if err := sensitivity.Fill(p); err != nil {
-		p.Warnings = append(append([]string(nil), s.warnings...), "cells not predicted: "+err.Error())
+		p.Warnings = append(slices.Clone(p.Warnings), "cells not predicted: "+err.Error())
 	}
 	fillStalls(p)
 }

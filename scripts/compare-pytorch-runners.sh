@@ -4,8 +4,9 @@
 # the docker runner in turn, ROUNDS times (local, docker, local, docker...),
 # each round in OUT/roundN, then prints per cell every run's samples/s with
 # the job's own cores and the host's other work while it ran, the docker /
-# local ratio of each round and of the rounds' means, and the spread of each
-# runner over its repeats (what the host's other work alone moves a cell).
+# local ratio of each round and of the rounds' means, the spread of each
+# runner over its repeats (what the host's other work alone moves a cell),
+# and each run's CPU pace (stats.cpu_speed_mops: the host's own speed).
 #   SYNERGY_MEASURE=1 flock /tmp/synergy-real.lock scripts/compare-pytorch-runners.sh [--rounds N] [--out DIR] [--report-only]
 # --report-only prints the table from OUT's profiles without running.
 set -euo pipefail
@@ -48,7 +49,8 @@ for d in sorted(glob.glob(os.path.join(out, "round*"))):
                 st = c["stats"]
                 cores = st.get("cpu_cores_mean", 0)
                 other = max(0, st.get("host_cpu_pct_mean", 0) / 100 * n - cores)
-                cells[(c["cpus"], c["mem_limit_bytes"])] = (c["samples_per_s"], c["samples_per_s_ci95"], cores, other)
+                speed = st.get("cpu_speed_mops", 0)
+                cells[(c["cpus"], c["mem_limit_bytes"])] = (c["samples_per_s"], c["samples_per_s_ci95"], cores, other, speed)
         runs[(r, runner)] = cells
 rounds = sorted({r for r, _ in runs})
 keys = sorted({k for v in runs.values() for k in v}, key=lambda k: (k[0], k[1] or 1 << 62))
@@ -63,7 +65,7 @@ for k in keys:
     for r in rounds:
         for rn in ("local", "docker"):
             v = runs.get((r, rn), {}).get(k)
-            row.append("%.1f ±%.1f (%.2f; %.2f)" % v if v else "-")
+            row.append("%.1f ±%.1f (%.2f; %.2f; %.0f)" % v if v else "-")
     for r in rounds:
         a, b = runs.get((r, "local"), {}).get(k), runs.get((r, "docker"), {}).get(k)
         row.append("%+.1f%%" % (100 * (b[0] / a[0] - 1)) if a and b else "-")
@@ -78,5 +80,12 @@ for k in keys:
         v = vals[rn]
         row.append("%.0f%%" % (100 * (max(v) / min(v) - 1)) if len(v) > 1 else "-")
     print("| " + " | ".join(row) + " |")
-print("\n(samples/s ±95%% CI (the job's own cores; other work on the host, cores)); largest |docker/local - 1| of the means: %.1f%%" % (100 * worst))
+print("\n(samples/s ±95%% CI (the job's own cores; other work on the host, cores; the CPUs' pace, cpu_speed_mops)); largest |docker/local - 1| of the means: %.1f%%" % (100 * worst))
+# The host's own pace per run: a fixed loop timed on each point's CPUs
+# (profiler/cpuspeed). Where a run's throughput moved with it, the host
+# moved, not the runner.
+for (r, rn), cells in sorted(runs.items()):
+    sp = [v[4] for v in cells.values() if v[4] > 0]
+    if sp:
+        print("round %d %s: cpu_speed_mops median %.0f (%.0f-%.0f over its points)" % (r, rn, statistics.median(sp), min(sp), max(sp)))
 PY

@@ -433,6 +433,7 @@ func (c *checker) stats(f, w string, st *PointStats, cpus float64, ok bool) {
 	c.float(f+".cpu_cores_mean", w, st.CPUCoresMean, 0, MaxCPUs, "more CPUs than Linux supports")
 	c.float(f+".host_cpu_pct_mean", w, st.HostCPUPctMean, 0, 100+1e-6, "a percentage")
 	c.float(f+".gpu_util_pct_mean", w, st.GPUUtilPctMean, 0, 100+1e-6, "a percentage")
+	c.float(f+".cpu_speed_mops", w, st.CPUSpeedMOps, 0, 1e6, "faster than any CPU")
 	if st.Timeline != "" {
 		c.timeline(f+".timeline", w, st.Timeline, cpus)
 	}

@@ -197,7 +197,12 @@ type PointStats struct {
 	CPUCoresMean   float64 `json:"cpu_cores_mean,omitempty"`
 	HostCPUPctMean float64 `json:"host_cpu_pct_mean,omitempty"`
 	GPUUtilPctMean float64 `json:"gpu_util_pct_mean,omitempty"`
-	Timeline       string  `json:"timeline,omitempty"`
+	// CPUSpeedMOps is the mean pace of a fixed loop timed on the point's
+	// CPUs while it ran (profiler/cpuspeed), in millions of rounds per
+	// CPU-second: where it differs between points, the host's CPUs ran at
+	// different speeds for them.
+	CPUSpeedMOps float64 `json:"cpu_speed_mops,omitempty"`
+	Timeline     string  `json:"timeline,omitempty"`
 	// Cost and provenance (docs/cost.md): the launch (1-based, counted over
 	// the profile) whose run measured the point; whether it was measured in
 	// place, in a window after a live limit change; seconds before its

@@ -173,6 +173,11 @@ func TestDockerE2E_AgreesWithLocal(t *testing.T) {
 			if c.Measured && c.Failure != nil {
 				t.Fatalf("%s runner: point cpus=%g mem=%d failed: %s: %s", runnerName, c.CPUs, c.MemLimitBytes, c.Failure.Class, c.Failure.Message)
 			}
+			// The CPU speed probe (profiler/cpuspeed) found the job's
+			// cpuset in its real cgroup, the container's included.
+			if c.Measured && (c.Stats == nil || c.Stats.CPUSpeedMOps <= 0) {
+				t.Errorf("%s runner: point cpus=%g mem=%d has no cpu_speed_mops", runnerName, c.CPUs, c.MemLimitBytes)
+			}
 		}
 		return p
 	}
