@@ -83,7 +83,10 @@ func (s *sweep) itersPerEpoch() int {
 // drop the warm-up iterations. Cold points measure from the second pass over
 // the data (epoch >= 1, or past one epoch's worth of iterations when the job
 // reports no epoch), once the page cache has settled under the limit; until
-// then they measure nothing.
+// then they measure nothing. From there they measure whole passes once one
+// is complete (passBounds): under a page-cache limit a shuffled pass hits
+// the cache most at its start and least at its end, so a part of a pass
+// reads high (docs/cost.md, "Whole passes").
 func (s *sweep) window(pt point, all []jobcontract.Iteration) (win, first []jobcontract.Iteration) {
 	if !pt.cold {
 		if len(all) <= s.cfg.Warmup {
@@ -91,18 +94,7 @@ func (s *sweep) window(pt point, all []jobcontract.Iteration) (win, first []jobc
 		}
 		return all[s.cfg.Warmup:], nil
 	}
-	start := -1
-	for i, it := range all {
-		if it.Epoch != nil {
-			if *it.Epoch >= 1 {
-				start = i
-				break
-			}
-		} else if ipe := s.itersPerEpochAt(pt); ipe > 0 && it.Iter >= ipe {
-			start = i
-			break
-		}
-	}
+	start := s.secondPass(pt, all)
 	if start < 0 {
 		if len(all) > s.cfg.Warmup {
 			first = all[s.cfg.Warmup:]
@@ -112,19 +104,106 @@ func (s *sweep) window(pt point, all []jobcontract.Iteration) (win, first []jobc
 	if start > s.cfg.Warmup {
 		first = all[s.cfg.Warmup:start]
 	}
+	end := len(all)
+	if e, passes, known := s.passBounds(pt, all, start); known && passes > 0 {
+		end = e
+	}
 	// The last first-pass iteration anchors the window's time.
-	return all[max(start-1, 0):], first
+	return all[max(start-1, 0):end], first
+}
+
+// secondPass is the index of a cold point's first iteration of its second
+// pass over the data, or -1 before it.
+func (s *sweep) secondPass(pt point, all []jobcontract.Iteration) int {
+	for i, it := range all {
+		if it.Epoch != nil {
+			if *it.Epoch >= 1 {
+				return i
+			}
+		} else if ipe := s.itersPerEpochAt(pt); ipe > 0 && it.Iter >= ipe {
+			return i
+		}
+	}
+	return -1
+}
+
+// passBounds says where the complete passes over the data that begin at
+// all[start] end: end is the index just past the last complete one, passes
+// how many are complete. A pass ends where the job's epoch changes, or, for
+// a job that reports no epoch, every itersPerEpochAt iterations; known is
+// false when neither says where.
+func (s *sweep) passBounds(pt point, all []jobcontract.Iteration, start int) (end, passes int, known bool) {
+	if start < 0 || start >= len(all) {
+		return start, 0, false
+	}
+	if all[start].Epoch != nil {
+		end = start
+		for j := start + 1; j < len(all); j++ {
+			if all[j].Epoch != nil && all[j-1].Epoch != nil && *all[j].Epoch != *all[j-1].Epoch {
+				end, passes = j, passes+1
+			}
+		}
+		return end, passes, true
+	}
+	ipe := s.itersPerEpochAt(pt)
+	if ipe <= 0 {
+		return start, 0, false
+	}
+	passes = (len(all) - start) / ipe
+	return start + passes*ipe, passes, true
+}
+
+// passCoverage is how much of a pass over the data a cold point's window
+// holds: whole passes once one is complete, else the share of one pass
+// measured so far (known when the job reports epochs or the pass's length
+// is known). 0, false for a warm point.
+func (s *sweep) passCoverage(pt point, all []jobcontract.Iteration) (passes float64, known bool) {
+	if !pt.cold {
+		return 0, false
+	}
+	start := s.secondPass(pt, all)
+	if start < 0 {
+		return 0, s.itersPerEpochAt(pt) > 0 || slices.ContainsFunc(all, func(it jobcontract.Iteration) bool { return it.Epoch != nil })
+	}
+	_, n, known := s.passBounds(pt, all, start)
+	if !known || n > 0 {
+		return float64(n), known
+	}
+	// The share of one pass: a job that reports epochs showed the pass's
+	// length in its first (the iterations before start); else the guess.
+	ipe := s.itersPerEpochAt(pt)
+	if all[start].Epoch != nil {
+		ipe = start
+	}
+	if ipe > 0 {
+		return min(float64(len(all)-start)/float64(ipe), 0.999), true
+	}
+	return 0, true
+}
+
+// stopForPoint is stopFor, except that a cold point whose window is still
+// inside its first measured pass goes on to the pass's end (the job is
+// given the iterations for it: maxIterationsFor).
+func (s *sweep) stopForPoint(pt point, all []jobcontract.Iteration, est Estimate) string {
+	if passes, known := s.passCoverage(pt, all); known && passes < 1 {
+		return ""
+	}
+	return s.stopFor(est)
 }
 
 // maxIterationsFor is the --max-iterations the job is given at a point:
-// warm-up plus the cap, plus one pass over the data for cold points.
+// warm-up plus the cap; for cold points also the first pass over the data,
+// the cap rounded up to whole passes, and one iteration of the pass after
+// (it shows where the last measured one ended).
 func (s *sweep) maxIterationsFor(pt point) int {
 	if pt.launchIters > 0 {
 		return pt.launchIters
 	}
 	n := s.cfg.Warmup + s.cfg.MaxIterations
 	if pt.cold {
-		n += s.itersPerEpochAt(pt)
+		if ipe := s.itersPerEpochAt(pt); ipe > 0 {
+			n = s.cfg.Warmup + ipe + (s.cfg.MaxIterations+ipe-1)/ipe*ipe + 1
+		}
 	}
 	return n
 }
@@ -337,7 +416,7 @@ func (s *sweep) watch(ctx context.Context, pt point, run *pointRun) pointEnd {
 				cfg.Progress.PointUpdate(pt.label(), run.m.est.Iterations, run.m.est, cfg.Now().Sub(run.start))
 			}
 			if stopReason == "" {
-				stopReason = s.stopFor(run.m.est)
+				stopReason = s.stopForPoint(pt, run.m.all, run.m.est)
 				if stopReason != "" {
 					_ = run.h.Stop()
 				}
@@ -448,6 +527,13 @@ func (s *sweep) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 	stats.StepSecondsMean = meanStep(m.window[1:])
 	if fp := estimate(m.firstPass); fp.SamplesPerS > 0 {
 		stats.FirstPassSamplesPS = fp.SamplesPerS
+	}
+	if passes, known := s.passCoverage(pt, m.all); known {
+		stats.MeasuredPasses = passes
+		if passes < 1 {
+			s.warnf("%s: measured %.0f%% of one pass over the data (stopped: %s): under a page-cache limit a shuffled pass hits the cache most at its start and least at its end, so part of a pass reads high; give the point a whole pass (--point-timeout, --max-iterations) or scale the memory points (--mem-scale)",
+				pt.label(), 100*passes, stopReason)
+		}
 	}
 	if slices.ContainsFunc(m.all, func(it jobcontract.Iteration) bool { return it.Emulated }) {
 		s.sawEmulated = true

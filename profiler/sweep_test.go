@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/runner"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
@@ -36,6 +37,9 @@ type fakeRunner struct {
 	// one per file of baseConfig's dataset at its batch).
 	epochIters int
 	noise      float64
+	// inPass, when set, scales the rate at a point by where in its epoch
+	// an iteration falls (0 at the epoch's first iteration, towards 1).
+	inPass func(l runner.Limits, frac float64) float64
 	// cgroup, when set, is the directory every handle names as its cgroup
 	// (CgroupPaths "unified").
 	cgroup string
@@ -111,7 +115,11 @@ func (f *fakeRunner) Start(ctx context.Context, job runner.Job) (runner.Handle, 
 			if f.garbage != nil && f.garbage(job.Limits) != "" {
 				out.WriteString(f.garbage(job.Limits) + "\n")
 			} else if rate > 0 {
-				ts += float64(batch) / rate * (1 + f.noise*(rng.Float64()-0.5))
+				r := rate
+				if f.inPass != nil {
+					r *= f.inPass(job.Limits, float64(i%epochIters)/float64(epochIters))
+				}
+				ts += float64(batch) / r * (1 + f.noise*(rng.Float64()-0.5))
 				line, _ := json.Marshal(map[string]any{"iter": i, "samples": batch, "data_wait_s": 0.001, "step_s": 0.01, "ts": ts, "epoch": i / epochIters, "emulated": true, "emulated_gpu": "v100"})
 				out.Write(append(line, '\n'))
 			}
@@ -497,5 +505,117 @@ func TestConfigValidate_NamesTheSetting(t *testing.T) {
 				t.Fatalf("err = %v, want it to name %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// Under a page-cache limit a shuffled pass hits the cache most at its start:
+// the fake's limited points run at twice their rate at an epoch's first
+// iteration, falling to half at its last. A cold point measures whole
+// passes (its iteration cap rounded up to them), so its figure is the
+// whole pass's, not the fast start's.
+func TestRun_ColdPointMeasuresWholePasses(t *testing.T) {
+	shape := func(frac float64) float64 { return 2 - 1.5*frac }
+	fr := &fakeRunner{rate: trueRate, inPass: func(l runner.Limits, frac float64) float64 {
+		if l.MemLimitBytes > 0 {
+			return shape(frac)
+		}
+		return 1
+	}}
+	cfg := baseConfig(t, fr)
+	cfg.Strategy = StrategyGrid
+	cfg.CPUs = []float64{1}
+	cfg.MemLimits = []int64{50 << 20}
+	cfg.MaxIterations = 25 // not a whole number of 10-iteration passes
+	cfg.MinIterations = 10
+	p, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Cell(1, 50<<20)
+	if c == nil || c.Failure != nil || !c.Measured {
+		t.Fatalf("limited cell = %+v, want measured", c)
+	}
+	// One pass of 10 iterations of 4 samples at 100·shape samples/s (one
+	// core of trueRate).
+	var secs float64
+	for i := 0; i < 10; i++ {
+		secs += 4 / (100 * shape(float64(i)/10))
+	}
+	want := 40 / secs
+	if math.Abs(c.SamplesPerS/want-1) > 0.01 {
+		t.Errorf("limited cell %.1f samples/s, want the whole pass's %.1f (the pass's first half alone: %.1f)", c.SamplesPerS, want, 100*shape(0.2))
+	}
+	if got := c.Stats.MeasuredPasses; got != 3 {
+		t.Errorf("measured_passes %g, want 3 (the cap of 25 iterations rounded up to whole 10-iteration passes)", got)
+	}
+	if w := strings.Join(p.Warnings, "\n"); strings.Contains(w, "of one pass over the data") {
+		t.Errorf("a whole-pass point is warned about as a part of one: %s", w)
+	}
+	if c := p.Cell(1, 0); c == nil || c.Stats.MeasuredPasses != 0 {
+		t.Errorf("the warm cell records measured_passes: %+v", c.Stats)
+	}
+}
+
+// A cold point that ends inside its first measured pass (here the job's
+// passes are three times the profiler's guess, so the iterations it is
+// given end first) keeps what it measured, records the share of the pass
+// and says why it reads high.
+func TestRun_ColdPointEndedInsideAPassSaysSo(t *testing.T) {
+	fr := &fakeRunner{rate: trueRate, epochIters: 30}
+	cfg := baseConfig(t, fr)
+	cfg.Strategy = StrategyGrid
+	cfg.CPUs = []float64{1}
+	cfg.MemLimits = []int64{50 << 20}
+	cfg.MaxIterations = 20
+	cfg.MinIterations = 10
+	p, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Cell(1, 50<<20)
+	if c == nil || c.Failure != nil || !c.Measured {
+		t.Fatalf("limited cell = %+v, want measured", c)
+	}
+	// Given warm-up + 10 + 20 + 1 iterations, the job ran into its second
+	// 30-iteration epoch: the share is what it ran of it.
+	want := float64(c.Stats.Iterations-30) / 30
+	if want <= 0 || want >= 1 {
+		t.Fatalf("the job ran %d iterations, want it inside its second epoch", c.Stats.Iterations)
+	}
+	if got := c.Stats.MeasuredPasses; math.Abs(got-want) > 1e-9 {
+		t.Errorf("measured_passes %g, want %g, the share of the 30-iteration pass measured", got, want)
+	}
+	if w := strings.Join(p.Warnings, "\n"); !strings.Contains(w, "cpus=1 mem=50MiB: measured") || !strings.Contains(w, "of one pass over the data (stopped: job_exited)") {
+		t.Errorf("warnings do not say the point measured part of a pass:\n%s", w)
+	}
+}
+
+func TestPassBounds(t *testing.T) {
+	s := &sweep{cfg: Config{Batch: 4}, datasetFiles: 40} // a pass: 10 iterations
+	ep := func(e int) *int { return &e }
+	var withEpochs, without []jobcontract.Iteration
+	for i := 0; i < 37; i++ {
+		withEpochs = append(withEpochs, jobcontract.Iteration{Iter: i, Epoch: ep(i / 12)}) // the job's own passes: 12
+		without = append(without, jobcontract.Iteration{Iter: i})
+	}
+	cold := point{cpus: 1, memLimit: 50 << 20, cold: true}
+	for _, tc := range []struct {
+		name                string
+		all                 []jobcontract.Iteration
+		start               int
+		wantEnd, wantPasses int
+	}{
+		{"epochs: two passes complete, the third not", withEpochs, 12, 36, 2},
+		{"epochs: inside the first", withEpochs[:20], 12, 12, 0},
+		{"no epochs: the guessed 10-iteration pass", without, 10, 30, 2},
+	} {
+		end, passes, known := s.passBounds(cold, tc.all, tc.start)
+		if !known || end != tc.wantEnd || passes != tc.wantPasses {
+			t.Errorf("%s: end %d, passes %d, known %v; want %d, %d, true", tc.name, end, passes, known, tc.wantEnd, tc.wantPasses)
+		}
+	}
+	s.cfg.MaxIterations = 25
+	if got, want := s.maxIterationsFor(cold), s.cfg.Warmup+10+30+1; got != want {
+		t.Errorf("a cold point with a cap of 25 is given %d iterations, want %d: its first pass, the cap rounded up to whole passes, one more", got, want)
 	}
 }

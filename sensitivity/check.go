@@ -434,6 +434,7 @@ func (c *checker) stats(f, w string, st *PointStats, cpus float64, ok bool) {
 	c.float(f+".host_cpu_pct_mean", w, st.HostCPUPctMean, 0, 100+1e-6, "a percentage")
 	c.float(f+".gpu_util_pct_mean", w, st.GPUUtilPctMean, 0, 100+1e-6, "a percentage")
 	c.float(f+".cpu_speed_mops", w, st.CPUSpeedMOps, 0, 1e6, "faster than any CPU")
+	c.float(f+".measured_passes", w, st.MeasuredPasses, 0, 1e9, "")
 	if st.Timeline != "" {
 		c.timeline(f+".timeline", w, st.Timeline, cpus)
 	}

@@ -212,7 +212,11 @@ type PointStats struct {
 	// MemScale is the fraction of the dataset's bytes a scaled memory
 	// point read (its sample), under ScaledMemLimitBytes instead of the
 	// cell's limit; absent: the whole dataset.
-	MemScale            float64 `json:"mem_scale,omitempty"`
+	MemScale float64 `json:"mem_scale,omitempty"`
+	// MeasuredPasses is, for a point measured from a cold cache, how many
+	// passes over its data the measured iterations cover: whole passes
+	// once one is complete, else the share of one (the point ended first).
+	MeasuredPasses      float64 `json:"measured_passes,omitempty"`
 	ScaledMemLimitBytes int64   `json:"scaled_mem_limit_bytes,omitempty"`
 	InPlace             bool    `json:"in_place,omitempty"`
 	WarmupSeconds       float64 `json:"warmup_seconds,omitempty"`

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # In-place (windowed) CPU points versus restarted ones on one synthtrain
 # preset: the same grid profiled with --windows and with --windows=false,
-# then each cell's difference and both wall times (docs/cost.md).
+# then each cell's difference, both wall times, and each cell's CPU pace in
+# both (stats.cpu_speed_mops, the host's own speed: docs/cost.md).
 #
 # Usage: scripts/coststudy/inplace.sh [OUTDIR]
 # Environment: PRESET (image), SIZE (96MiB), CPUS (0.5,1,2), MEMS (384MiB),
@@ -38,7 +39,7 @@ w, r = (json.load(open(p)) for p in sys.argv[1:3])
 key = lambda c: (c["cpus"], c["mem_limit_bytes"])
 rs = {key(c): c for c in r["cells"] if c["measured"]}
 print("windows:", w["cost"]); print("restart:", r["cost"])
-print(f"{'cpus':>5} {'mem':>7} {'in-place/s':>11} {'±':>6} {'restart/s':>10} {'±':>6} {'diff%':>7} {'in_place':>8} {'workers':>8}")
+print(f"{'cpus':>5} {'mem':>7} {'in-place/s':>11} {'±':>6} {'restart/s':>10} {'±':>6} {'diff%':>7} {'in_place':>8} {'workers':>8} {'pace w/r':>9}")
 errs = []
 for c in w["cells"]:
     o = rs.get(key(c))
@@ -48,7 +49,8 @@ for c in w["cells"]:
     errs.append(abs(d))
     st = c["stats"]
     print(f"{c['cpus']:>5g} {c['mem_limit_bytes']>>20:>5}Mi {c['samples_per_s']:>11.1f} {c['samples_per_s_ci95']:>6.1f} "
-          f"{o['samples_per_s']:>10.1f} {o['samples_per_s_ci95']:>6.1f} {d:>7.1f} {str(st.get('in_place', False)):>8} {st['workers']:>4}/{o['stats']['workers']}")
+          f"{o['samples_per_s']:>10.1f} {o['samples_per_s_ci95']:>6.1f} {d:>7.1f} {str(st.get('in_place', False)):>8} {st['workers']:>4}/{o['stats']['workers']}"
+          f" {st.get('cpu_speed_mops', 0):>4.0f}/{o['stats'].get('cpu_speed_mops', 0):<4.0f}")
 if errs:
     print(f"mean |diff| {sum(errs)/len(errs):.1f}%  max {max(errs):.1f}%")
 PY
