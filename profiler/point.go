@@ -181,14 +181,21 @@ func (s *sweep) passCoverage(pt point, all []jobcontract.Iteration) (passes floa
 	return 0, true
 }
 
-// stopForPoint is stopFor, except that a cold point whose window is still
-// inside its first measured pass goes on to the pass's end (the job is
-// given the iterations for it: maxIterationsFor).
+// stopForPoint is stopFor at the point's own cap (capFor), except that a
+// cold point whose window is still inside its first measured pass goes on
+// to the pass's end (the job is given the iterations for it:
+// maxIterationsFor).
 func (s *sweep) stopForPoint(pt point, all []jobcontract.Iteration, est Estimate) string {
 	if passes, known := s.passCoverage(pt, all); known && passes < 1 {
 		return ""
 	}
-	return s.stopFor(est)
+	if r := s.stopFor(est); r == StopConverged {
+		return r
+	}
+	if est.Iterations >= s.capFor(pt) {
+		return StopIterCap
+	}
+	return ""
 }
 
 // maxIterationsFor is the --max-iterations the job is given at a point:
@@ -202,10 +209,29 @@ func (s *sweep) maxIterationsFor(pt point) int {
 	n := s.cfg.Warmup + s.cfg.MaxIterations
 	if pt.cold {
 		if ipe := s.itersPerEpochAt(pt); ipe > 0 {
-			n = s.cfg.Warmup + ipe + (s.cfg.MaxIterations+ipe-1)/ipe*ipe + 1
+			n = s.cfg.Warmup + ipe + s.capFor(pt) + 1
 		}
 	}
 	return n
+}
+
+// capFor is the measured-iteration cap at a point. A cold point's is
+// --max-iterations rounded up to whole passes over its data; a scaled one
+// (cost_memscale.go) measures as many passes of its sample as a full-size
+// point would of the whole dataset, so that the two measure the same
+// thing (docs/cost.md, "Whole passes"): at F of the cost, not F of the
+// passes.
+func (s *sweep) capFor(pt point) int {
+	max := s.cfg.MaxIterations
+	ipe := s.itersPerEpochAt(pt)
+	if !pt.cold || ipe <= 0 {
+		return max
+	}
+	passes := (max + ipe - 1) / ipe
+	if full := s.itersPerEpoch(); s.scaledPoint(pt) && full > ipe {
+		passes = (max + full - 1) / full
+	}
+	return passes * ipe
 }
 
 // runPoint measures one point and returns its cell. It returns

@@ -619,3 +619,33 @@ func TestPassBounds(t *testing.T) {
 		t.Errorf("a cold point with a cap of 25 is given %d iterations, want %d: its first pass, the cap rounded up to whole passes, one more", got, want)
 	}
 }
+
+// A cold point's cap is whole passes; a scaled one measures as many passes
+// of its sample as a full-size point would of the dataset.
+func TestCapFor(t *testing.T) {
+	cold := point{cpus: 1, memLimit: 50 << 20, cold: true}
+	warm := point{cpus: 1}
+	for _, tc := range []struct {
+		name      string
+		memScale  float64
+		max       int
+		pt        point
+		wantCap   int
+		wantGiven int // the job's --max-iterations, warm-up aside
+	}{
+		{"warm", 0, 25, warm, 25, 25},
+		{"full size: 25 rounded up to a 100-iteration pass", 0, 25, cold, 100, 100 + 100 + 1},
+		{"full size: 250, three passes", 0, 250, cold, 300, 100 + 300 + 1},
+		{"scaled: one pass of the dataset is one of the sample", 0.1, 25, cold, 10, 10 + 10 + 1},
+		{"scaled: three passes", 0.1, 250, cold, 30, 10 + 30 + 1},
+	} {
+		s := &sweep{cfg: Config{Batch: 4, MaxIterations: tc.max, MemScale: tc.memScale, DataDir: "/data"},
+			datasetFiles: 400, scaled: &scaledData{files: 40}}
+		if got := s.capFor(tc.pt); got != tc.wantCap {
+			t.Errorf("%s: cap %d, want %d", tc.name, got, tc.wantCap)
+		}
+		if got := s.maxIterationsFor(tc.pt) - s.cfg.Warmup; got != tc.wantGiven {
+			t.Errorf("%s: the job is given %d iterations after its warm-up, want %d", tc.name, got, tc.wantGiven)
+		}
+	}
+}
