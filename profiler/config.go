@@ -96,8 +96,8 @@ type Config struct {
 	// measured cell's stall can be split into preprocessing and fetch.
 	StallBreakdown bool
 
-	// Windows measures consecutive points of one memory column in windows
-	// of one launch, changing the running job's CPU limits between them
+	// Windows measures consecutive points of the unlimited memory column in
+	// windows of one launch (a limited point always starts cold), changing the running job's CPU limits between them
 	// (docs/cost.md); a runner whose handles cannot change limits falls
 	// back to a launch per point with a warning.
 	Windows bool

@@ -148,7 +148,7 @@ func (h *liveHandle) Wait() (runner.Result, error)   { <-h.done; return h.res, n
 // 100 MiB.
 func fastRate(l runner.Limits) float64 { return 4 * trueRate(l) }
 
-func TestRun_WindowsShareLaunchesPerMemoryColumn(t *testing.T) {
+func TestRun_WindowsShareALaunchOnlyWhereMemoryIsUnlimited(t *testing.T) {
 	// 2 workers at every point: a queue of 2 × 2 batches.
 	lr := &liveRunner{rate: fastRate, queue: 4, noise: 0.04}
 	cfg := baseConfig(t, nil)
@@ -158,10 +158,12 @@ func TestRun_WindowsShareLaunchesPerMemoryColumn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Grid order: the CPU axis unlimited (one launch), then cpus 1.25, 1.5,
-	// 2 at 50MiB (one more): 6 points in 2 launches, 4 limit changes.
-	if p.Cost.Points != 6 || p.Cost.Launches != 2 || lr.started != 2 || lr.updates != 4 {
-		t.Fatalf("points %d launches %d (runner started %d, updated %d), want 6 points in 2 launches with 4 updates",
+	// Grid order: the CPU axis unlimited (one launch, 2 limit changes),
+	// then cpus 1.25, 1.5, 2 at 50MiB, each from a cold start (a launch
+	// each: a point under a memory limit is never a window): 6 points in 4
+	// launches.
+	if p.Cost.Points != 6 || p.Cost.Launches != 4 || lr.started != 4 || lr.updates != 2 {
+		t.Fatalf("points %d launches %d (runner started %d, updated %d), want 6 points in 4 launches with 2 updates",
 			p.Cost.Points, p.Cost.Launches, lr.started, lr.updates)
 	}
 	for _, c := range p.Cells {
@@ -176,7 +178,7 @@ func TestRun_WindowsShareLaunchesPerMemoryColumn(t *testing.T) {
 		}
 		wantLaunch, first := 1, c.CPUs == 1.25
 		if !sensitivity.Unlimited(c.MemLimitBytes) {
-			wantLaunch = 2
+			wantLaunch, first = map[float64]int{1.25: 2, 1.5: 3, 2: 4}[c.CPUs], true
 		}
 		st := c.Stats
 		if st.Launch != wantLaunch || st.InPlace == first || st.Workers != 2 {
@@ -295,9 +297,10 @@ func TestRun_WindowsInterruptedSweepResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 6 cells; the resumed run starts a new launch for its first point.
-	if p.Cost.Points != 6 || p.Cost.StopReason != sensitivity.SweepStopComplete || p.Cost.Launches != 3 {
-		t.Errorf("resumed profile: %d points, %d launches, stop %q; want 6 points in 3 launches, complete; warnings %q", p.Cost.Points, p.Cost.Launches, p.Cost.StopReason, p.Warnings)
+	// 6 cells; the resumed run starts a new launch for its first point
+	// (the last unlimited one), then one for each limited point.
+	if p.Cost.Points != 6 || p.Cost.StopReason != sensitivity.SweepStopComplete || p.Cost.Launches != 5 {
+		t.Errorf("resumed profile: %d points, %d launches, stop %q; want 6 points in 5 launches, complete; warnings %q", p.Cost.Points, p.Cost.Launches, p.Cost.StopReason, p.Warnings)
 	}
 	for _, c := range p.Cells {
 		if c.Measured && c.Failure != nil {
