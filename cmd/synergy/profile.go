@@ -92,7 +92,7 @@ Example:
 			&cli.DurationFlag{Name: flagSampleEvery, Value: 100 * time.Millisecond, Usage: "sample GPU, host and cgroup counters every `DURATION` during a point (at least 10ms)"},
 			&cli.IntFlag{Name: flagBatch, Aliases: []string{"b"}, Value: 32, Usage: "per-GPU batch size `N` passed to the script"},
 			&cli.IntFlag{Name: flagGPUs, Value: 1, Usage: "the job trains on `N` GPUs (workers per point = ceil(cpus / gpus))"},
-			&cli.IntFlag{Name: flagMaxIterations, Value: profiler.DefaultMaxIterations, Usage: "measure at most `N` iterations per point"},
+			&cli.IntFlag{Name: flagMaxIterations, Value: profiler.DefaultMaxIterations, Usage: "measure at most `N` iterations per point (a point under a memory limit: rounded up to whole passes over its data, from its second)"},
 			&cli.StringFlag{Name: flagData, Usage: "dataset `DIR` (evicted from page cache before memory points)"},
 			&cli.StringFlag{Name: flagJobName, DefaultText: "the script's name", Usage: "`NAME` of the job in the profile"},
 			&cli.StringFlag{Name: flagOut, Value: "profile.json", Usage: "write the profile JSON to `FILE` (saved after every point)"},
