@@ -508,6 +508,28 @@ func TestConfigValidate_NamesTheSetting(t *testing.T) {
 	}
 }
 
+// profileOneColdPoint profiles the grid of 1 core by 50MiB (and the
+// unlimited cell) with the fake, a cap of maxIter and at least 10
+// iterations a point, and returns the profile and its measured limited cell.
+func profileOneColdPoint(t *testing.T, fr *fakeRunner, maxIter int) (*sensitivity.Profile, *sensitivity.Cell) {
+	t.Helper()
+	cfg := baseConfig(t, fr)
+	cfg.Strategy = StrategyGrid
+	cfg.CPUs = []float64{1}
+	cfg.MemLimits = []int64{50 << 20}
+	cfg.MaxIterations = maxIter
+	cfg.MinIterations = 10
+	p, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Cell(1, 50<<20)
+	if c == nil || c.Failure != nil || !c.Measured {
+		t.Fatalf("limited cell = %+v, want measured", c)
+	}
+	return p, c
+}
+
 // Under a page-cache limit a shuffled pass hits the cache most at its start:
 // the fake's limited points run at twice their rate at an epoch's first
 // iteration, falling to half at its last. A cold point measures whole
@@ -521,20 +543,7 @@ func TestRun_ColdPointMeasuresWholePasses(t *testing.T) {
 		}
 		return 1
 	}}
-	cfg := baseConfig(t, fr)
-	cfg.Strategy = StrategyGrid
-	cfg.CPUs = []float64{1}
-	cfg.MemLimits = []int64{50 << 20}
-	cfg.MaxIterations = 25 // not a whole number of 10-iteration passes
-	cfg.MinIterations = 10
-	p, err := Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := p.Cell(1, 50<<20)
-	if c == nil || c.Failure != nil || !c.Measured {
-		t.Fatalf("limited cell = %+v, want measured", c)
-	}
+	p, c := profileOneColdPoint(t, fr, 25) // 25: not a whole number of 10-iteration passes
 	// One pass of 10 iterations of 4 samples at 100·shape samples/s (one
 	// core of trueRate).
 	var secs float64
@@ -562,20 +571,7 @@ func TestRun_ColdPointMeasuresWholePasses(t *testing.T) {
 // and says why it reads high.
 func TestRun_ColdPointEndedInsideAPassSaysSo(t *testing.T) {
 	fr := &fakeRunner{rate: trueRate, epochIters: 30}
-	cfg := baseConfig(t, fr)
-	cfg.Strategy = StrategyGrid
-	cfg.CPUs = []float64{1}
-	cfg.MemLimits = []int64{50 << 20}
-	cfg.MaxIterations = 20
-	cfg.MinIterations = 10
-	p, err := Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := p.Cell(1, 50<<20)
-	if c == nil || c.Failure != nil || !c.Measured {
-		t.Fatalf("limited cell = %+v, want measured", c)
-	}
+	p, c := profileOneColdPoint(t, fr, 20)
 	// Given warm-up + 10 + 20 + 1 iterations, the job ran into its second
 	// 30-iteration epoch: the share is what it ran of it.
 	want := float64(c.Stats.Iterations-30) / 30
