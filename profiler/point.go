@@ -189,13 +189,7 @@ func (s *sweep) stopForPoint(pt point, all []jobcontract.Iteration, est Estimate
 	if passes, known := s.passCoverage(pt, all); known && passes < 1 {
 		return ""
 	}
-	if r := s.stopFor(est); r == StopConverged {
-		return r
-	}
-	if est.Iterations >= s.capFor(pt) {
-		return StopIterCap
-	}
-	return ""
+	return s.stopFor(est, s.capFor(pt))
 }
 
 // maxIterationsFor is the --max-iterations the job is given at a point:
@@ -453,11 +447,11 @@ func (s *sweep) watch(ctx context.Context, pt point, run *pointRun) pointEnd {
 
 // stopFor says why a point should stop now: converged, or at its iteration
 // cap; "" to go on.
-func (s *sweep) stopFor(est Estimate) string {
+func (s *sweep) stopFor(est Estimate, cap int) string {
 	switch {
 	case est.Iterations >= s.cfg.MinIterations && est.RelHalfWidth() <= s.cfg.TargetRelCI:
 		return StopConverged
-	case est.Iterations >= s.cfg.MaxIterations:
+	case est.Iterations >= cap:
 		return StopIterCap
 	}
 	return ""

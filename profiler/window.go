@@ -14,8 +14,8 @@ import (
 // Windows (Config.Windows, docs/cost.md): consecutive points of the
 // unlimited memory column are measured in one launch of the job (a point
 // under a memory limit always starts cold: windowed). The first point of a
-// launch is measured as a restarted point is (warm-up, or the first pass
-// for a cold one); for each later point the sweep changes the running
+// launch is measured as a restarted point is (warm-up dropped); for each
+// later point the sweep changes the running
 // job's CPU limits (runner.Updater), drops the iterations that straddle the
 // change and a settling run after it, and measures the window until the
 // interval criterion holds or a cap is reached. The loader's worker count

@@ -106,7 +106,7 @@ func (s *sweep) watchWindow(ctx context.Context, pt point, l *launch, w *window)
 				lastUpdate = time.Now()
 				cfg.Progress.PointUpdate(pt.label(), est.Iterations, est, cfg.Now().Sub(w.start))
 			}
-			if r := s.stopForPoint(pt, l.run.m.all, est); r != "" {
+			if r := s.stopFor(est, s.cfg.MaxIterations); r != "" { // a window is never cold (windowed)
 				return r, false
 			}
 		}
