@@ -17,8 +17,8 @@ const (
 // costFlags are the flags of `synergy profile` that bound and cut its cost.
 func costFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.BoolFlag{Name: flagWindows, Value: true, DefaultText: "on; --windows=false restarts the job for every point",
-			Usage: "measure consecutive points with memory unlimited that need the same loader workers in windows of one launch (a point under a memory limit always starts cold and measures whole passes), changing the running job's CPU limits between them (runners that cannot change a running job's limits restart it)"},
+		&cli.BoolFlag{Name: flagWindows, DefaultText: "off: every point restarts the job",
+			Usage: "measure consecutive points with memory unlimited that need the same loader workers in windows of one launch, changing the running job's CPU limits between them (a point under a memory limit always starts cold and measures whole passes; runners that cannot change a running job's limits restart it). Worth it with --strategy axes or grid on a job slow to start; an optimistic profile jumps between the CPU axis' ends and loader worker counts, so windows serve about one of its points in eleven, and an in-place point's agreement with a restart is not shown within 5% (docs/cost.md)"},
 		&cli.DurationFlag{Name: flagTimeBudget, DefaultText: "none",
 			Usage: "stop the sweep between points once `DURATION` has passed (e.g. 10m); the profile is saved with what was measured and stop_reason time_budget, and --resume goes on"},
 		&cli.FloatFlag{Name: flagMemScale, DefaultText: "auto: from the dataset's size, the read bandwidth, --time-budget and the host's memory",

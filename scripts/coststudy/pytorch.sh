@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The real PyTorch image job (models/pytorch/train_imagenet.py, emulated
 # V100 step) profiled over 4 CPU counts x 3 memory limits by the default
-# strategy (windows, a time budget) against the grid restarting the job at
+# strategy (optimistic, a time budget) against the grid restarting the job at
 # every point (docs/cost.md).
 #
 # Usage: scripts/coststudy/pytorch.sh OUTDIR [default|restart|both]
