@@ -47,7 +47,10 @@ func fitCellsOf(p *Profile, exclude map[[2]float64]bool) []Cell {
 // then F(m).
 func fitCells(p *Profile, cells []Cell) (*Fitted, error) {
 	f := &Fitted{dramBytes: float64(p.Host.DRAMBytes), gpus: max(p.Job.GPUs, 1)}
-	f.oomLimitBytes = oomLimit(cells)
+	f.ooms = f.oomPoints(cells)
+	for _, o := range f.ooms {
+		f.oomLimitBytes = max(f.oomLimitBytes, o.limit)
+	}
 	if err := f.fitCPUCurve(cells); err != nil {
 		return nil, err
 	}
@@ -57,16 +60,48 @@ func fitCells(p *Profile, cells []Cell) (*Fitted, error) {
 	return f, nil
 }
 
-// oomLimit is the largest OOM-killed limit (0 = none): at or below it the
-// job does not run.
-func oomLimit(cells []Cell) int64 {
-	var lim int64
+// oomAt is an OOM-killed limited point: its limit and the loader workers
+// it ran (each worker is a process with its own memory).
+type oomAt struct {
+	limit   int64
+	workers int
+}
+
+// oomPoints lists the OOM-killed limited cells.
+func (f *Fitted) oomPoints(cells []Cell) []oomAt {
+	var out []oomAt
 	for _, c := range cells {
-		if c.Failure != nil && c.Failure.Class == FailOOMKilled && !Unlimited(c.MemLimitBytes) && c.MemLimitBytes > lim {
-			lim = c.MemLimitBytes
+		if c.Failure != nil && c.Failure.Class == FailOOMKilled && !Unlimited(c.MemLimitBytes) {
+			n := f.workersFor(c.CPUs)
+			if c.Stats != nil && c.Stats.Workers > 0 {
+				n = c.Stats.Workers
+			}
+			out = append(out, oomAt{limit: c.MemLimitBytes, workers: n})
 		}
 	}
-	return lim
+	return out
+}
+
+// oomFate says what the OOM-killed points imply for a cell: fails, at or
+// below a limit that was OOM-killed with as many loader workers or fewer
+// (the cell's job is at least as big under at most as much memory); may
+// fail, at or below such a limit with fewer workers than it ran (a worker
+// less may fit: the job at 288 MiB below was OOM-killed with two workers
+// and ran with one).
+func (f *Fitted) oomFate(cpus float64, memLimitBytes int64) (fails, mayFail bool) {
+	if Unlimited(memLimitBytes) {
+		return false, false
+	}
+	n := f.workersFor(cpus)
+	for _, o := range f.ooms {
+		if memLimitBytes <= o.limit {
+			if n >= o.workers {
+				return true, false
+			}
+			mayFail = true
+		}
+	}
+	return false, mayFail
 }
 
 // fitCPUCurve fits P(c) on the CPU points (unlimited memory, or a limited
@@ -176,7 +211,7 @@ func (f *Fitted) limitedObservations(cells []Cell) []limObs {
 		if c.Failure != nil || Unlimited(c.MemLimitBytes) {
 			continue
 		}
-		if f.oomLimitBytes > 0 && c.MemLimitBytes <= f.oomLimitBytes {
+		if fails, _ := f.oomFate(c.CPUs, c.MemLimitBytes); fails {
 			continue
 		}
 		pc, pcCI := f.cpuAt(c.CPUs)

@@ -138,7 +138,8 @@ func TestFit_PredictTable(t *testing.T) {
 		want, tolFrac float64
 	}{
 		{"measured CPU knot", 1, 0, 200, 0.001},
-		{"OOM limit predicts 0 at other CPUs", 0.5, 96 * mib, 0, 0},
+		{"OOM limit predicts 0 at as many loader workers", 1.5, 96 * mib, 0, 0},
+		{"OOM limit predicts 0 below it", 2, 64 * mib, 0, 0},
 		// between 1 and 2 cores the concave band is [chord 275, min(350, 200+200·0.5)=300]: middle 287.5
 		{"between knots: middle of the concave band", 1.5, 0, 287.5, 0.001},
 		{"unmeasured limit above the OOM, memory insensitive", 1, 128 * mib, 200, 0.01},
@@ -151,6 +152,41 @@ func TestFit_PredictTable(t *testing.T) {
 				t.Errorf("Predict(%v, %dMiB) = %v, want %v ± %v%%", tt.cpus, tt.mem/mib, got, tt.want, tt.tolFrac*100)
 			}
 		})
+	}
+}
+
+// An OOM kill with two loader workers says little of one worker under the
+// same limit (the PyTorch job at 288 MiB: killed with two, ran with one):
+// such a cell is predicted by the model with an interval as wide as its
+// value, so a strategy measures it before trusting it, and a cell with as
+// many workers stays failed.
+func TestFit_OOMWithMoreWorkersLeavesFewerWorkersUncertain(t *testing.T) {
+	img := truth{g: 350, perCore: 200, d: 64 * mib, files: 730, bw: 1.4e9, alpha: 2, anon: 100 * mib, oomAtOrBelow: 96 * mib}
+	p := profileOf(img, []float64{0.5, 1, 1.5, 2}, []int64{96 * mib, 256 * mib, 0}, [][2]float64{
+		{0.5, 0}, {1, 0}, {2, 0}, {2, 96 * mib}, {2, 256 * mib},
+	})
+	f, err := FitProfile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []float64{0.5, 1} {
+		v, ci := f.Predict(c, 96*mib)
+		if want := 200 * c; math.Abs(v-want) > 0.01*want || ci < v {
+			t.Errorf("Predict(%v, 96MiB) = %v ± %v; want the model's %v with an interval at least as wide", c, v, ci, want)
+		}
+	}
+	if v, ci := f.Predict(1, 256*mib); ci >= v/2 {
+		t.Errorf("Predict(1, 256MiB) = %v ± %v: a limit above every OOM kill should not be marked uncertain", v, ci)
+	}
+	// Measured: one worker runs at 96 MiB too. The refit keeps both.
+	p.Cells = append(p.Cells, Cell{CPUs: 1, MemLimitBytes: 96 * mib, Measured: true, Phase: PhaseMemory, SamplesPerS: 200, SamplesPerSCI95: 2,
+		Stats: &PointStats{Workers: 1, Iterations: 100, StopReason: "converged", MemAnonBytes: img.anon, MetricsSource: MetricsStream, DataWaitFraction: 0.4}})
+	p.SortCells()
+	if f, err = FitProfile(p); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := f.Predict(1.5, 96*mib); v != 0 {
+		t.Errorf("Predict(1.5, 96MiB) = %v: two workers were OOM-killed there, want 0", v)
 	}
 }
 

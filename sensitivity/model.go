@@ -43,6 +43,7 @@ type Fitted struct {
 	hKnots           []hKnot // calibrated points, ascending frac, h non-decreasing
 	dramBytes        float64 // where "unlimited" stands
 	oomLimitBytes    int64   // largest limit that was OOM-killed (0 = none)
+	ooms             []oomAt // every OOM-killed limit, with the loader workers it ran
 	fetchObservation int     // fetch-bound cells used
 	boundObservation int     // non-binding limited cells used as lower bounds
 

@@ -149,13 +149,25 @@ func (f *Fitted) knotRelCI(fr float64) float64 {
 }
 
 // Predict returns predicted samples/s and its uncertainty (95% half-width)
-// at a grid point (memLimitBytes 0 = unlimited): min(G, P(c), F(m)), 0 at or
-// below a limit that was OOM-killed. The interval is that of the term that
+// at a grid point (memLimitBytes 0 = unlimited): min(G, P(c), F(m)); 0 at or
+// below a limit that was OOM-killed with as many loader workers or fewer,
+// and an interval as wide as the value at or below one killed with more
+// (the cell may fail too: oomFate). The interval is that of the term that
 // binds, or the larger of two terms within each other's intervals.
 func (f *Fitted) Predict(cpus float64, memLimitBytes int64) (samplesPerS, ci95 float64) {
-	if !Unlimited(memLimitBytes) && f.oomLimitBytes > 0 && memLimitBytes <= f.oomLimitBytes {
+	fails, mayFail := f.oomFate(cpus, memLimitBytes)
+	if fails {
 		return 0, 0
 	}
+	v, ci := f.predictRate(cpus, memLimitBytes)
+	if mayFail {
+		ci = math.Max(ci, v)
+	}
+	return v, ci
+}
+
+// predictRate is Predict's rate, OOM-killed limits aside.
+func (f *Fitted) predictRate(cpus float64, memLimitBytes int64) (samplesPerS, ci95 float64) {
 	pv, pci := f.cpuAt(cpus)
 	if pv > f.gSamplesPerS {
 		pv = f.gSamplesPerS
