@@ -97,9 +97,10 @@ type Config struct {
 	StallBreakdown bool
 
 	// Windows measures consecutive points of the unlimited memory column in
-	// windows of one launch (a limited point always starts cold), changing the running job's CPU limits between them
-	// (docs/cost.md); a runner whose handles cannot change limits falls
-	// back to a launch per point with a warning.
+	// windows of one launch (a limited point always starts cold), changing
+	// the running job's CPU limits between them (docs/cost.md); a runner
+	// whose handles cannot change limits falls back to a launch per point
+	// with a warning.
 	Windows bool
 	// TimeBudget bounds this run of the sweep: once spent, it stops between
 	// points, saves the profile and records the stop reason (0: none).

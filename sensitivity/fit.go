@@ -48,9 +48,6 @@ func fitCellsOf(p *Profile, exclude map[[2]float64]bool) []Cell {
 func fitCells(p *Profile, cells []Cell) (*Fitted, error) {
 	f := &Fitted{dramBytes: float64(p.Host.DRAMBytes), gpus: max(p.Job.GPUs, 1)}
 	f.ooms = f.oomPoints(cells)
-	for _, o := range f.ooms {
-		f.oomLimitBytes = max(f.oomLimitBytes, o.limit)
-	}
 	if err := f.fitCPUCurve(cells); err != nil {
 		return nil, err
 	}
@@ -72,22 +69,28 @@ func (f *Fitted) oomPoints(cells []Cell) []oomAt {
 	var out []oomAt
 	for _, c := range cells {
 		if c.Failure != nil && c.Failure.Class == FailOOMKilled && !Unlimited(c.MemLimitBytes) {
-			n := f.workersFor(c.CPUs)
-			if c.Stats != nil && c.Stats.Workers > 0 {
-				n = c.Stats.Workers
-			}
-			out = append(out, oomAt{limit: c.MemLimitBytes, workers: n})
+			out = append(out, oomAt{limit: c.MemLimitBytes, workers: f.cellWorkers(c)})
 		}
 	}
 	return out
+}
+
+// oomLimit is the largest OOM-killed limit (0 = none), as fit.params
+// records it.
+func (f *Fitted) oomLimit() int64 {
+	var lim int64
+	for _, o := range f.ooms {
+		lim = max(lim, o.limit)
+	}
+	return lim
 }
 
 // oomFate says what the OOM-killed points imply for a cell: fails, at or
 // below a limit that was OOM-killed with as many loader workers or fewer
 // (the cell's job is at least as big under at most as much memory); may
 // fail, at or below such a limit with fewer workers than it ran (a worker
-// less may fit: the job at 288 MiB below was OOM-killed with two workers
-// and ran with one).
+// less may fit: the PyTorch image job at 288 MiB was OOM-killed with two
+// workers and ran with one, docs/cost.md).
 func (f *Fitted) oomFate(cpus float64, memLimitBytes int64) (fails, mayFail bool) {
 	if Unlimited(memLimitBytes) {
 		return false, false
@@ -217,10 +220,7 @@ func (f *Fitted) limitedObservations(cells []Cell) []limObs {
 		pc, pcCI := f.cpuAt(c.CPUs)
 		pc = math.Min(pc, f.gSamplesPerS)
 		tol := math.Max(bindingTol, relCI(c.SamplesPerS, c.SamplesPerSCI95)+relCI(pc, pcCI))
-		n := f.workersFor(c.CPUs)
-		if c.Stats != nil && c.Stats.Workers > 0 {
-			n = c.Stats.Workers
-		}
+		n := f.cellWorkers(c)
 		lims = append(lims, limObs{mem: c.MemLimitBytes, x: c.SamplesPerS, xci: c.SamplesPerSCI95, pc: pc, pcCI: pcCI, n: n, tol: tol,
 			fetchBind: c.SamplesPerS < pc*(1-tol) && !f.cpuSaturated(c)})
 	}
@@ -426,16 +426,21 @@ func (f *Fitted) cpuSaturated(c Cell) bool {
 	if cores <= 0 {
 		return false
 	}
-	n := f.workersFor(c.CPUs)
-	if c.Stats.Workers > 0 {
-		n = c.Stats.Workers
-	}
-	return cores >= saturatedFrac*math.Min(c.CPUs, float64(n))
+	return cores >= saturatedFrac*math.Min(c.CPUs, float64(f.cellWorkers(c)))
 }
 
 // workersFor is the profiler's rule: ceil(cpus / gpus), at least 1.
 func (f *Fitted) workersFor(cpus float64) int {
 	return max(1, int(math.Ceil(cpus/float64(f.gpus)-1e-9)))
+}
+
+// cellWorkers is the loader workers a measured cell ran: its recorded
+// count, else the profiler's rule.
+func (f *Fitted) cellWorkers(c Cell) int {
+	if c.Stats != nil && c.Stats.Workers > 0 {
+		return c.Stats.Workers
+	}
+	return f.workersFor(c.CPUs)
 }
 
 // chooseOverlap decides how the CPU and fetch terms combine, from limits

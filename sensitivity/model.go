@@ -42,7 +42,6 @@ type Fitted struct {
 	alpha            float64 // h ≈ frac^alpha between knots (1 = MinIO)
 	hKnots           []hKnot // calibrated points, ascending frac, h non-decreasing
 	dramBytes        float64 // where "unlimited" stands
-	oomLimitBytes    int64   // largest limit that was OOM-killed (0 = none)
 	ooms             []oomAt // every OOM-killed limit, with the loader workers it ran
 	fetchObservation int     // fetch-bound cells used
 	boundObservation int     // non-binding limited cells used as lower bounds
@@ -82,7 +81,7 @@ func (f *Fitted) Info() FitInfo {
 		"lower_bound_cells":        float64(f.boundObservation),
 		"hit_curve_alpha":          f.alpha,
 		"hit_curve_knots":          float64(len(f.hKnots)),
-		"oom_limit_bytes":          float64(f.oomLimitBytes),
+		"oom_limit_bytes":          float64(f.oomLimit()),
 		"capped_limits":            float64(len(f.caps)),
 		"overlap_mva":              b2f(f.overlap),
 		"dataset_bytes":            f.datasetBytes,
