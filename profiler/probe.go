@@ -213,8 +213,13 @@ func (s *sweep) applyProbe(pt point, r *probeReport, end pointEnd) error {
 		return fmt.Errorf("%w (check --emulate-gpu, --model, --emulate-step): %s", errProbeConfig, strings.Join(r.Notes, "; "))
 	}
 	failed := end.err != nil || end.res.OOMKilled || (end.stopReason == "" && end.res.ExitCode != 0)
-	if r.Fallback != "" && !failed {
-		s.warnf("%s: the probe saw no DataLoader batch, so the point is measured by %s: %s", pt.label(), strings.ReplaceAll(r.Fallback, "_", " "), strings.Join(r.Notes, "; "))
+	// The step-only run feeds one synthetic batch again: no loader to see.
+	if r.Fallback != "" && !failed && !pt.synthetic {
+		by := strings.ReplaceAll(r.Fallback, "_", " ")
+		if r.Stream == "script" { // measure reads the script's stream, not the wall clock
+			by = "the script's own metrics stream"
+		}
+		s.warnf("%s: the probe saw no DataLoader batch, so the point is measured by %s: %s", pt.label(), by, strings.Join(r.Notes, "; "))
 	}
 	if r.Stream == "script" && s.cfg.emulate() {
 		s.warnf("the script writes the metrics stream itself, so the probe stood down and ran no loader-only mode: pass the script its own emulation flags (e.g. --emulate-gpu)")

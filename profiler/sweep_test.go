@@ -645,3 +645,34 @@ func TestCapFor(t *testing.T) {
 		}
 	}
 }
+
+// A probe that saw no DataLoader batch is worth a warning that names how the
+// point was measured instead, except at the step-only run, which feeds one
+// synthetic batch again and has no loader to see.
+func TestApplyProbe_NoLoaderWarningNamesTheMeasure(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		pt     point
+		stream string
+		want   string // "" for no warning
+	}{
+		{"no stream", point{cpus: 1}, "none", "measured by wall clock"},
+		{"script's stream", point{cpus: 1}, "script", "measured by the script's own metrics stream"},
+		{"step-only run", point{cpus: 1, phase: "step_only", synthetic: true}, "script", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &sweep{}
+			r := &probeReport{State: "exited", Stream: tc.stream, Fallback: "wall_clock"}
+			if err := s.applyProbe(tc.pt, r, pointEnd{}); err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(s.warnings, "\n")
+			switch {
+			case tc.want == "" && strings.Contains(got, "no DataLoader batch"):
+				t.Errorf("warnings = %q, want none about the loader", s.warnings)
+			case tc.want != "" && !strings.Contains(got, tc.want):
+				t.Errorf("warnings = %q, want %q", s.warnings, tc.want)
+			}
+		})
+	}
+}
