@@ -10,6 +10,9 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
+
+	"github.com/synergy-sched/synergy/runner/owner"
 )
 
 // WatchdogArg is the first argument that runs a program embedding this
@@ -46,6 +49,9 @@ func Watch(o Options) (*Watchdog, error) {
 	}
 	defer r.Close()
 	args := []string{WatchdogArg}
+	if self, err := owner.Self(); err == nil {
+		args = append(args, "--owner", self.String())
+	}
 	if o.Docker {
 		args = append(args, "--docker")
 	}
@@ -84,12 +90,21 @@ func WatchdogMain() {
 // file means the run died, and it reaps.
 func watchdog(args []string, pipe *os.File, stderr io.Writer) int {
 	var o Options
+	var run *owner.ID // the run watched, when it said which
 	for i := 0; i < len(args); i++ {
 		switch {
 		case args[i] == "--docker":
 			o.Docker = true
 		case args[i] == "--docker-host" && i+1 < len(args):
 			o.DockerHost = args[i+1]
+			i++
+		case args[i] == "--owner" && i+1 < len(args):
+			id, err := owner.Parse(args[i+1])
+			if err != nil {
+				fmt.Fprintf(stderr, "%s: --owner: %v\n", WatchdogArg, err)
+				return 2
+			}
+			run = &id
 			i++
 		default:
 			fmt.Fprintf(stderr, "%s: unknown argument %q\n", WatchdogArg, args[i])
@@ -110,6 +125,13 @@ func watchdog(args []string, pipe *os.File, stderr io.Writer) int {
 	if n == 1 && b[0] == doneByte {
 		return 0
 	}
+	// The kernel closes a dying process's files before it shows as a
+	// zombie, and the reaping below spares a run that still shows as alive:
+	// wait until the run is gone, or the cgroups of a run killed with -9
+	// could outlive it.
+	if run != nil && !waitGone(owner.ProcRoot, *run, runExitWait) {
+		fmt.Fprintf(stderr, "synergy watchdog: its run %s still shows as alive %s after closing its pipe; reaping what is dead\n", run, runExitWait)
+	}
 	rep, err := Orphans(context.Background(), o)
 	if len(rep.Removed) > 0 {
 		fmt.Fprintf(stderr, "synergy watchdog: the run died; removed what it left: %s\n", strings.Join(rep.Removed, "; "))
@@ -119,4 +141,21 @@ func watchdog(args []string, pipe *os.File, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// runExitWait bounds how long the watchdog waits for its run to show as
+// gone after the run's end of the pipe closed (microseconds, as a rule).
+const runExitWait = 10 * time.Second
+
+// waitGone polls procRoot until process id is no longer alive (gone, a
+// zombie or its PID reused), and reports whether it saw that within limit.
+func waitGone(procRoot string, id owner.ID, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for owner.Alive(procRoot, id) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
 }
