@@ -35,7 +35,7 @@ type Watchdog struct {
 }
 
 // Watch starts the watchdog: a copy of this executable (os.Executable) run
-// as "<exe> __synergy-watchdog [--docker] [--docker-host H]" in a process
+// as "<exe> __synergy-watchdog --owner PID-START [--docker] [--docker-host H]" in a process
 // group of its own (Ctrl-C at a terminal does not reach it), reporting on
 // stderr what it removes.
 func Watch(o Options) (*Watchdog, error) {
