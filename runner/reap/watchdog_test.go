@@ -68,15 +68,15 @@ func TestWatchdog_EOFReaps(t *testing.T) {
 
 // writeStat writes procRoot/PID/stat for a process in state with start time
 // start (field 22).
+// It reports a failure with t.Error, so a goroutine of the test may call it.
 func writeStat(t *testing.T, procRoot string, pid int, state string, start uint64) {
 	t.Helper()
 	dir := filepath.Join(procRoot, strconv.Itoa(pid))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	line := fmt.Sprintf("%d (synergy) %s %s%d 0 0\n", pid, state, strings.Repeat("0 ", 18), start)
-	if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(line), 0o644); err != nil {
-		t.Fatal(err)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Error(err)
+	} else if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(line), 0o644); err != nil {
+		t.Error(err)
 	}
 }
 
