@@ -119,11 +119,15 @@ type JobInfo struct {
 
 // HostInfo describes the machine the profile was measured on.
 type HostInfo struct {
-	Hostname         string  `json:"hostname,omitempty"`
-	CPUModel         string  `json:"cpu_model"`
-	LogicalCPUs      int     `json:"logical_cpus"`
-	DRAMBytes        int64   `json:"dram_bytes"`
-	CgroupMode       string  `json:"cgroup_mode"` // "v1", "v2", "hybrid", "none"
+	Hostname    string `json:"hostname,omitempty"`
+	CPUModel    string `json:"cpu_model"`
+	LogicalCPUs int    `json:"logical_cpus"`
+	DRAMBytes   int64  `json:"dram_bytes"`
+	CgroupMode  string `json:"cgroup_mode"` // "v1", "v2", "hybrid", "none"
+	// CgroupPlacement says which driver made the points' cgroups and where
+	// (local runner), e.g. "v2, systemd driver: a scope per job in
+	// synergy.slice".
+	CgroupPlacement  string  `json:"cgroup_placement,omitempty"`
 	DatasetBytes     int64   `json:"dataset_bytes"`
 	DatasetFiles     int     `json:"dataset_files"`
 	ColdReadMBPerS   float64 `json:"cold_read_mb_per_s"`

@@ -77,11 +77,13 @@ func probeEnvironment(ctx context.Context, o profileOptions, h sensitivity.HostI
 
 	switch o.runnerName {
 	case "local":
-		r, err := local.New(local.Options{})
+		r, err := local.New(local.Options{Driver: o.cgroup.driver, Parent: o.cgroup.parent})
 		if err != nil {
 			env.close()
-			return nil, fmt.Errorf("--%s=local: %w", flagRunner, err)
+			return nil, fmt.Errorf("--%s=local (--%s %s): %w", flagRunner, flagCgroupDriver, o.cgroup.driver, err)
 		}
+		env.closers = append(env.closers, func() { _ = r.Close() })
+		env.host.CgroupPlacement = r.Placement()
 		env.runner = r
 	case "docker":
 		gpus := 0

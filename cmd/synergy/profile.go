@@ -109,7 +109,7 @@ Example:
 			&cli.StringFlag{Name: flagDockerImg, Usage: "docker runner: `IMAGE` holding the script (never pulled)"},
 			&cli.StringFlag{Name: flagContainerMnt, Value: "/datadrive", Usage: "docker runner: mount the dataset read-only at `PATH`"},
 			&cli.StringFlag{Name: flagShmSize, DefaultText: "1GiB, at most half the memory limit", Usage: "docker runner: /dev/shm `SIZE` for loader workers"},
-		}, costFlags()...),
+		}, append(costFlags(), cgroupFlags()...)...),
 		Action: runProfile,
 	})
 }
@@ -128,6 +128,7 @@ type profileOptions struct {
 	// cpuFlag and memFlag name the flag each axis came from ("" when the
 	// host or the dataset sets it), for errors about the axis.
 	cpuFlag, memFlag string
+	cgroup           cgroupOptions
 }
 
 // parseProfileFlags turns flags into options, group by group (in this
@@ -141,7 +142,7 @@ func parseProfileFlags(c *cli.Command) (profileOptions, error) {
 	}
 	for _, parse := range []func(*cli.Command, *profileOptions) error{
 		parseRunnerFlag, parseAxisFlags, parseMeasureFlags, parseDataFlags, parseStrategyFlags, parseOutputFlags, parseDockerFlags, parseJobFlags,
-		parseCostFlags,
+		parseCostFlags, parseCgroupFlags,
 	} {
 		if err := parse(c, &o); err != nil {
 			return o, err

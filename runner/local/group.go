@@ -130,33 +130,37 @@ func (g *v1Group) remove() error {
 	return errors.Join(errs...)
 }
 
-// v2Group is a job's directory in the unified hierarchy.
-type v2Group struct{ dir string }
+// v2Group is a job's directory in the unified hierarchy, inside its scope
+// unit under the systemd driver.
+type v2Group struct {
+	dir   string
+	scope *scope // nil under the cgroupfs driver
+}
 
 // newV2Group makes the job's cgroup in the unified hierarchy with the
 // plan's limits, plus accounting for the controllers the parent already
-// delegates.
+// delegates: under the systemd driver inside a scope of its own, under the
+// cgroupfs driver below the parent the runner prepared.
 func (r *Runner) newV2Group(jobName string, p plan) (group, error) {
+	if r.driver == DriverSystemd {
+		return r.newScopeGroup(jobName, p)
+	}
 	h := r.ctl[cgroupfs.KeyUnified]
 	res := v2Resources(p)
 	parent := h.dir("")
-	available := strings.Fields(readString(filepath.Join(parent, "cgroup.controllers")))
+	if r.v2Parent.Rel != "" { // made again if another run removed it meanwhile
+		if err := enableDown(h.Root, h.Parent, v2Needed(controllersOf(h.Root))); err != nil {
+			return nil, fmt.Errorf("cgroup v2: %w", err)
+		}
+	}
+	available := controllersOf(parent)
 	for _, c := range res.EnabledControllers() {
 		if !slices.Contains(available, c) {
 			return nil, fmt.Errorf("cgroup v2: the %s controller is not available in %s (cgroup.controllers: %q)",
 				c, parent, strings.Join(available, " "))
 		}
 	}
-	delegated := strings.Fields(readString(filepath.Join(parent, "cgroup.subtree_control")))
-	if res.Memory == nil && slices.Contains(delegated, "memory") {
-		res.Memory = &cgroup2.Memory{}
-	}
-	if res.IO == nil && slices.Contains(delegated, "io") {
-		res.IO = &cgroup2.IO{}
-	}
-	if res.CPU == nil && slices.Contains(delegated, "cpu") {
-		res.CPU = &cgroup2.CPU{}
-	}
+	fillAccounting(res, parent)
 	name, err := r.reserveName(jobName, h)
 	if err != nil {
 		return nil, err
@@ -166,7 +170,7 @@ func (r *Runner) newV2Group(jobName string, p plan) (group, error) {
 		err = fmt.Errorf("create cgroup %s with limits: %w", g.dir, err)
 		if errors.Is(err, unix.EBUSY) {
 			err = fmt.Errorf("%w (the parent holds processes, so it cannot enable controllers for children: "+
-				"run in a cgroup with delegated controllers or set a parent)", err)
+				"give --cgroup-parent a cgroup that delegates them)", err)
 		}
 		return nil, errors.Join(err, g.remove())
 	}
@@ -192,7 +196,13 @@ func (g *v2Group) kill() error {
 
 func (g *v2Group) stats() (runner.Stats, error) { return cgroupfs.ReadStats(g.paths(), time.Now()) }
 
-func (g *v2Group) remove() error { return rmdirWhenEmpty(g.dir) }
+func (g *v2Group) remove() error {
+	err := rmdirWhenEmpty(g.dir)
+	if g.scope != nil { // stopping the scope also kills what the job left
+		err = errors.Join(err, g.scope.remove())
+	}
+	return err
+}
 
 // readProcs lists the pids in dir/cgroup.procs; a removed group is empty.
 func readProcs(dir string) ([]int, error) {

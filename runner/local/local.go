@@ -45,8 +45,16 @@ type Options struct {
 	// (cgroupfs.DetectMode).
 	Mode string
 	// GatePath is the executable started as "<GatePath> __synergy-gate --
-	// argv..." on v1 (see GateMain); empty is os.Executable().
+	// argv..." on v1, and as the scope's pin under the systemd driver (see
+	// GateMain); empty is os.Executable().
 	GatePath string
+	// Driver is who makes job cgroups on a v2 host: DriverAuto (""),
+	// DriverSystemd or DriverCgroupfs (see driver.go). v1 and hybrid hosts
+	// use cgroupfs.
+	Driver string
+	// ReapOnly makes a runner that only reaps orphans (ReapOrphans): New
+	// then creates nothing on the host and connects to nothing.
+	ReapOnly bool
 }
 
 // Runner starts jobs in fresh cgroups on this host. It is safe for
@@ -59,6 +67,12 @@ type Runner struct {
 	// parent path inside it.
 	ctl map[string]hierarchy
 	seq atomic.Uint64
+	// driver is DriverSystemd or DriverCgroupfs; note says why auto chose
+	// it when that is not obvious.
+	driver, note string
+	sd           systemd
+	// v2Parent is the cgroupfs driver's parent on v2 (Rel "" otherwise).
+	v2Parent v2Parent
 }
 
 // hierarchy is where one controller's job cgroups go.
@@ -122,13 +136,108 @@ func New(opts Options) (*Runner, error) {
 				mode, strings.Join(v1Controllers(), ", "), opts.CgroupRoot)
 		}
 	case cgroupfs.ModeV2:
-		r.ctl[cgroupfs.KeyUnified] = r.hierarchyFor(opts.CgroupRoot, membership.Unified)
+		if err := r.setUpV2(membership.Unified); err != nil {
+			return nil, fmt.Errorf("local runner: %w", err)
+		}
 	case cgroupfs.ModeNone:
 		return nil, fmt.Errorf("local runner: no cgroup file system mounted under %s", opts.CgroupRoot)
 	default:
 		return nil, fmt.Errorf("local runner: cgroup mode %q is not one of v1, hybrid, v2", mode)
 	}
+	if r.driver == "" { // v1 or hybrid
+		d, err := chooseDriver(opts.Driver, mode, systemdBooted())
+		if err != nil {
+			return nil, fmt.Errorf("local runner: %w", err)
+		}
+		r.driver = d
+	}
 	return r, nil
+}
+
+// setUpV2 chooses the driver on a v2 host and, unless ReapOnly, readies it:
+// a connection to systemd, or the cgroupfs driver's parent (v2ParentFor).
+// Under DriverAuto a systemd that does not answer falls back to cgroupfs.
+func (r *Runner) setUpV2(own string) error {
+	booted := systemdBooted()
+	d, err := chooseDriver(r.opts.Driver, cgroupfs.ModeV2, booted)
+	if err != nil {
+		return err
+	}
+	if d == DriverSystemd && r.opts.Parent != "" {
+		return fmt.Errorf("a parent cgroup (%s) is for the %s driver; the %s driver puts each job in a scope in %s",
+			r.opts.Parent, DriverCgroupfs, DriverSystemd, SystemdSlice)
+	}
+	if d == DriverSystemd && !r.opts.ReapOnly {
+		ctx, cancel := context.WithTimeout(context.Background(), systemdTimeout)
+		_, err := r.sd.get(ctx)
+		cancel()
+		if err != nil {
+			if r.opts.Driver == DriverSystemd {
+				return fmt.Errorf("the %s cgroup driver: %w", DriverSystemd, err)
+			}
+			r.note = fmt.Sprintf("systemd is PID 1 but does not answer (%v): using the %s driver", err, DriverCgroupfs)
+			d = DriverCgroupfs
+		}
+	}
+	r.driver = d
+	if d == DriverSystemd {
+		r.ctl[cgroupfs.KeyUnified] = hierarchy{Root: r.opts.CgroupRoot, Parent: "/" + SystemdSlice}
+		return nil
+	}
+	if r.opts.ReapOnly {
+		r.ctl[cgroupfs.KeyUnified] = r.hierarchyFor(r.opts.CgroupRoot, own)
+		return nil
+	}
+	p, err := v2ParentFor(r.opts.CgroupRoot, own, r.opts.Parent)
+	if err != nil {
+		return err
+	}
+	r.v2Parent = p
+	r.ctl[cgroupfs.KeyUnified] = hierarchy{Root: r.opts.CgroupRoot, Parent: p.Rel}
+	return nil
+}
+
+// Close releases what the runner holds: the cgroupfs driver's own parent
+// directory when no job is left in it, the systemd slice when no scope is
+// left in it, and the connection to systemd. Jobs must have been waited on.
+func (r *Runner) Close() error {
+	var err error
+	switch {
+	case r.v2Parent.Made:
+		if rerr := unix.Rmdir(r.ctl[cgroupfs.KeyUnified].dir("")); rerr != nil &&
+			!errors.Is(rerr, unix.ENOENT) && !errors.Is(rerr, unix.EBUSY) && !errors.Is(rerr, unix.ENOTEMPTY) {
+			err = fmt.Errorf("remove cgroup %s: %w", r.ctl[cgroupfs.KeyUnified].dir(""), rerr)
+		}
+	case r.driver == DriverSystemd && !r.opts.ReapOnly:
+		err = r.stopEmptySlice()
+	}
+	r.sd.close()
+	return err
+}
+
+// Driver is the cgroup driver in use: DriverSystemd or DriverCgroupfs.
+func (r *Runner) Driver() string { return r.driver }
+
+// Placement says where job cgroups go, for the profile's host record and
+// messages: "v2, systemd driver: scopes in synergy.slice", "v2, cgroupfs
+// driver: under /process_api/synergy", "hybrid, cgroupfs driver: under
+// the caller's cgroups".
+func (r *Runner) Placement() string {
+	s := r.mode + ", " + r.driver + " driver: "
+	switch {
+	case r.driver == DriverSystemd:
+		s += "a scope per job in " + SystemdSlice
+	case r.mode == cgroupfs.ModeV2:
+		s += "under " + r.ctl[cgroupfs.KeyUnified].Parent
+	case r.opts.Parent != "":
+		s += "under " + r.opts.Parent
+	default:
+		s += "under the caller's own cgroups"
+	}
+	if r.note != "" {
+		s += " (" + r.note + ")"
+	}
+	return s
 }
 
 func (r *Runner) readMembership() (cgroupfs.Membership, error) {

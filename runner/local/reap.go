@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/synergy-sched/synergy/runner/cgroupfs"
 	"github.com/synergy-sched/synergy/runner/owner"
 )
 
@@ -35,14 +38,50 @@ func (r *Runner) ReapOrphans() ([]string, error) {
 				errs = append(errs, fmt.Errorf("kill the processes of orphaned cgroup %s: %w", d, err))
 				continue
 			}
+			if unit := filepath.Base(d); strings.HasSuffix(unit, ".scope") && systemdBooted() {
+				// systemd stops an empty scope by itself; stopping it
+				// here also forgets a failed one.
+				if err := r.sd.stopUnit(unit); err != nil {
+					errs = append(errs, err)
+				}
+			}
 			if err := rmdirWhenEmpty(d); err != nil {
 				errs = append(errs, err)
 				continue
 			}
 			removed = append(removed, d)
 		}
+		if c == cgroupfs.KeyUnified {
+			errs = append(errs, removeEmptyParents(dirs))
+			if systemdBooted() { // systemd may have removed the scopes itself
+				errs = append(errs, r.stopEmptySlice())
+			}
+		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// removeEmptyParents removes the cgroupfs driver's parent directories (v2)
+// that held reaped cgroups, where nothing else is left in them (a live
+// run's are in use and stay).
+func removeEmptyParents(reaped []string) error {
+	seen := map[string]bool{}
+	var errs []error
+	for _, d := range reaped {
+		p := filepath.Dir(d)
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		if filepath.Base(p) != v2ParentDir {
+			continue
+		}
+		if err := unix.Rmdir(p); err != nil && !errors.Is(err, unix.ENOENT) &&
+			!errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.ENOTEMPTY) {
+			errs = append(errs, fmt.Errorf("remove cgroup %s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // orphanDirs lists the job cgroups below root whose owner is dead, deepest
@@ -65,7 +104,7 @@ func (r *Runner) orphanDirs(root string) ([]string, error) {
 		if !strings.HasPrefix(d.Name(), r.opts.Prefix+"-") {
 			return nil
 		}
-		_, id, ok := owner.ParseSuffix(d.Name())
+		_, id, ok := owner.ParseSuffix(strings.TrimSuffix(d.Name(), ".scope"))
 		if !ok {
 			return nil
 		}

@@ -51,10 +51,11 @@ const dockerTimeout = 20 * time.Second
 func Orphans(ctx context.Context, o Options) (Report, error) {
 	var rep Report
 	var errs []error
-	if lr, err := local.New(local.Options{}); err != nil {
+	if lr, err := local.New(local.Options{ReapOnly: true}); err != nil {
 		rep.Skipped = append(rep.Skipped, "cgroups: "+err.Error())
 	} else {
 		dirs, err := lr.ReapOrphans()
+		_ = lr.Close()
 		for _, d := range dirs {
 			rep.Removed = append(rep.Removed, "cgroup "+d)
 		}
