@@ -6,19 +6,31 @@
 // v1Resources and v2Resources) and is the only package that imports
 // containerd/cgroups.
 //
-// # Hierarchies
+// # Hierarchies and drivers
 //
 // cgroupfs.DetectMode tells cgroup v1, hybrid (v1 controllers plus an empty-ish
 // cgroup2 at <root>/unified) and v2 unified apart. On v1 and hybrid hosts the
 // job gets one directory per controller (cpuset, cpu, cpuacct, memory,
-// blkio); on v2 it gets one directory in the unified tree. By default each
-// directory is nested under the caller's own cgroup for that controller, as
-// read from /proc/self/cgroup (on this machine kind the memory controller
-// puts the caller in /process_api/<id>, the others at /).
+// blkio), nested under the caller's own cgroup for that controller as read
+// from /proc/self/cgroup (on this machine kind the memory controller puts
+// the caller in /process_api/<id>, the others at /), or under
+// Options.Parent.
 //
-// On v2 a parent that itself holds processes cannot enable controllers for
-// its children (the "no internal processes" rule): run synergy in a cgroup
-// with delegated controllers, or pass Options.Parent.
+// On v2 the job gets one directory in the unified tree, made by a driver
+// (Options.Driver, driver.go), as container runtimes do it:
+//
+//   - systemd (the default where systemd is PID 1): a transient scope unit
+//     per job in SystemdSlice, Delegate=yes, through systemd's D-Bus API
+//     (systemd.go); inside it a "pin" cgroup with a process that keeps the
+//     scope alive and a "job" cgroup with the limits (scope.go).
+//   - cgroupfs: a "synergy" cgroup under the nearest ancestor of the
+//     caller's cgroup that offers the controllers and can give them to
+//     children, or Options.Parent, with the controllers enabled down to it
+//     (v2ParentFor). The caller's own cgroup is never used: it holds
+//     processes, and v2's "no internal processes" rule forbids a cgroup
+//     with processes to give controllers to children.
+//
+// No process the runner did not start is ever moved.
 //
 // # Limits in force from the first instruction
 //
