@@ -464,7 +464,7 @@ func (s *sweep) settle(pt point, run *pointRun, stats *sensitivity.PointStats) {
 	if l, ok := run.sampling.liveStats(); ok {
 		run.live = l
 	}
-	run.sampling.stop(s, stats)
+	run.sampling.stop(s, stats, run.m.window)
 	s.keepMetrics(pt, run.metricsPath)
 	if t := run.tailer; t.Bad > 0 && t.Broken(len(run.m.all)) == "" {
 		s.warnf("%s: %d malformed metrics lines (first: %s)", pt.label(), t.Bad, strings.Join(t.Errors, "; "))

@@ -35,7 +35,7 @@ func (s *sweep) measureWindow(ctx context.Context, pt point, l *launch, w window
 	if live, ok := run.sampling.liveStats(); ok {
 		view.live = live
 	}
-	run.sampling.stop(s, st)
+	run.sampling.stop(s, st, win)
 	run.sampling = nil
 	end := pointEnd{stopReason: stop, wall: s.cfg.Now().Sub(w.start).Seconds()}
 	if err := s.probeWindow(pt, l, w, stop); err != nil {
@@ -156,7 +156,7 @@ func (s *sweep) endLaunch() {
 		s.warnf("launch %d (%s): %v", l.id, l.first.label(), l.end.err)
 	}
 	if l.run.sampling != nil {
-		l.run.sampling.stop(s, &sensitivity.PointStats{})
+		l.run.sampling.stop(s, &sensitivity.PointStats{}, nil)
 		l.run.sampling = nil
 	}
 	s.keepMetrics(l.first, l.run.metricsPath)

@@ -433,6 +433,11 @@ func (c *checker) stats(f, w string, st *PointStats, cpus float64, ok bool) {
 	c.float(f+".cpu_cores_mean", w, st.CPUCoresMean, 0, MaxCPUs, "more CPUs than Linux supports")
 	c.float(f+".host_cpu_pct_mean", w, st.HostCPUPctMean, 0, 100+1e-6, "a percentage")
 	c.float(f+".gpu_util_pct_mean", w, st.GPUUtilPctMean, 0, 100+1e-6, "a percentage")
+	c.float(f+".gpu_job_sm_util_pct_mean", w, st.GPUJobSMUtilPctMean, 0, 100+1e-6, "a percentage")
+	c.int(f+".gpu_mem_used_bytes_max", w, st.GPUMemUsedBytesMax, 0, MaxMemBytes, "more memory than any machine holds")
+	c.float(f+".gpu_power_w_mean", w, st.GPUPowerWMean, 0, 1e6, "more power than any machine draws")
+	c.float(f+".gpu_sm_clock_mhz_mean", w, st.GPUSMClockMHzMean, 0, 1e5, "faster than any GPU")
+	c.oneOf(f+".gpu_stats_over", "", st.GPUStatsOver, []string{"", GPUStatsMeasured, GPUStatsLaunch})
 	c.float(f+".cpu_speed_mops", w, st.CPUSpeedMOps, 0, 1e6, "faster than any CPU")
 	c.float(f+".measured_passes", w, st.MeasuredPasses, 0, 1e9, "")
 	if st.Timeline != "" {

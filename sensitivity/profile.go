@@ -117,6 +117,12 @@ type JobInfo struct {
 	FootprintBytes int64 `json:"footprint_bytes,omitempty"`
 }
 
+// What a point's GPU figures cover (PointStats.GPUStatsOver).
+const (
+	GPUStatsMeasured = "measured_iterations"
+	GPUStatsLaunch   = "launch"
+)
+
 // HostInfo describes the machine the profile was measured on.
 type HostInfo struct {
 	Hostname    string `json:"hostname,omitempty"`
@@ -201,6 +207,18 @@ type PointStats struct {
 	CPUCoresMean   float64 `json:"cpu_cores_mean,omitempty"`
 	HostCPUPctMean float64 `json:"host_cpu_pct_mean,omitempty"`
 	GPUUtilPctMean float64 `json:"gpu_util_pct_mean,omitempty"`
+	// The other GPU figures, over the same span as GPUUtilPctMean: the
+	// job's processes' share of the SMs (NVML process utilisation), the
+	// devices' memory used at its peak, their power and SM clock.
+	GPUJobSMUtilPctMean float64 `json:"gpu_job_sm_util_pct_mean,omitempty"`
+	GPUMemUsedBytesMax  int64   `json:"gpu_mem_used_bytes_max,omitempty"`
+	GPUPowerWMean       float64 `json:"gpu_power_w_mean,omitempty"`
+	GPUSMClockMHzMean   float64 `json:"gpu_sm_clock_mhz_mean,omitempty"`
+	// GPUStatsOver says what the GPU figures cover: "measured_iterations"
+	// (from the first measured iteration to the last, the rate's span) or
+	// "launch" (the whole launch, start-up included, where fewer than two
+	// iterations were measured). Empty without GPU samples.
+	GPUStatsOver string `json:"gpu_stats_over,omitempty"`
 	// CPUSpeedMOps is the mean pace of a fixed loop timed on the point's
 	// CPUs while it ran (profiler/cpuspeed), in millions of rounds per
 	// CPU-second: where it differs between points, the host's CPUs ran at

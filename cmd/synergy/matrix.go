@@ -41,7 +41,8 @@ func matrixCommand() *cli.Command {
 			matrixSubcommand("show", "PROFILE", "print the matrix (measured ± 95% CI, ~predicted) and optionally draw it as a heatmap", runMatrixShow,
 				&cli.StringFlag{Name: matFlagPlot, Usage: "also draw a heatmap to `FILE`, .png or .svg (measured cells ringed)"},
 				&cli.StringFlag{Name: matFlagTitle, DefaultText: "the job's name, and the point's for a timeline", Usage: "`TITLE` of the heatmap or timeline"},
-				&cli.StringFlag{Name: matFlagTimeline, Usage: "with --plot: draw one `POINT`'s GPU (or emulated step) use, data wait and CPU use over time instead, e.g. \"cpus=1 mem=unlimited\" or \"cpus=0.5 mem=64MiB\""}),
+				&cli.StringFlag{Name: matFlagTimeline, Usage: "with --plot: draw one `POINT`'s GPU (or emulated step) use, data wait and CPU use over time instead, e.g. \"cpus=1 mem=unlimited\" or \"cpus=0.5 mem=64MiB\""},
+				&cli.BoolFlag{Name: matFlagGPU, Usage: "also print each measured cell's GPU utilisation (and the job's SM share) over its measured iterations beside its throughput"}),
 			matrixSubcommand("diff", "A B", "cell-by-cell % difference of A against B on their common grid, with A's prediction error on the cells it did not measure", runMatrixDiff,
 				&cli.BoolFlag{Name: matFlagJSON, Usage: "print the comparison as JSON (cells, MAPE, worst, MinIO baseline)"}),
 			exportCommand(),
@@ -104,6 +105,11 @@ func runMatrixShow(_ context.Context, c *cli.Command) error {
 	}
 	if err := printMatrix(w, p); err != nil {
 		return err
+	}
+	if c.Bool(matFlagGPU) {
+		if err := printGPUGrid(w, p); err != nil {
+			return err
+		}
 	}
 	printFitAndValidation(w, p)
 	if plot != "" {
