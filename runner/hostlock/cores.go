@@ -2,6 +2,7 @@ package hostlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -36,6 +37,9 @@ func ClaimCores(ctx context.Context, dir string, n int, available []int, maxWait
 	}
 	cdir := filepath.Join(dir, "cores")
 	if err := os.MkdirAll(cdir, 0o755); err != nil {
+		return nil, fmt.Errorf("core registry: %w", err)
+	}
+	if err := errors.Join(ownDir(dir), ownDir(cdir)); err != nil {
 		return nil, fmt.Errorf("core registry: %w", err)
 	}
 	told := ""
@@ -82,7 +86,6 @@ func tryClaim(cdir string, n int, available []int) (*Cores, map[int][]int, error
 			held[cpu] = Holders(p)
 			continue
 		}
-		l.writePID()
 		c.cpus, c.locks = append(c.cpus, cpu), append(c.locks, l)
 	}
 	if len(c.cpus) < n {

@@ -3,7 +3,9 @@
 // dies (kill -9 included), so nothing stale is ever left to clear:
 //
 //   - an output lock, "<out>.lock": one profile file is written by one run;
-//     a second run is refused with the first one's PID;
+//     a second run is refused with the first one's PID (from /proc/locks:
+//     lock files are opened read-only, never through a symlink, and
+//     nothing is written to them);
 //   - a core registry, one lock file per CPU under Dir()/cores: a run claims
 //     the cores its largest point needs for its whole life and pins every
 //     point to them, so two runs never share a core; a run that finds too
@@ -11,7 +13,8 @@
 //   - a dataset lock under Dir()/datasets, one per dataset directory: a
 //     point with a warm cache holds it shared, a cold point (whose eviction
 //     would empty the cache under another run's warm point) exclusive, so
-//     runs on the same dataset serialize their memory points and say so.
+//     runs on the same or overlapping datasets serialize their memory
+//     points and say so.
 package hostlock
 
 import (
@@ -48,22 +51,69 @@ func Dir() string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("synergy-run-%d", os.Getuid()))
 }
 
+// ownDir checks that dir, where lock files are made, is a directory of
+// this user's that no one else may write: not a symlink, nor a directory
+// planted in a shared place (the $TMPDIR fallback of Dir) by another user.
+func ownDir(dir string) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return err
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		return fmt.Errorf("%s is not a directory (a symlink is not followed)", dir)
+	case int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("%s belongs to user %d, not to this user (%d): another user could plant files in it", dir, st.Uid, os.Geteuid())
+	case st.Mode&0o022 != 0:
+		return fmt.Errorf("%s is writable by other users (mode %o): they could plant files in it", dir, st.Mode&0o777)
+	}
+	return nil
+}
+
 // lockFile is an open file with a flock on it.
 type lockFile struct {
 	f    *os.File
 	path string
 }
 
+// lockFlags open a lock file read-only (flock needs no more, and nothing
+// is ever written to a lock file, so a planted hard link to another file
+// gains nothing), never through a symlink, and without waiting on a FIFO.
+const lockFlags = os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
+
+// openLock opens the lock file path, creating it empty when absent.
+func openLock(path string) (*os.File, error) {
+	return os.OpenFile(path, lockFlags|os.O_CREATE, 0o644)
+}
+
 // tryLock opens (creating) path and takes a flock of kind (LOCK_SH or
 // LOCK_EX) without blocking. ok is false when another holder conflicts.
-// The file is checked to still be the one at path after locking, so that a
+func tryLock(path string, kind int) (*lockFile, bool, error) {
+	return tryLockWith(path, kind, openLock)
+}
+
+// tryLockWith is tryLock with the file opened by open. The file must be a
+// regular file, not a symlink (refused, not followed) nor anything else;
+// it is checked to still be the one at path after locking, so that a
 // holder removing it on release (Out does) cannot leave two runs each
 // holding a different file.
-func tryLock(path string, kind int) (*lockFile, bool, error) {
+func tryLockWith(path string, kind int, open func(string) (*os.File, error)) (*lockFile, bool, error) {
 	for range 10 {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o644)
+		f, err := open(path)
+		if errors.Is(err, unix.ELOOP) {
+			return nil, false, fmt.Errorf("lock %s: it is a symlink, which a lock file never is (refused, not followed)", path)
+		}
 		if err != nil {
 			return nil, false, err
+		}
+		var a unix.Stat_t
+		if err := unix.Fstat(int(f.Fd()), &a); err != nil {
+			f.Close()
+			return nil, false, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if a.Mode&unix.S_IFMT != unix.S_IFREG {
+			f.Close()
+			return nil, false, fmt.Errorf("lock %s: it is not a regular file, which a lock file always is", path)
 		}
 		if err := unix.Flock(int(f.Fd()), kind|unix.LOCK_NB); err != nil {
 			f.Close()
@@ -72,8 +122,8 @@ func tryLock(path string, kind int) (*lockFile, bool, error) {
 			}
 			return nil, false, fmt.Errorf("lock %s: %w", path, err)
 		}
-		var a, b unix.Stat_t
-		if unix.Fstat(int(f.Fd()), &a) == nil && unix.Stat(path, &b) == nil && a.Ino == b.Ino && a.Dev == b.Dev {
+		var b unix.Stat_t
+		if unix.Lstat(path, &b) == nil && a.Ino == b.Ino && a.Dev == b.Dev {
 			return &lockFile{f: f, path: path}, true, nil
 		}
 		f.Close() // removed or replaced while we locked it: try again
@@ -81,9 +131,16 @@ func tryLock(path string, kind int) (*lockFile, bool, error) {
 	return nil, false, fmt.Errorf("lock %s: the file keeps being replaced", path)
 }
 
-func (l *lockFile) writePID() {
-	_ = l.f.Truncate(0)
-	_, _ = l.f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+// removeIfFree removes the lock file path when no one holds or waits on
+// it: it is removed while held exclusive, and whoever opened it meanwhile
+// finds it gone once locked (tryLock) and tries again.
+func removeIfFree(path string) {
+	l, ok, err := tryLockWith(path, unix.LOCK_EX, func(p string) (*os.File, error) { return os.OpenFile(p, lockFlags, 0) })
+	if err != nil || !ok {
+		return
+	}
+	_ = os.Remove(path)
+	_ = l.unlock()
 }
 
 func (l *lockFile) unlock() error { return l.f.Close() }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,11 +16,18 @@ var ErrOutBusy = errors.New("another synergy run is writing this profile")
 type OutLock struct{ l *lockFile }
 
 // Out takes the lock of profile path out ("<out>.lock", next to it) or
-// fails at once with ErrOutBusy naming the run that holds it.
+// fails at once with ErrOutBusy naming the run that holds it (read from
+// /proc/locks: nothing is written to the lock file). The lock file is
+// opened read-only and never through a symlink (see tryLock), so one
+// planted there by whoever can write out's directory is refused, and a
+// planted hard link is only read.
 func Out(out string) (*OutLock, error) {
 	abs, err := filepath.Abs(out)
 	if err != nil {
 		return nil, err
+	}
+	if st, err := os.Stat(filepath.Dir(abs)); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("%s: its directory %s does not exist", out, filepath.Dir(abs))
 	}
 	path := abs + ".lock"
 	l, ok, err := tryLock(path, unix.LOCK_EX)
@@ -31,19 +36,11 @@ func Out(out string) (*OutLock, error) {
 	}
 	if !ok {
 		who := ""
-		if b, err := os.ReadFile(path); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				who = fmt.Sprintf(" (PID %d)", pid)
-			}
-		}
-		if who == "" {
-			if h := Holders(path); len(h) > 0 {
-				who = fmt.Sprintf(" (PID %d)", h[0])
-			}
+		if h := Holders(path); len(h) > 0 {
+			who = fmt.Sprintf(" (PID %d)", h[0])
 		}
 		return nil, fmt.Errorf("%s: %w%s; wait for it to finish or write another file", out, ErrOutBusy, who)
 	}
-	l.writePID()
 	return &OutLock{l: l}, nil
 }
 
