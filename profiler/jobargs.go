@@ -169,7 +169,9 @@ func (s *sweep) argv(pt point) []string {
 			PlaceholderIterations: strconv.Itoa(contract.MaxIterations),
 		})
 	}
-	return append(append([]string(nil), s.cfg.Command...), contract.Args()...)
+	// No placeholder: the command as given, its {{ and }} made braces
+	// (the parser refuses a lone one), then the contract's flags.
+	return append(s.tmpl.expand(nil), contract.Args()...)
 }
 
 // threads is the thread count of a point: the cores of its cpuset.

@@ -241,3 +241,26 @@ func TestRun_ProbeEnv(t *testing.T) {
 		t.Errorf("SYNERGY_PROBE_STEP_S set beside the table's step")
 	}
 }
+
+// A command without placeholders still writes a literal brace as {{ or }}
+// (the parser refuses a lone one), and the job gets the brace, then the
+// contract's flags.
+func TestRun_NoTemplateUnescapesBraces(t *testing.T) {
+	rec := &jobRecorder{Runner: &fakeRunner{rate: trueRate}}
+	cfg := baseConfig(t, nil)
+	cfg.Runner = rec
+	cfg.Command = []string{"/bin/sh", "-c", `printf '{{"iter":%d}}\n' 1`, "sh"}
+	cfg.CPUs = []float64{1}
+	cfg.MemLimits = nil
+	cfg.StallBreakdown = false
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.jobs) == 0 {
+		t.Fatal("no job started")
+	}
+	argv := rec.jobs[0].Argv
+	if len(argv) < 5 || argv[2] != `printf '{"iter":%d}\n' 1` || !slices.Contains(argv[4:], "--batch") {
+		t.Errorf("argv %q: want the script with single braces, then the contract's flags", argv)
+	}
+}

@@ -538,6 +538,7 @@ func (s *sweep) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 	}
 	cell.SamplesPerS = m.est.SamplesPerS
 	cell.SamplesPerSCI95 = m.est.HalfWidth
+	stats.PassBoundaries, stats.EpochOverheadS = m.est.PassBoundaries, m.est.EpochOverheadS
 	stats.MeasureSeconds = m.window[len(m.window)-1].TS - m.window[0].TS // the measured span (cost.go)
 	stats.Converged = stopReason == StopConverged
 	secs := iterSeconds(m.window)

@@ -9,10 +9,15 @@ import (
 
 // Estimate is a throughput estimate over a run of iterations.
 type Estimate struct {
-	SamplesPerS float64 // total samples over total time
+	SamplesPerS float64 // training samples over training time (within passes)
 	HalfWidth   float64 // 95% confidence half-width of SamplesPerS
 	Batches     int     // batch means used for the interval
 	Iterations  int
+	// PassBoundaries counts the passes that began inside the run, and
+	// EpochOverheadS is the mean time each boundary added beyond one
+	// iteration: validation, a checkpoint, loader workers started again.
+	PassBoundaries int
+	EpochOverheadS float64
 }
 
 // RelHalfWidth is HalfWidth / SamplesPerS (Inf when unknown).
@@ -29,24 +34,40 @@ const (
 	maxBatches = 10
 )
 
-// Estimate computes throughput and its 95% confidence interval from
-// iterations, using the method of batch means: consecutive iterations are
-// autocorrelated (a prefetch queue drains and refills), so the run is cut
-// into 5–10 contiguous batches whose rates are close to independent, and a
-// Student-t interval is put on their mean (Law & Kelton, Simulation
+// newPass reports whether iteration cur began a pass over the data: the
+// job reports epochs (the contract's helper and the probe do) and cur's is
+// not prev's. The time from prev to cur holds what the script does between
+// passes (validation, a checkpoint, starting loader workers again), which is
+// not training throughput.
+func newPass(prev, cur jobcontract.Iteration) bool {
+	return prev.Epoch != nil && cur.Epoch != nil && *prev.Epoch != *cur.Epoch
+}
+
+// Estimate computes training throughput and its 95% confidence interval
+// from iterations, using the method of batch means: consecutive iterations
+// are autocorrelated (a prefetch queue drains and refills), so the run is
+// cut into 5–10 contiguous batches whose rates are close to independent,
+// and a Student-t interval is put on their mean (Law & Kelton, Simulation
 // Modeling and Analysis, §9.5.3). iters must be in order; the duration of
 // iteration k is ts[k] − ts[k−1], so the first iteration only anchors time.
+// The first iteration of a pass (newPass) is charged at most a typical
+// in-pass iteration's time (the mean of the others): the rest of its
+// interval is what the script did between passes, reported apart
+// (EpochOverheadS). A script that validates and writes a checkpoint after
+// every pass would otherwise read slower the more pass boundaries a point
+// happened to cross.
 func estimate(iters []jobcontract.Iteration) Estimate {
 	n := len(iters) - 1 // durations available
 	if n < 1 {
 		return Estimate{Iterations: len(iters)}
 	}
-	var samples float64
-	for _, it := range iters[1:] {
-		samples += float64(it.Samples)
-	}
-	span := iters[len(iters)-1].TS - iters[0].TS
 	e := Estimate{Iterations: n}
+	dur := trainingTime(iters, &e)
+	var samples, span float64
+	for k := 1; k <= n; k++ {
+		samples += float64(iters[k].Samples)
+		span += dur[k]
+	}
 	if span <= 0 {
 		return e
 	}
@@ -60,7 +81,7 @@ func estimate(iters []jobcontract.Iteration) Estimate {
 		// time cap): the interval is not known well enough to stop on, so
 		// Batches stays 0, but the recorded half-width must not claim
 		// precision: it comes from the spread of single iterations' rates.
-		e.HalfWidth = iterationHalfWidth(iters, e.SamplesPerS)
+		e.HalfWidth = iterationHalfWidth(iters, dur, e.SamplesPerS)
 		return e
 	}
 	per := n / k
@@ -71,11 +92,11 @@ func estimate(iters []jobcontract.Iteration) Estimate {
 		if b == k-1 {
 			hi = n + 1
 		}
-		var s float64
-		for _, it := range iters[lo:hi] {
-			s += float64(it.Samples)
+		var s, d float64
+		for j := lo; j < hi; j++ {
+			s += float64(iters[j].Samples)
+			d += dur[j]
 		}
-		d := iters[hi-1].TS - iters[lo-1].TS
 		if d <= 0 {
 			return e
 		}
@@ -89,14 +110,48 @@ func estimate(iters []jobcontract.Iteration) Estimate {
 	return e
 }
 
+// trainingTime returns each iteration's training time (index k for
+// iteration k, 1..n): ts[k] − ts[k−1], except that a pass's first
+// iteration is charged at most the mean of the others; what it is not
+// charged goes into e's PassBoundaries and EpochOverheadS.
+func trainingTime(iters []jobcontract.Iteration, e *Estimate) []float64 {
+	dur := make([]float64, len(iters))
+	var inPass float64
+	nIn := 0
+	var gaps []int
+	for k := 1; k < len(iters); k++ {
+		dur[k] = iters[k].TS - iters[k-1].TS
+		if newPass(iters[k-1], iters[k]) {
+			gaps = append(gaps, k)
+			continue
+		}
+		inPass += dur[k]
+		nIn++
+	}
+	if len(gaps) == 0 || nIn == 0 {
+		return dur
+	}
+	typical := inPass / float64(nIn)
+	var over float64
+	for _, k := range gaps {
+		if dur[k] > typical {
+			over += dur[k] - typical
+			dur[k] = typical
+		}
+	}
+	e.PassBoundaries, e.EpochOverheadS = len(gaps), over/float64(len(gaps))
+	return dur
+}
+
 // iterationHalfWidth is a 95% half-width from single iterations' rates
-// (Student t over n−1 degrees of freedom); with fewer than 3 iterations it
-// is the whole estimate (nothing is known about the spread).
-func iterationHalfWidth(iters []jobcontract.Iteration, est float64) float64 {
+// over their training time (Student t over n−1 degrees of freedom); with
+// fewer than 3 iterations it is the whole estimate (nothing is known
+// about the spread).
+func iterationHalfWidth(iters []jobcontract.Iteration, dur []float64, est float64) float64 {
 	var rates []float64
 	for k := 1; k < len(iters); k++ {
-		if d := iters[k].TS - iters[k-1].TS; d > 0 {
-			rates = append(rates, float64(iters[k].Samples)/d)
+		if dur[k] > 0 {
+			rates = append(rates, float64(iters[k].Samples)/dur[k])
 		}
 	}
 	if len(rates) < 3 {

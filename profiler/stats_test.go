@@ -75,3 +75,42 @@ func TestAxes(t *testing.T) {
 		t.Error("Workers = max(1, ceil(cpus/gpus))")
 	}
 }
+
+// A script that validates and checkpoints for 2 s after each pass of 20
+// iterations of 0.1 s (32 samples each): the rate is the in-pass one,
+// whatever number of boundaries the run crosses, and the boundaries'
+// extra time is reported apart.
+func TestEstimate_TimeBetweenPassesIsNotThroughput(t *testing.T) {
+	var iters []jobcontract.Iteration
+	ts := 100.0
+	for epoch := 0; epoch < 4; epoch++ {
+		e := epoch
+		for i := 0; i < 20; i++ {
+			if i == 0 && epoch > 0 {
+				ts += 2 // validation and a checkpoint before the pass's first batch
+			}
+			ts += 0.1
+			iters = append(iters, jobcontract.Iteration{Iter: len(iters), Samples: 32, TS: ts, Epoch: &e})
+		}
+	}
+	const inPass = 320.0 // samples/s
+	for _, from := range []int{0, 5, 15} {
+		est := estimate(iters[from:])
+		if math.Abs(est.SamplesPerS-inPass)/inPass > 0.02 {
+			t.Errorf("from iteration %d: %.1f samples/s, want the in-pass %.0f within 2%%", from, est.SamplesPerS, inPass)
+		}
+		if est.PassBoundaries != 3 || math.Abs(est.EpochOverheadS-2) > 0.01 {
+			t.Errorf("from iteration %d: %d boundaries, %.3f s overhead each; want 3 and 2 s", from, est.PassBoundaries, est.EpochOverheadS)
+		}
+		if est.Batches < 2 || est.RelHalfWidth() > 0.01 {
+			t.Errorf("from iteration %d: interval %+v; steady iterations should give a tight one", from, est)
+		}
+	}
+	// Without epochs the boundaries cannot be told apart: the wall rate.
+	for i := range iters {
+		iters[i].Epoch = nil
+	}
+	if est := estimate(iters); est.PassBoundaries != 0 || est.SamplesPerS > 0.95*inPass {
+		t.Errorf("no epochs reported: %+v; want the wall rate with no boundary", est)
+	}
+}

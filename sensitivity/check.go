@@ -440,6 +440,8 @@ func (c *checker) stats(f, w string, st *PointStats, cpus float64, ok bool) {
 	c.oneOf(f+".gpu_stats_over", "", st.GPUStatsOver, []string{"", GPUStatsMeasured, GPUStatsLaunch})
 	c.float(f+".cpu_speed_mops", w, st.CPUSpeedMOps, 0, 1e6, "faster than any CPU")
 	c.float(f+".measured_passes", w, st.MeasuredPasses, 0, 1e9, "")
+	c.int(f+".pass_boundaries", w, int64(st.PassBoundaries), 0, math.MaxInt32, "")
+	c.float(f+".epoch_overhead_s", w, st.EpochOverheadS, 0, 1e7, "longer than any point runs")
 	if st.Timeline != "" {
 		c.timeline(f+".timeline", w, st.Timeline, cpus)
 	}

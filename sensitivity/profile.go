@@ -203,6 +203,13 @@ type PointStats struct {
 	MemCacheBytes       int64   `json:"mem_cache_bytes"`
 	MemAnonBytes        int64   `json:"mem_anon_bytes"`
 	IOReadBytes         int64   `json:"io_read_bytes"`
+	// PassBoundaries counts the passes over the data that began among the
+	// measured iterations, and EpochOverheadS is the mean time each added
+	// beyond one iteration (validation, checkpoints, loader workers started
+	// again). SamplesPerS leaves that time out: it is the rate within
+	// passes. Both 0 when the job reports no epochs.
+	PassBoundaries int     `json:"pass_boundaries,omitempty"`
+	EpochOverheadS float64 `json:"epoch_overhead_s,omitempty"`
 	// From the samplers (absent when no sample was taken).
 	CPUCoresMean   float64 `json:"cpu_cores_mean,omitempty"`
 	HostCPUPctMean float64 `json:"host_cpu_pct_mean,omitempty"`
