@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"syscall"
 )
 
 // Tailer reads a metrics file that a running job appends to. It returns only
@@ -14,11 +15,20 @@ import (
 // existing yet. Malformed lines are counted and the first few kept as
 // errors, never fatal here: one bad line must not lose a point. Whether a
 // stream is broken as a whole is the caller's decision (Broken).
+//
+// The job owns the file, so the tailer trusts nothing about it: it is
+// opened without following a symlink and must be a regular file (a FIFO
+// or a link to another file is an error, not read), it is read in chunks,
+// and a line longer than MaxLineBytes is a bad line whose bytes past the
+// bound are skipped, never held: the tailer's memory does not grow with
+// what the job writes.
 type Tailer struct {
 	path    string
 	off     int64
-	partial []byte
-	lineNo  int
+	partial []byte // the unterminated line so far, at most MaxLineBytes
+	// partialLen is the unterminated line's length, bytes skipped included.
+	partialLen int64
+	lineNo     int
 	// Lines counts the complete non-empty lines read, good or bad.
 	Lines int
 	// Bad counts malformed lines; Errors holds the first few.
@@ -38,9 +48,42 @@ const maxTailErrors = 5
 // MaxQuotedLine is how many bytes of a bad line an error quotes.
 const MaxQuotedLine = 120
 
+// MaxLineBytes bounds a metrics line: the contract's lines are about 100
+// bytes, so a longer one is not a metrics line (ErrLineTooLong).
+const MaxLineBytes = 64 << 10
+
+// ErrLineTooLong is the error of a line longer than MaxLineBytes.
+var ErrLineTooLong = fmt.Errorf("longer than %d KiB, the bound of a metrics line", MaxLineBytes>>10)
+
+// tailChunk is how much Poll reads at a time.
+const tailChunk = 64 << 10
+
+// OpenJobFile opens a file that a job wrote, for reading: never through a
+// symlink (a job could point one at a file only root may read) and only a
+// regular file (a FIFO would block the reader, a device never end).
+func OpenJobFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s is a symlink: a file the job writes is not followed", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file (%v): a file the job writes must be one", path, st.Mode().Type())
+	}
+	return f, nil
+}
+
 // Poll returns the iterations completed since the last call.
 func (t *Tailer) Poll() ([]Iteration, error) {
-	f, err := os.Open(t.path)
+	f, err := OpenJobFile(t.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -48,37 +91,62 @@ func (t *Tailer) Poll() ([]Iteration, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if _, err := f.Seek(t.off, io.SeekStart); err != nil {
-		return nil, err
-	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, err
-	}
-	t.off += int64(len(data))
-	data = append(t.partial, data...)
 	var out []Iteration
+	buf := make([]byte, tailChunk)
 	for {
+		n, err := f.ReadAt(buf, t.off)
+		t.off += int64(n)
+		out = t.scan(buf[:n], out)
+		if err == io.EOF || n == 0 {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+}
+
+// scan splits data into lines, continuing the unterminated one.
+func (t *Tailer) scan(data []byte, out []Iteration) []Iteration {
+	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
+		part := data
+		if i >= 0 {
+			part = data[:i]
+		}
+		t.partialLen += int64(len(part))
+		if room := MaxLineBytes + 1 - len(t.partial); room > 0 {
+			t.partial = append(t.partial, part[:min(room, len(part))]...)
+		}
 		if i < 0 {
 			break
 		}
-		line := bytes.TrimSpace(data[:i])
 		data = data[i+1:]
-		t.lineNo++
-		if len(line) == 0 {
-			continue
-		}
-		t.Lines++
-		it, err := ParseIteration(line)
-		if err != nil {
-			t.bad(line, err)
-			continue
-		}
-		out = append(out, it)
+		out = t.line(out)
 	}
-	t.partial = append(t.partial[:0], data...)
-	return out, nil
+	return out
+}
+
+// line ends the unterminated line and parses it.
+func (t *Tailer) line(out []Iteration) []Iteration {
+	t.lineNo++
+	long := t.partialLen > MaxLineBytes
+	line := bytes.TrimSpace(t.partial)
+	t.partial, t.partialLen = t.partial[:0], 0
+	if len(line) == 0 && !long {
+		return out
+	}
+	t.Lines++
+	if long {
+		t.bad(line, ErrLineTooLong)
+		return out
+	}
+	it, err := ParseIteration(line)
+	if err != nil {
+		t.bad(line, err)
+		return out
+	}
+	return append(out, it)
 }
 
 func (t *Tailer) bad(line []byte, err error) {
@@ -100,6 +168,9 @@ func (t *Tailer) Wrote() bool {
 	return t.Lines > 0 || len(bytes.TrimSpace(t.partial)) > 0
 }
 
+// PartialBytes is the length of the unterminated last line read so far.
+func (t *Tailer) PartialBytes() int64 { return t.partialLen }
+
 // Broken says why the stream read so far cannot be trusted, or "" when it
 // can: the job wrote something but no line of it parsed (good is the number
 // of lines that did), or more of its lines are malformed than not. The
@@ -111,7 +182,7 @@ func (t *Tailer) Broken(good int) string {
 		return ""
 	case t.Lines == 0:
 		return fmt.Sprintf("the metrics stream has no complete line (%d bytes without a newline, starting %s)",
-			len(t.partial), QuoteLine(bytes.TrimSpace(t.partial)))
+			t.partialLen, QuoteLine(bytes.TrimSpace(t.partial)))
 	case good == 0:
 		return fmt.Sprintf("none of the %d metrics lines could be read; first bad %s", t.Lines, t.FirstBad)
 	case t.Bad > good:
