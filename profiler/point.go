@@ -326,8 +326,8 @@ func (s *sweep) prepare(pt point) (*pointRun, error) {
 		return nil, err
 	}
 	run := &pointRun{metricsDir: dir, metricsPath: filepath.Join(dir, "metrics.jsonl"), tail: &tailBuffer{max: 4096}}
-	if s.cfg.LogDir != "" {
-		if run.log, err = os.Create(filepath.Join(s.cfg.LogDir, pt.fileLabel()+".log")); err != nil {
+	if s.logs != nil {
+		if run.log, err = s.logs.Create(pt.fileLabel()+".log", 0o644); err != nil {
 			run.close()
 			return nil, err
 		}

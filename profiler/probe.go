@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/models/pytorch"
 )
 
@@ -170,23 +171,34 @@ type probeReport struct {
 	} `json:"loaders"`
 }
 
+// maxProbeReport bounds the probe's report, written in the job's process
+// (a few KiB: one entry per DataLoader).
+const maxProbeReport = 4 << 20
+
 // readProbe reads the point's probe report and keeps a copy beside its
 // timeline; nil when the probe wrote none.
 func (s *sweep) readProbe(pt point, run *pointRun) *probeReport {
 	if s.probeDir == "" {
 		return nil
 	}
-	f, err := os.Open(run.reportPath())
+	f, err := jobcontract.OpenJobFile(run.reportPath())
 	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			s.warnf("%s: the probe's report: %v", pt.label(), err)
+		}
 		return nil
 	}
 	defer f.Close()
-	body, err := io.ReadAll(f)
+	body, err := io.ReadAll(io.LimitReader(f, maxProbeReport+1))
 	if err != nil {
 		return nil
 	}
-	if s.cfg.TimelineDir != "" {
-		if err := os.WriteFile(filepath.Join(s.cfg.TimelineDir, pt.fileLabel()+".probe.json"), body, 0o644); err != nil {
+	if len(body) > maxProbeReport {
+		s.warnf("%s: the probe's report is above %d MiB: not read", pt.label(), maxProbeReport>>20)
+		return nil
+	}
+	if s.timeline != nil {
+		if err := s.timeline.WriteFile(pt.fileLabel()+".probe.json", body, 0o644); err != nil {
 			s.warnf("timeline: %v", err)
 		}
 	}

@@ -1,6 +1,7 @@
 package profiler
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/synergy-sched/synergy/internal/safefile"
 	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/profiler/cgstat"
 	"github.com/synergy-sched/synergy/profiler/cpuspeed"
@@ -56,19 +58,19 @@ func (s *sweep) startSampling(h runner.Handle, pt point) (*pointSampling, error)
 	if len(samplers) == 0 {
 		return nil, nil
 	}
-	if err := ps.start(s.cfg, pt, samplers); err != nil {
+	if err := ps.start(s.cfg, s.timeline, pt, samplers); err != nil {
 		ps.close()
 		return nil, err
 	}
 	return ps, nil
 }
 
-// start opens the point's timeline file, if any, and runs the loop.
-func (ps *pointSampling) start(cfg Config, pt point, samplers []sample.Sampler) error {
+// start opens the point's timeline file in dir, if any, and runs the loop.
+func (ps *pointSampling) start(cfg Config, dir *safefile.Dir, pt point, samplers []sample.Sampler) error {
 	sink := sample.Sink(ps.agg)
-	if cfg.TimelineDir != "" {
-		ps.path = filepath.Join(cfg.TimelineDir, pt.fileLabel()+".samples.jsonl")
-		f, err := os.Create(ps.path)
+	if dir != nil {
+		ps.path = filepath.Join(dir.Path(), pt.fileLabel()+".samples.jsonl")
+		f, err := dir.Create(pt.fileLabel()+".samples.jsonl", 0o644)
 		if err != nil {
 			return fmt.Errorf("timeline: %w", err)
 		}
@@ -241,25 +243,93 @@ func (s *sweep) addHealth(h sample.Health) {
 	s.prof.Samplers = append(s.prof.Samplers, sensitivity.SamplerRun{Name: h.Name, Samples: h.Samples, Errors: append([]string(nil), h.Errors...)})
 }
 
-// keepMetrics copies a point's metrics stream next to its samples.
+// keepMetrics copies a point's metrics stream next to its samples:
+// the job's file, opened as the tailer opens it (jobcontract.OpenJobFile),
+// line by line, leaving out the lines the tailer refuses as too long and
+// stopping at maxTimelineMetrics bytes, with a warning for either.
 func (s *sweep) keepMetrics(pt point, src string) {
-	if s.cfg.TimelineDir == "" {
+	if s.timeline == nil {
 		return
 	}
-	in, err := os.Open(src)
+	in, err := jobcontract.OpenJobFile(src)
 	if err != nil {
-		return // the job wrote no stream
+		return // the job wrote no stream (or not a file: the tailer warned)
 	}
 	defer in.Close()
-	out, err := os.Create(filepath.Join(s.cfg.TimelineDir, pt.fileLabel()+".metrics.jsonl"))
+	out, err := s.timeline.Create(pt.fileLabel()+".metrics.jsonl", 0o644)
 	if err != nil {
 		s.warnf("timeline: %v", err)
 		return
 	}
 	defer out.Close()
-	if _, err := io.Copy(out, in); err != nil {
+	long, full, err := copyMetricLines(out, in, maxTimelineMetrics)
+	switch {
+	case err != nil:
 		s.warnf("timeline: %v", err)
+	case full:
+		s.warnf("%s: the timeline keeps the first %d MiB of the metrics stream", pt.label(), maxTimelineMetrics>>20)
 	}
+	if long > 0 {
+		s.warnf("%s: the timeline leaves out %d metrics line(s) longer than %d KiB", pt.label(), long, jobcontract.MaxLineBytes>>10)
+	}
+}
+
+// maxTimelineMetrics bounds a point's copy of its metrics stream: about
+// a million of the contract's 100-byte lines.
+const maxTimelineMetrics = 128 << 20
+
+// copyMetricLines copies the lines of in to out, at most max bytes, each
+// line whole or not at all: a line longer than jobcontract.MaxLineBytes is
+// left out (long counts them), and full says the copy stopped at max. An
+// unterminated last line is copied as it is (within the bounds).
+func copyMetricLines(out io.Writer, in io.Reader, max int64) (long int, full bool, err error) {
+	r := bufio.NewReaderSize(in, 64<<10)
+	w := bufio.NewWriter(out)
+	var line []byte
+	var written int64
+	over := false // the line so far is longer than the bound: dropped
+	for {
+		frag, isPrefix, rerr := readFragment(r)
+		if !over {
+			if len(line)+len(frag) > jobcontract.MaxLineBytes+1 { // +1: its newline
+				over, line = true, line[:0]
+			} else {
+				line = append(line, frag...)
+			}
+		}
+		if isPrefix {
+			continue
+		}
+		if over {
+			long++
+		} else if len(line) > 0 {
+			if written+int64(len(line)) > max {
+				return long, true, w.Flush()
+			}
+			n, werr := w.Write(line)
+			written += int64(n)
+			if werr != nil {
+				return long, false, werr
+			}
+		}
+		line, over = line[:0], false
+		if rerr == io.EOF {
+			return long, false, w.Flush()
+		}
+		if rerr != nil {
+			return long, false, rerr
+		}
+	}
+}
+
+// readFragment reads up to and including the next newline, or a buffer's
+// worth of a longer line (isPrefix).
+func readFragment(r *bufio.Reader) (frag []byte, isPrefix bool, err error) {
+	frag, err = r.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		return frag, true, nil
+	}
+	return frag, false, err
 }
 
 // stallShare is the share of the time above which a stall names the bound.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/synergy-sched/synergy/internal/safefile"
 	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/runner/owner"
 	"github.com/synergy-sched/synergy/sensitivity"
@@ -29,6 +30,10 @@ type sweep struct {
 	cfg          Config
 	prof         *sensitivity.Profile
 	workDir      string
+	// logs and timeline are LogDir and TimelineDir, opened without
+	// following a symlink; every file in them is made afresh through them
+	// (internal/safefile). nil when not kept.
+	logs, timeline *safefile.Dir
 	datasetBytes int64
 	datasetFiles int
 	sawEmulated  bool
@@ -84,6 +89,7 @@ func Run(ctx context.Context, cfg Config) (*sensitivity.Profile, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(work)
+	defer s.closeDirs()
 	if err := s.setupJob(); err != nil {
 		return nil, err
 	}
@@ -131,15 +137,29 @@ func (s *sweep) makeDirs() (string, error) {
 		return "", fmt.Errorf("work directory: %w", err)
 	}
 	s.workDir = work
-	for _, d := range []string{s.cfg.LogDir, s.cfg.TimelineDir} {
-		if d != "" {
-			if err := os.MkdirAll(d, 0o755); err != nil {
-				os.RemoveAll(work)
-				return "", fmt.Errorf("output dir: %w", err)
-			}
+	for _, d := range []struct {
+		path string
+		dir  **safefile.Dir
+	}{{s.cfg.LogDir, &s.logs}, {s.cfg.TimelineDir, &s.timeline}} {
+		if d.path == "" {
+			continue
+		}
+		if *d.dir, err = safefile.MakeDir(d.path, 0o755); err != nil {
+			s.closeDirs()
+			os.RemoveAll(work)
+			return "", fmt.Errorf("output dir: %w", err)
 		}
 	}
 	return work, nil
+}
+
+// closeDirs closes the log and timeline directories.
+func (s *sweep) closeDirs() {
+	for _, d := range []*safefile.Dir{s.logs, s.timeline} {
+		if d != nil {
+			d.Close()
+		}
+	}
 }
 
 // save brings the profile up to date and writes it atomically.

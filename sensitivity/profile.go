@@ -179,6 +179,21 @@ type Cell struct {
 	Stall           *Stall      `json:"stall,omitempty"`
 }
 
+// MarshalJSON writes a failed cell without samples_per_s and its interval:
+// a failed point measured no throughput, and a 0 there reads as one to any
+// reader that does not look at failure first. Reading it back gives 0.
+func (c Cell) MarshalJSON() ([]byte, error) {
+	type plain Cell
+	if c.Failure == nil {
+		return json.Marshal(plain(c))
+	}
+	return json.Marshal(struct {
+		plain
+		SamplesPerS     *float64 `json:"samples_per_s,omitempty"`
+		SamplesPerSCI95 *float64 `json:"samples_per_s_ci95,omitempty"`
+	}{plain: plain(c)})
+}
+
 // PointStats are the figures of one measured point.
 type PointStats struct {
 	Workers             int     `json:"workers"`

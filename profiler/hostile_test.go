@@ -1,0 +1,129 @@
+package profiler
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/synergy-sched/synergy/jobcontract"
+)
+
+func writeVictim(t *testing.T) string {
+	t.Helper()
+	v := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(v, []byte("precious\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func checkVictim(t *testing.T, v string) {
+	t.Helper()
+	if b, err := os.ReadFile(v); err != nil || string(b) != "precious\n" {
+		t.Errorf("victim %s holds %q (%v), want it untouched", v, b, err)
+	}
+}
+
+// Whoever can write the output directory plants a symlink (and a hard
+// link) at every log and timeline file a point will write: each target
+// keeps its content, and the point's files are made afresh.
+func TestRun_PlantedLinksInTheOutputDirAreNotFollowed(t *testing.T) {
+	fr := &fakeRunner{rate: trueRate}
+	cfg := baseConfig(t, fr)
+	cfg.CPUs, cfg.MemLimits = []float64{1}, nil
+	stem := strings.TrimSuffix(cfg.Out, ".json")
+	cfg.LogDir, cfg.TimelineDir = stem+".logs", stem+".timeline"
+	for _, d := range []string{cfg.LogDir, cfg.TimelineDir} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	label := point{cpus: 1}.fileLabel()
+	sym, hard := writeVictim(t), writeVictim(t)
+	plants := map[string]string{
+		filepath.Join(cfg.LogDir, label+".log"):                sym,
+		filepath.Join(cfg.TimelineDir, label+".samples.jsonl"): sym,
+		filepath.Join(cfg.TimelineDir, label+".metrics.jsonl"): hard,
+	}
+	for at, v := range plants {
+		var err error
+		if v == hard {
+			err = os.Link(v, at)
+		} else {
+			err = os.Symlink(v, at)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	checkVictim(t, sym)
+	checkVictim(t, hard)
+	for at := range plants {
+		if strings.HasSuffix(at, ".samples.jsonl") {
+			continue // no sampler in this test: nothing made there
+		}
+		st, err := os.Lstat(at)
+		if err != nil || !st.Mode().IsRegular() || os.SameFile(st, mustStat(t, hard)) {
+			t.Errorf("%s: %v (%v), want a file of this run's", at, st, err)
+		}
+	}
+}
+
+func mustStat(t *testing.T, p string) os.FileInfo {
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// A symlink planted where OUT.logs goes is refused, not followed.
+func TestRun_SymlinkedLogDirIsRefused(t *testing.T) {
+	fr := &fakeRunner{rate: trueRate}
+	cfg := baseConfig(t, fr)
+	cfg.CPUs, cfg.MemLimits = []float64{1}, nil
+	elsewhere := t.TempDir()
+	cfg.LogDir = strings.TrimSuffix(cfg.Out, ".json") + ".logs"
+	if err := os.Symlink(elsewhere, cfg.LogDir); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), cfg.LogDir) || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("Run with a symlinked log dir: %v, want a refusal naming it", err)
+	}
+	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+		t.Errorf("wrote %d file(s) through the symlink", len(ents))
+	}
+	if fr.started != 0 {
+		t.Errorf("%d job(s) started", fr.started)
+	}
+}
+
+// The timeline's copy of the metrics stream leaves out over-long lines and
+// stops at its bound.
+func TestCopyMetricLines_Bounded(t *testing.T) {
+	good := `{"iter":0}` + "\n"
+	long := strings.Repeat("x", jobcontract.MaxLineBytes+1) + "\n"
+	in := good + long + good + strings.Repeat("y", 3*jobcontract.MaxLineBytes) // unterminated and long
+	var out bytes.Buffer
+	n, full, err := copyMetricLines(&out, strings.NewReader(in), 1<<20)
+	if err != nil || n != 2 || full || out.String() != good+good {
+		t.Errorf("copy: %d long, full %v, %v, %d bytes out; want the two good lines only", n, full, err, out.Len())
+	}
+	exact := strings.Repeat("z", jobcontract.MaxLineBytes) + "\n"
+	out.Reset()
+	if n, _, _ := copyMetricLines(&out, strings.NewReader(exact), 1<<20); n != 0 || out.String() != exact {
+		t.Errorf("a line of exactly %d bytes: %d dropped, %d copied", jobcontract.MaxLineBytes, n, out.Len())
+	}
+	out.Reset()
+	_, full, _ = copyMetricLines(&out, strings.NewReader(strings.Repeat(good, 100)), int64(10*len(good)+3))
+	if !full || out.Len() != 10*len(good) {
+		t.Errorf("bounded copy: full %v, %d bytes; want whole lines up to the bound", full, out.Len())
+	}
+}
