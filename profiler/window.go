@@ -68,6 +68,9 @@ func (s *sweep) measurePoint(ctx context.Context, pt point) (sensitivity.Cell, e
 	if err := s.prepareScaled(pt); err != nil {
 		return sensitivity.Cell{}, err
 	}
+	if cell, skip := s.tooSlowForTimeout(pt); skip {
+		return cell, nil
+	}
 	cell, err := s.measurePointAt(ctx, pt)
 	s.markScaled(pt, &cell)
 	return cell, err

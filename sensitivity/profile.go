@@ -218,6 +218,11 @@ type PointStats struct {
 	MemCacheBytes       int64   `json:"mem_cache_bytes"`
 	MemAnonBytes        int64   `json:"mem_anon_bytes"`
 	IOReadBytes         int64   `json:"io_read_bytes"`
+	// Unconverged says why a measured figure is not to be trusted like the
+	// others: fewer iterations measured than the profile's minimum (a
+	// point that hit its time cap on a slow step). Empty for a cell
+	// measured over enough iterations.
+	Unconverged string `json:"unconverged,omitempty"`
 	// PassBoundaries counts the passes over the data that began among the
 	// measured iterations, and EpochOverheadS is the mean time each added
 	// beyond one iteration (validation, checkpoints, loader workers started

@@ -87,3 +87,34 @@ func TestProfileE2E_TimeBetweenPassesRecordedApart(t *testing.T) {
 	t.Logf("cell %.1f samples/s (in-pass %.1f; wall rate over the stream would be lower), %d boundaries, %.2f s each",
 		c.SamplesPerS, inPass, c.Stats.PassBoundaries, c.Stats.EpochOverheadS)
 }
+
+// A job whose point ends after fewer measured iterations than the minimum
+// (a slow step hitting its time cap; here, a script that stops early) is
+// stored and shown as unconverged, with a warning, never as a plain
+// figure.
+func TestProfileE2E_BelowMinIterationsIsUnconverged(t *testing.T) {
+	needCgroups(t)
+	data := smallDataset(t, 8)
+	out := filepath.Join(t.TempDir(), "short.json")
+	short := `for i in $(seq 0 11); do sleep 0.05; printf '\173"iter":%d,"samples":4,"data_wait_s":0.01,"step_s":0.04,"ts":%s\175\n' $i $(date +%s.%N) >> "$SYNERGY_METRICS_FILE"; done`
+	log, code := runCLIOutput(t, "profile", "--strategy", "synergy", "--cpus", "1", "--data", data, "--stall-breakdown=false",
+		"--min-iterations", "30", "--warmup", "2", "--job-name", fmt.Sprintf("e2eshort%d", os.Getpid()), "--out", out,
+		"--", "/bin/sh", "-c", short, "sh")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, log)
+	}
+	p, err := sensitivity.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Cell(1, 0)
+	if c == nil || c.Failure != nil || c.Stats == nil || c.SamplesPerS <= 0 {
+		t.Fatalf("cell = %+v, want a figure", c)
+	}
+	if !strings.Contains(c.Stats.Unconverged, "below the minimum of 30") {
+		t.Errorf("unconverged = %q, want it to say the cell is below the minimum of 30 iterations", c.Stats.Unconverged)
+	}
+	if !strings.Contains(log, "unconverged") || !strings.Contains(log, "--min-iterations") {
+		t.Errorf("the table and warnings do not say the cell is unconverged:\n%s", log)
+	}
+}

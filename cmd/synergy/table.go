@@ -73,6 +73,8 @@ func cellText(c *sensitivity.Cell) string {
 		return c.Failure.Class
 	case !c.Measured:
 		return fmt.Sprintf("~%.1f", c.SamplesPerS)
+	case c.Stats != nil && c.Stats.Unconverged != "":
+		return fmt.Sprintf("%.1f ±%.1f unconverged", c.SamplesPerS, c.SamplesPerSCI95)
 	case c.Stats != nil && c.Stats.MetricsSource == sensitivity.MetricsWall:
 		return fmt.Sprintf("%.1f ±?", c.SamplesPerS) // one wall-time figure: no interval
 	default:
