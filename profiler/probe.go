@@ -210,6 +210,10 @@ func (s *sweep) readProbe(pt point, run *pointRun) *probeReport {
 	return &r
 }
 
+// errEmulationRefused ends a sweep whose GPU emulation the job cannot
+// honour.
+var errEmulationRefused = errors.New("GPU emulation refused")
+
 // errProbeConfig is returned for a point whose probe refused its settings:
 // every other point would be refused alike.
 var errProbeConfig = errors.New("the DataLoader probe refused its settings")
@@ -234,7 +238,11 @@ func (s *sweep) applyProbe(pt point, r *probeReport, end pointEnd) error {
 		s.warnf("%s: the probe saw no DataLoader batch, so the point is measured by %s: %s", pt.label(), by, strings.Join(r.Notes, "; "))
 	}
 	if r.Stream == "script" && s.cfg.emulate() {
-		s.warnf("the script writes the metrics stream itself, so the probe stood down and ran no loader-only mode: pass the script its own emulation flags (e.g. --emulate-gpu)")
+		// Measuring on would time the script's own step on this machine's
+		// CPU (a ResNet-18 at 2.7 samples/s) under an emulated GPU's name.
+		return fmt.Errorf("%w: the script writes the metrics stream itself (the contract's helper), so the probe stood down and cannot emulate the GPU step: "+
+			"its points would measure the script's real step on this machine, not the emulated GPU's; leave synergy's --emulate-gpu/--emulate-step off "+
+			"and pass the script its own emulation flags (the reference jobs take --emulate-gpu)", errEmulationRefused)
 	}
 	if r.Emulated != nil && r.Emulated.Label != "" {
 		s.emulatedLabel = r.Emulated.Label

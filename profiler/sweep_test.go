@@ -676,3 +676,20 @@ func TestApplyProbe_NoLoaderWarningNamesTheMeasure(t *testing.T) {
 		})
 	}
 }
+
+// A script that writes its own stream makes the probe stand down, so it
+// cannot emulate the GPU step: with emulation asked for, the sweep stops
+// at the first launch instead of timing the script's real step under an
+// emulated GPU's name.
+func TestApplyProbe_EmulationWithTheScriptsOwnStreamIsRefused(t *testing.T) {
+	s := &sweep{}
+	s.cfg.EmulateGPU = "v100"
+	err := s.applyProbe(point{cpus: 1, phase: "step_only", synthetic: true}, &probeReport{State: "exited", Stream: "script"}, pointEnd{})
+	if !errors.Is(err, errEmulationRefused) || !strings.Contains(err.Error(), "pass the script its own emulation flags") {
+		t.Fatalf("err = %v, want the emulation refused, saying what to do", err)
+	}
+	s.cfg.EmulateGPU = ""
+	if err := s.applyProbe(point{cpus: 1}, &probeReport{State: "exited", Stream: "script"}, pointEnd{}); err != nil {
+		t.Errorf("no emulation asked for: %v", err)
+	}
+}
