@@ -56,7 +56,6 @@ debstrap_opts=(
 	--dpkgopt='path-exclude=/usr/share/doc/*'
 	--dpkgopt='path-include=/usr/share/doc/*/copyright'
 	# Hooks run with the rootfs as $1 and /proc, /sys, /dev mounted in it.
-	--customize-hook='chroot "$1" systemctl enable systemd-networkd.service'
 	--customize-hook='chroot "$1" systemctl mask apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.service fstrim.timer'
 	--customize-hook='chroot "$1" usermod -p "*" root' # no password: key login only
 	--customize-hook='chroot "$1" ssh-keygen -A'
@@ -77,9 +76,25 @@ customize_rootfs() {
 	echo '/dev/vda / ext4 rw,relatime 0 0' >"$dir/etc/fstab"
 	# One machine ID for every boot: no first-boot presets.
 	tr -d - </proc/sys/kernel/random/uuid >"$dir/etc/machine-id"
-	printf '[Match]\nType=ether\n\n[Network]\nDHCP=ipv4\n' >"$dir/etc/systemd/network/20-dhcp.network"
-	printf 'PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUseDNS no\n' \
+	# slirp's guest address, set by ip(8): systemd-networkd and DHCP take
+	# 10 s of an emulated boot. The guest reaches nothing (restrict=on): no
+	# route, no DNS.
+	printf '%s\n' '[Unit]' 'Description=The address slirp forwards ssh to' \
+		'BindsTo=sys-subsystem-net-devices-eth0.device' 'After=sys-subsystem-net-devices-eth0.device' \
+		'Wants=network.target' 'Before=network.target' \
+		'[Service]' 'Type=oneshot' 'RemainAfterExit=yes' \
+		'ExecStart=/sbin/ip link set eth0 up' 'ExecStart=/sbin/ip address add 10.0.2.15/24 dev eth0' \
+		>"$dir/etc/systemd/system/synergy-net.service"
+	mkdir -p "$dir/etc/systemd/system/multi-user.target.wants"
+	ln -sf /etc/systemd/system/synergy-net.service "$dir/etc/systemd/system/multi-user.target.wants/"
+	# MaxStartups: parallel tests log in at once, and an emulated guest
+	# takes most of a second per login (the default drops some beyond 10).
+	printf 'PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUseDNS no\nMaxStartups 100\n' \
 		>"$dir/etc/ssh/sshd_config.d/synergy.conf"
+	# root's user manager (user@0.service) runs from boot, not started and
+	# stopped again around each login.
+	mkdir -p "$dir/var/lib/systemd/linger"
+	touch "$dir/var/lib/systemd/linger/root"
 	# Every controller in the root's subtree_control, as a host running
 	# services with accounting would have them.
 	mkdir -p "$dir/etc/systemd/system.conf.d"
@@ -211,20 +226,22 @@ cmd_start() {
 	mkdir -p "$cache"
 	exec 9>"$cache/lock"
 	flock -w 1800 9 || die "another local-vm.sh holds $cache/lock"
+	local image
+	image=$cache/image-$(recipe_hash)
 	if load_state && alive; then
 		[[ $repo == "$root" ]] || die "the VM runs with the repository $repo, not $root: stop it first"
-		if answers; then
+		if [[ $key != "$image/id_ed25519" ]]; then
+			log "the VM runs an image of an older recipe: restarting it"
+		elif answers; then
 			mount_repo
 			log "already running (pid $pid, ssh port $port)"
 			return 0
+		else
+			log "qemu (pid $pid) runs but ssh on port $port does not answer: restarting it"
 		fi
-		log "qemu (pid $pid) runs but ssh on port $port does not answer: restarting it"
 	fi
 	stop_locked
 	need_packages
-
-	local image
-	image=$cache/image-$(recipe_hash)
 	[[ -s $image/root.img ]] || build "$image"
 
 	local t0 ok=0 accel_opts
