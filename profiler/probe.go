@@ -197,6 +197,7 @@ func (s *sweep) readProbe(pt point, run *pointRun) *probeReport {
 		s.warnf("%s: the probe's report is above %d MiB: not read", pt.label(), maxProbeReport>>20)
 		return nil
 	}
+	body = finalReport(body, len(run.m.all))
 	if s.timeline != nil {
 		if err := s.timeline.WriteFile(pt.fileLabel()+".probe.json", body, 0o644); err != nil {
 			s.warnf("timeline: %v", err)
@@ -208,6 +209,39 @@ func (s *sweep) readProbe(pt point, run *pointRun) *probeReport {
 		return nil
 	}
 	return &r
+}
+
+// finalReport makes a probe report final once its point has ended: a job
+// the profiler stopped (SIGKILL at convergence or a cap) never ran the
+// probe's exit hook, so its report still says "running"; it becomes
+// "stopped", with a note. A report that says no stream was written while
+// the point's stream has lines (lines reported: the script's own, the
+// probe having stood down before it wrote) says "script". Anything else,
+// or a body that is not a JSON object, is returned as it is.
+func finalReport(body []byte, lines int) []byte {
+	var m map[string]any
+	if json.Unmarshal(body, &m) != nil || m == nil {
+		return body
+	}
+	changed := false
+	if m["state"] == "running" {
+		m["state"] = "stopped"
+		notes, _ := m["notes"].([]any)
+		m["notes"] = append(notes, "stopped by synergy when the point ended: the state and counts are those of the last report the probe wrote")
+		changed = true
+	}
+	if m["stream"] == "none" && lines > 0 {
+		m["stream"] = "script"
+		changed = true
+	}
+	if !changed {
+		return body
+	}
+	out, err := json.MarshalIndent(m, "", " ")
+	if err != nil {
+		return body
+	}
+	return append(out, '\n')
 }
 
 // errEmulationRefused ends a sweep whose GPU emulation the job cannot

@@ -693,3 +693,21 @@ func TestApplyProbe_EmulationWithTheScriptsOwnStreamIsRefused(t *testing.T) {
 		t.Errorf("no emulation asked for: %v", err)
 	}
 }
+
+// The report of a job the profiler stopped is made final in the copy it
+// keeps: not "running", and the script's stream named as such.
+func TestFinalReport(t *testing.T) {
+	got := string(finalReport([]byte(`{"state":"running","stream":"none","iterations":0,"notes":[]}`), 40))
+	for _, want := range []string{`"state": "stopped"`, `"stream": "script"`, "stopped by synergy"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("final report %s lacks %s", got, want)
+		}
+	}
+	done := `{"state":"exited","stream":"probe"}`
+	if got := string(finalReport([]byte(done), 40)); got != done {
+		t.Errorf("a final report was rewritten: %s", got)
+	}
+	if got := string(finalReport([]byte(`{"state":"running","stream":"none"}`), 0)); strings.Contains(got, "script") {
+		t.Errorf("no line in the stream, yet the report names the script's: %s", got)
+	}
+}

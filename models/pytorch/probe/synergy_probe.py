@@ -480,6 +480,7 @@ class Probe:
             self.primary = None
         self.notes.append("the script writes the metrics stream itself: the probe writes none, caps nothing "
                           "and emulates nothing")
+        self.write_report()  # the job may be stopped before it exits: say so now
 
     def check_cap(self):
         cap = self.cfg.max_iterations
