@@ -11,6 +11,7 @@ import (
 
 	corev1listers "k8s.io/client-go/listers/core/v1"
 
+	"github.com/synergy-sched/synergy/internal/safefile"
 	"github.com/synergy-sched/synergy/models/zoo"
 	"github.com/synergy-sched/synergy/scheduler"
 	"github.com/synergy-sched/synergy/sensitivity"
@@ -98,7 +99,7 @@ func (d DirSource) Profile(name string) ([]byte, error) {
 		return nil, fmt.Errorf("%q is not a profile name", name)
 	}
 	for _, f := range []string{name + ".json", name} {
-		data, err := os.ReadFile(filepath.Join(d.Dir, f))
+		data, err := safefile.ReadFile(filepath.Join(d.Dir, f), sensitivity.MaxProfileBytes, "profile")
 		if err == nil {
 			return data, nil
 		}

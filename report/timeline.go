@@ -16,6 +16,8 @@ import (
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/synergy-sched/synergy/internal/safefile"
 )
 
 // Series of a point's timeline, in percent over seconds since the start.
@@ -185,10 +187,14 @@ const (
 	stepLabel     = "step % of iteration"
 )
 
+// maxTimelineFileBytes bounds a timeline file read for a figure: a point
+// sampled at 10 Hz for a day writes about 200 MiB.
+const maxTimelineFileBytes = 512 << 20
+
 // eachJSONLine calls fn with every line of a JSON-lines file as a map of
 // its numeric values (booleans as 0/1, an RFC 3339 "time" as Unix seconds).
 func eachJSONLine(path string, fn func(line int, m map[string]float64) error) error {
-	f, err := os.Open(path)
+	f, _, err := safefile.Open(path, maxTimelineFileBytes, "timeline")
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,9 @@ import (
 	"math"
 	"os"
 	"strings"
+	"unicode"
+
+	"github.com/synergy-sched/synergy/internal/safefile"
 )
 
 // Server is one machine of a cluster.
@@ -79,14 +82,20 @@ func (c *Cluster) Validate() error {
 	names := map[string]int{}
 	for i, s := range c.Servers {
 		f := fmt.Sprintf("servers[%d]", i)
-		if s.GPUs < 1 {
-			return fmt.Errorf("cluster: %s.gpus = %d: need at least 1", f, s.GPUs)
+		if s.GPUs < 1 || s.GPUs > MaxServerGPUs {
+			return fmt.Errorf("cluster: %s.gpus = %d: need 1 to %d", f, s.GPUs, MaxServerGPUs)
 		}
-		if !(s.CPUs > 0) || math.IsInf(s.CPUs, 0) {
-			return fmt.Errorf("cluster: %s.cpus = %v: need a positive number", f, s.CPUs)
+		if !(s.CPUs > 0) || !(s.CPUs <= MaxServerCPUs) {
+			return fmt.Errorf("cluster: %s.cpus = %v: need a positive number up to %g", f, s.CPUs, float64(MaxServerCPUs))
 		}
-		if s.MemBytes <= 0 {
-			return fmt.Errorf("cluster: %s.mem_bytes = %d: need a positive number", f, s.MemBytes)
+		if s.MemBytes <= 0 || s.MemBytes > MaxServerMemBytes {
+			return fmt.Errorf("cluster: %s.mem_bytes = %d: need a positive number up to %d (1 PiB)", f, s.MemBytes, int64(MaxServerMemBytes))
+		}
+		if i := strings.IndexFunc(s.Name, unicode.IsControl); i >= 0 {
+			return fmt.Errorf("cluster: %s.name = %q: holds a control character", f, s.Name)
+		}
+		if i := strings.IndexFunc(s.GPUType, unicode.IsControl); i >= 0 {
+			return fmt.Errorf("cluster: %s.gpu_type = %q: holds a control character", f, s.GPUType)
 		}
 		if s.Rack < 0 {
 			return fmt.Errorf("cluster: %s.rack = %d: must not be negative", f, s.Rack)
@@ -145,6 +154,19 @@ func PresetNames() []string { return []string{"default", "philly", "cpu4", "cpu5
 
 // maxServers bounds a cluster file's size.
 const maxServers = 100_000
+
+// What one server may hold: far above any real server, low enough that a
+// cluster's totals (maxServers of them) never overflow, so a cluster file
+// cannot make "-2 GPUs" of a sum.
+const (
+	MaxServerGPUs     = 1024
+	MaxServerCPUs     = 1 << 20
+	MaxServerMemBytes = 1 << 50
+)
+
+// MaxClusterFileBytes bounds a cluster file (a hundred thousand listed
+// servers fit in about 10 MiB); a larger file is refused by its size.
+const MaxClusterFileBytes = 64 << 20
 
 // clusterFile is the JSON cluster file: a list of servers, or groups of
 // identical servers, or both (servers first, then groups in order).
@@ -233,7 +255,7 @@ func groupField(err error, listed int, groups []serverGroup) error {
 // LoadCluster reads a cluster from a JSON file, or returns the preset of that
 // name when arg names one and no such file exists.
 func LoadCluster(arg string) (Cluster, error) {
-	data, err := os.ReadFile(arg)
+	data, err := safefile.ReadFile(arg, MaxClusterFileBytes, "cluster")
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			if c, perr := Preset(arg); perr == nil {

@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+
+	"github.com/synergy-sched/synergy/internal/safefile"
 )
 
 // Usage is what work outside the queue (jobs already running) holds on one
@@ -36,7 +37,7 @@ func ParseUsage(data []byte) ([]Usage, error) {
 
 // LoadUsage reads a usage file (ParseUsage); decoding errors name the file.
 func LoadUsage(path string) ([]Usage, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadFile(path, MaxClusterFileBytes, "usage")
 	if err != nil {
 		return nil, err
 	}

@@ -2,5 +2,7 @@
 // the versioned profile JSON the profiler writes (Profile, Cell), the grid
 // form the scheduler reads (Matrix), and fitting, validation and exports.
 // It uses the standard library only, and of synergy only the stdlib-only
-// leaf internal/atomicfile (Save writes a profile atomically).
+// leaves internal/atomicfile (Save writes a profile atomically),
+// internal/safefile (Load reads a regular file of at most MaxProfileBytes)
+// and internal/units.
 package sensitivity

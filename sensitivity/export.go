@@ -185,7 +185,7 @@ func (g *SynergyGrid) Matrix() Matrix {
 
 // DecodeSynergyGrid reads a synergy-grid JSON strictly.
 func DecodeSynergyGrid(r io.Reader) (*SynergyGrid, error) {
-	dec := json.NewDecoder(r)
+	dec := json.NewDecoder(io.LimitReader(r, MaxProfileBytes))
 	dec.DisallowUnknownFields()
 	var g SynergyGrid
 	if err := dec.Decode(&g); err != nil {

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 	"time"
 
 	"github.com/synergy-sched/synergy/internal/atomicfile"
+	"github.com/synergy-sched/synergy/internal/safefile"
 )
 
 // SchemaVersion is the version of the profile JSON this package writes and
@@ -391,12 +391,22 @@ func (p *Profile) MeasuredOK() []Cell {
 	return out
 }
 
+// MaxProfileBytes bounds a profile file: a profile of a thousand cells
+// with their stats is about a megabyte, so a larger file is not one, and a
+// reader refuses it before reading it (Load) or past that many bytes
+// (Decode), rather than holding whatever it is given.
+const MaxProfileBytes = 64 << 20
+
 // Decode reads a profile strictly: unknown fields, trailing data, future
-// versions and broken invariants are errors that name what is wrong.
+// versions, broken invariants and more than MaxProfileBytes are errors
+// that name what is wrong.
 func Decode(r io.Reader) (*Profile, error) {
-	data, err := io.ReadAll(r)
+	data, err := io.ReadAll(io.LimitReader(r, MaxProfileBytes+1))
 	if err != nil {
 		return nil, err
+	}
+	if len(data) > MaxProfileBytes {
+		return nil, fmt.Errorf("profile: more than %d MiB, the bound of a profile (is it one?)", MaxProfileBytes>>20)
 	}
 	// Check the version first so a future file gets the right message
 	// rather than an unknown-field one.
@@ -427,9 +437,11 @@ func Decode(r io.Reader) (*Profile, error) {
 	return &p, nil
 }
 
-// Load reads and validates the profile at path.
+// Load reads and validates the profile at path: a regular file of at most
+// MaxProfileBytes (a directory, a device or a FIFO is refused without
+// being read, and so is a larger file, by its size).
 func Load(path string) (*Profile, error) {
-	f, err := os.Open(path)
+	f, _, err := safefile.Open(path, MaxProfileBytes, "profile")
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/synergy-sched/synergy/internal/safefile"
 	"github.com/synergy-sched/synergy/scheduler"
 	"github.com/synergy-sched/synergy/scheduler/gavel"
 	"github.com/synergy-sched/synergy/scheduler/typed"
@@ -13,14 +14,22 @@ import (
 
 const schedFlagThroughputs = "throughputs"
 
+// maxThroughputsBytes bounds a Gavel throughputs file (Gavel's own is
+// about 100 KiB); a larger one is refused by its size.
+const maxThroughputsBytes = 64 << 20
+
 // placeTyped answers q on a cluster of several GPU types (scheduler/typed),
 // with the Gavel throughputs file at thrPath ("" for none).
 func placeTyped(q scheduler.Queue, types []typed.Type, thrPath, used string, args []string) (*scheduleResult, error) {
 	var thr *gavel.Throughputs
 	if thrPath != "" {
 		var err error
-		if thr, err = gavel.LoadThroughputs(thrPath); err != nil {
+		b, err := safefile.ReadFile(thrPath, maxThroughputsBytes, "throughputs")
+		if err != nil {
 			return nil, badFlag(schedFlagThroughputs, err)
+		}
+		if thr, err = gavel.ParseThroughputs(b); err != nil {
+			return nil, badFlag(schedFlagThroughputs, fmt.Errorf("%s: %w", thrPath, err))
 		}
 		if err := typed.CheckThroughputs(thr, types); err != nil {
 			return nil, badFlag(schedFlagThroughputs, fmt.Errorf("%s: %w", thrPath, err))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
@@ -85,11 +86,50 @@ func cellText(c *sensitivity.Cell) string {
 // newTable is the table style of every synergy command: plain headers (no
 // auto-capitalisation, which would mangle units like "MiB"), numbers
 // right-aligned.
+// newTable is a table printed to w with its control characters escaped
+// (printable).
 func newTable(w io.Writer) *tablewriter.Table {
-	return tablewriter.NewTable(w,
+	return tablewriter.NewTable(printable{w},
 		tablewriter.WithHeaderAutoFormat(tw.Off),
 		tablewriter.WithRowAlignment(tw.AlignRight),
 		tablewriter.WithHeaderAlignment(tw.AlignRight))
+}
+
+// printable escapes the control characters of what it writes, but for
+// newlines: a name from a file (a cluster's server, a Slurm node) cannot
+// move the terminal's cursor, recolour it or set its title when a table
+// shows it. ESC is written as \x1b, other C0 and C1 controls alike.
+type printable struct{ w io.Writer }
+
+func (p printable) Write(b []byte) (int, error) {
+	if !hasControl(b) {
+		return p.w.Write(b)
+	}
+	var out strings.Builder
+	for _, r := range string(b) {
+		switch {
+		case r == '\n':
+			out.WriteRune(r)
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			fmt.Fprintf(&out, "\\x%02x", r)
+		default:
+			out.WriteRune(r)
+		}
+	}
+	if _, err := io.WriteString(p.w, out.String()); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// hasControl reports whether b holds a control character but newline.
+func hasControl(b []byte) bool {
+	for _, r := range string(b) {
+		if r != '\n' && (r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0)) {
+			return true
+		}
+	}
+	return false
 }
 
 // printJSON writes v as indented JSON with a trailing newline.

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+)
+
+// A table shows a name's control characters escaped: a server called
+// "evil\x1b]0;pwned\a" cannot set the terminal's title or clear it.
+func TestNewTable_EscapesControlCharacters(t *testing.T) {
+	var out bytes.Buffer
+	tb := newTable(&out)
+	tb.Header([]string{"server", "gpus"})
+	if err := tb.Append([]string{"evil\x1b]0;pwned\a\x1b[2J\u009b", "8"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Render(); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, c := range []string{"\x1b", "\a", "\u009b"} {
+		if strings.Contains(s, c) {
+			t.Errorf("table holds the raw control character %q:\n%s", c, s)
+		}
+	}
+	if !strings.Contains(s, `evil\x1b]0;pwned\x07\x1b[2J\x9b`) || strings.Count(s, "\n") < 3 {
+		t.Errorf("table does not show the name escaped, or lost its newlines:\n%s", s)
+	}
+}
+
+// Every file schedule reads is bounded: a 10 GiB (sparse) file given as the
+// cluster, the usage or the throughputs is refused by its size, naming the
+// flag, and /dev/zero as a matrix is refused as a device.
+func TestSchedule_RefusesOverBoundFiles(t *testing.T) {
+	huge := writeFile(t, "huge.json", "")
+	if err := os.Truncate(huge, 10<<30); err != nil {
+		t.Fatal(err)
+	}
+	cluster := writeFile(t, "mixed.json", mixedCluster)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"schedule", "--cluster", huge, "zoo:res18"}, "is 10 GiB, above the 64 MiB a cluster file may hold"},
+		{[]string{"schedule", "--cluster", cluster, "--throughputs", huge, "zoo:res18"}, "--throughputs: " + huge + " is 10 GiB, above the 64 MiB a throughputs file may hold"},
+		{[]string{"matrix", "show", huge}, "is 10 GiB, above the 64 MiB a profile file may hold"},
+		{[]string{"matrix", "show", "/dev/zero"}, "/dev/zero is a character device, not a profile file"},
+	} {
+		_, _, err := runCLI(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
