@@ -3,12 +3,16 @@ package profiler
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/synergy-sched/synergy/jobcontract"
+	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/sensitivity"
 )
 
 func writeVictim(t *testing.T) string {
@@ -125,5 +129,36 @@ func TestCopyMetricLines_Bounded(t *testing.T) {
 	_, full, _ = copyMetricLines(&out, strings.NewReader(strings.Repeat(good, 100)), int64(10*len(good)+3))
 	if !full || out.Len() != 10*len(good) {
 		t.Errorf("bounded copy: full %v, %d bytes; want whole lines up to the bound", full, out.Len())
+	}
+}
+
+// A job that reports 2e9 samples an iteration gets a failed point carrying
+// the reader's message, never a profile its readers refuse.
+func TestRun_SavesOnlyWhatTheReaderAccepts(t *testing.T) {
+	var n atomic.Int64
+	absurd := func(runner.Limits) string {
+		i := n.Add(1)
+		return fmt.Sprintf(`{"iter":%d,"samples":2000000000,"data_wait_s":0.001,"step_s":0.01,"ts":%f}`, i, 1.7e9+float64(i)*0.01)
+	}
+	fr := &fakeRunner{rate: trueRate, garbage: absurd}
+	cfg := baseConfig(t, fr)
+	cfg.CPUs, cfg.MemLimits = []float64{1, 2}, nil
+	p, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range p.Cells {
+		if !c.Measured {
+			continue
+		}
+		if c.Failure == nil || c.Failure.Class != sensitivity.FailMalformedMetrics || !strings.Contains(c.Failure.Message, "samples_per_s") || !strings.Contains(c.Failure.Message, "1e+09") {
+			t.Errorf("cell %v: failure %+v, want malformed_metrics quoting the reader's bound", c.CPUs, c.Failure)
+		}
+		if c.SamplesPerS != 0 {
+			t.Errorf("cell %v keeps %v samples/s", c.CPUs, c.SamplesPerS)
+		}
+	}
+	if _, err := sensitivity.Load(cfg.Out); err != nil {
+		t.Errorf("the saved profile is refused by its reader: %v", err)
 	}
 }

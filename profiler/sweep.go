@@ -27,16 +27,16 @@ var ErrProfileExists = errors.New("a profile exists there; resume it or remove i
 
 // sweep is the state of one Run.
 type sweep struct {
-	cfg          Config
-	prof         *sensitivity.Profile
-	workDir      string
+	cfg     Config
+	prof    *sensitivity.Profile
+	workDir string
 	// logs and timeline are LogDir and TimelineDir, opened without
 	// following a symlink; every file in them is made afresh through them
 	// (internal/safefile). nil when not kept.
 	logs, timeline *safefile.Dir
-	datasetBytes int64
-	datasetFiles int
-	sawEmulated  bool
+	datasetBytes   int64
+	datasetFiles   int
+	sawEmulated    bool
 	// emulatedGPUs are the GPU types the emulated steps stood for
 	// (the stream's emulated_gpu), in the order first seen.
 	emulatedGPUs []string
@@ -162,14 +162,69 @@ func (s *sweep) closeDirs() {
 	}
 }
 
-// save brings the profile up to date and writes it atomically.
+// save brings the profile up to date and writes it atomically. What the
+// job reported is written only as its reader accepts it: the profile is
+// validated as every reader validates it (sensitivity.Profile.Validate),
+// and a measured point whose figures the reader refuses (a job that
+// reported 2e9 samples an iteration) becomes a failed point carrying the
+// reader's message, its figures dropped, before anything is written.
 func (s *sweep) save() error {
 	s.prof.Cost.WallSeconds = s.baseWall + s.cfg.Now().Sub(s.started).Seconds()
-	s.finish()
+	for range len(s.prof.Cells) + 2 {
+		s.finish()
+		err := s.prof.Validate()
+		if err == nil {
+			break
+		}
+		if !s.failRefused(err) {
+			break // not a point's figures: the settings, checked by the CLI before the first point
+		}
+	}
 	if err := s.prof.Save(s.cfg.Out); err != nil {
 		return fmt.Errorf("save profile %s: %w", s.cfg.Out, err)
 	}
 	return nil
+}
+
+// failRefused turns the measured point that err (a refusal of
+// Validate) names into a failed point with err's message, and reports
+// whether it did: false when err names no measured point that has not
+// failed yet.
+func (s *sweep) failRefused(err error) bool {
+	var fe *sensitivity.FieldError
+	if !errors.As(err, &fe) {
+		return false
+	}
+	fail := func(rate, ci *float64, st **sensitivity.PointStats, fl **sensitivity.Failure, field string) bool {
+		if *fl != nil {
+			return false
+		}
+		*fl = &sensitivity.Failure{Class: sensitivity.FailMalformedMetrics,
+			Message: "the job's figures are beyond what a profile may hold: " + fe.Error()}
+		*rate, *ci = 0, 0
+		if strings.Contains(field, ".stats.") {
+			*st = nil
+		}
+		s.warnf("a point recorded as failed: its figures are beyond what a profile may hold: %s", fe.Error())
+		// The fit and the predictions drew on the refused figures: finish
+		// makes them again from what is left.
+		s.prof.Fit = nil
+		s.prof.Cells = slices.DeleteFunc(s.prof.Cells, func(c sensitivity.Cell) bool { return !c.Measured })
+		return true
+	}
+	var i int
+	if _, scanErr := fmt.Sscanf(fe.Field, "cells[%d]", &i); scanErr == nil && i >= 0 && i < len(s.prof.Cells) {
+		c := &s.prof.Cells[i]
+		if !c.Measured {
+			return false
+		}
+		c.Stall = nil
+		return fail(&c.SamplesPerS, &c.SamplesPerSCI95, &c.Stats, &c.Failure, fe.Field)
+	}
+	if so := s.prof.StepOnly; so != nil && strings.HasPrefix(fe.Field, "step_only.") {
+		return fail(&so.SamplesPerS, &so.SamplesPerSCI95, &so.Stats, &so.Failure, fe.Field)
+	}
+	return false
 }
 
 // runPlan measures the points the strategy proposes until it has none.
@@ -181,6 +236,9 @@ func (s *sweep) runPlan(ctx context.Context, plan planner) error {
 		}
 		if s.measured(pt.cpus, pt.memLimit) {
 			return fmt.Errorf("strategy %s proposed %s, which is measured already (a bug)", s.cfg.Strategy, pt.label())
+		}
+		if pt.cold && s.fitMemAxis() {
+			continue // the axis changed: plan again
 		}
 		if err := s.runOne(ctx, pt, s.totalHint()); err != nil {
 			return err
@@ -302,7 +360,15 @@ func (s *sweep) open() error {
 		}
 	}
 	cfg.MemLimits = sortedUniqueInts(cfg.MemLimits)
-	p.Axes.MemLimitBytes = append(sortedUniqueInts(append(mems, cfg.MemLimits...)), 0)
+	switch {
+	case cfg.MemAxisFromJob && p.Axes.MemFrom != "":
+		// A resumed profile keeps the axis it fitted to the job.
+	case cfg.MemAxisFromJob:
+		p.Axes.MemLimitBytes = append(sortedUniqueInts(append(mems, cfg.MemLimits...)), 0)
+	default:
+		p.Axes.MemLimitBytes = append(sortedUniqueInts(append(mems, cfg.MemLimits...)), 0)
+		p.Axes.MemFrom = "given"
+	}
 	if cfg.Cache == nil {
 		s.warnf("the page cache is not controlled on this runner: memory points may be optimistic")
 	}
