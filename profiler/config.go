@@ -36,6 +36,12 @@ type Config struct {
 	// unlimited column is always part of the grid and comes from the CPU
 	// sweep.
 	MemLimits []int64
+	// MemAxisFromJob says MemLimits was drawn from the dataset alone, as a
+	// placeholder: once the unlimited points have measured the job's own
+	// memory, and before any limited point, the axis is set from that
+	// footprint (fitMemAxis), and a limit at or below the footprint is
+	// never launched (predictedOOM).
+	MemAxisFromJob bool
 	// ReadBPS throttles reads from the dataset's block device (bytes/s).
 	ReadBPS int64
 

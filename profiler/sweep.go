@@ -237,6 +237,9 @@ func (s *sweep) runPlan(ctx context.Context, plan planner) error {
 		if s.measured(pt.cpus, pt.memLimit) {
 			return fmt.Errorf("strategy %s proposed %s, which is measured already (a bug)", s.cfg.Strategy, pt.label())
 		}
+		if pt.cold && s.fitMemAxis() {
+			continue // the axis changed: plan again
+		}
 		if err := s.runOne(ctx, pt, s.totalHint()); err != nil {
 			return err
 		}
@@ -357,7 +360,15 @@ func (s *sweep) open() error {
 		}
 	}
 	cfg.MemLimits = sortedUniqueInts(cfg.MemLimits)
-	p.Axes.MemLimitBytes = append(sortedUniqueInts(append(mems, cfg.MemLimits...)), 0)
+	switch {
+	case cfg.MemAxisFromJob && p.Axes.MemFrom != "":
+		// A resumed profile keeps the axis it fitted to the job.
+	case cfg.MemAxisFromJob:
+		p.Axes.MemLimitBytes = append(sortedUniqueInts(append(mems, cfg.MemLimits...)), 0)
+	default:
+		p.Axes.MemLimitBytes = append(sortedUniqueInts(append(mems, cfg.MemLimits...)), 0)
+		p.Axes.MemFrom = "given"
+	}
 	if cfg.Cache == nil {
 		s.warnf("the page cache is not controlled on this runner: memory points may be optimistic")
 	}

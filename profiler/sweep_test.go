@@ -43,6 +43,9 @@ type fakeRunner struct {
 	// cgroup, when set, is the directory every handle names as its cgroup
 	// (CgroupPaths "unified").
 	cgroup string
+	// anon, when set, is the job's anonymous memory at a point (its
+	// cgroup's counters, final and live).
+	anon func(l runner.Limits) int64
 
 	mu         sync.Mutex
 	started    int
@@ -83,7 +86,7 @@ func (f *fakeRunner) Start(ctx context.Context, job runner.Job) (runner.Handle, 
 	if epochIters == 0 {
 		epochIters = 10
 	}
-	h := &fakeHandle{stop: make(chan struct{}), done: make(chan struct{}), runner: f}
+	h := &fakeHandle{stop: make(chan struct{}), done: make(chan struct{}), runner: f, limits: job.Limits}
 	go func() {
 		defer close(h.done)
 		mode := ""
@@ -135,13 +138,21 @@ type fakeHandle struct {
 	stopOnce sync.Once
 	res      runner.Result
 	runner   *fakeRunner
+	limits   runner.Limits
 }
 
 func (h *fakeHandle) Stats() (runner.Stats, error) {
 	h.runner.mu.Lock()
 	h.runner.statsCalls++
 	h.runner.mu.Unlock()
-	return runner.Stats{}, nil
+	return h.memStats(), nil
+}
+
+func (h *fakeHandle) memStats() runner.Stats {
+	if h.runner.anon == nil {
+		return runner.Stats{}
+	}
+	return runner.Stats{MemAnonBytes: h.runner.anon(h.limits), Has: runner.StatMemAnon}
 }
 
 func (h *fakeHandle) CgroupPaths() map[string]string {
@@ -151,7 +162,12 @@ func (h *fakeHandle) CgroupPaths() map[string]string {
 	return map[string]string{"unified": h.runner.cgroup}
 }
 func (h *fakeHandle) Stop() error                  { h.stopOnce.Do(func() { close(h.stop) }); return nil }
-func (h *fakeHandle) Wait() (runner.Result, error) { <-h.done; return h.res, nil }
+func (h *fakeHandle) Wait() (runner.Result, error) {
+	<-h.done
+	res := h.res
+	res.Final = h.memStats()
+	return res, nil
+}
 
 // trueRate is the job the fake runs: CPU-bound at 100 samples/s per core up
 // to 2 cores, fetch-bound at 120 samples/s under 100 MiB.

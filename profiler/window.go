@@ -71,6 +71,9 @@ func (s *sweep) measurePoint(ctx context.Context, pt point) (sensitivity.Cell, e
 	if cell, skip := s.tooSlowForTimeout(pt); skip {
 		return cell, nil
 	}
+	if cell, skip := s.predictedOOM(pt); skip {
+		return cell, nil
+	}
 	cell, err := s.measurePointAt(ctx, pt)
 	s.markScaled(pt, &cell)
 	return cell, err

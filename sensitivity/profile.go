@@ -162,6 +162,10 @@ type GPUInfo struct {
 type Axes struct {
 	CPUs          []float64 `json:"cpus"`
 	MemLimitBytes []int64   `json:"mem_limit_bytes"`
+	// MemFrom says how the memory axis was chosen: "given" (--mem-limits,
+	// --memory), from the job's measured footprint (and how), or from the
+	// dataset's size alone. Empty in profiles written before it was kept.
+	MemFrom string `json:"mem_from,omitempty"`
 }
 
 // Cell is one (CPUs, memory limit) point of the grid.

@@ -499,6 +499,7 @@ func resolveAxes(o *profileOptions, h sensitivity.HostInfo, online int) error {
 		if cfg.MemLimits, err = profiler.DefaultMemLimitsFor(cfg.DataDir, cfg.Command); err != nil {
 			return fmt.Errorf("--%s: %w", flagData, err)
 		}
+		cfg.MemAxisFromJob = true
 	}
 	for _, m := range cfg.MemLimits {
 		if h.DRAMBytes <= 0 || m < h.DRAMBytes {
