@@ -17,6 +17,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/synergy-sched/synergy/internal/safefile"
 	"github.com/synergy-sched/synergy/internal/units"
 	"github.com/synergy-sched/synergy/profiler"
 	"github.com/synergy-sched/synergy/runner"
@@ -142,7 +143,7 @@ func parseProfileFlags(c *cli.Command) (profileOptions, error) {
 	}
 	for _, parse := range []func(*cli.Command, *profileOptions) error{
 		parseRunnerFlag, parseAxisFlags, parseMeasureFlags, parseDataFlags, parseStrategyFlags, parseOutputFlags, parseDockerFlags, parseJobFlags,
-		parseCostFlags, parseCgroupFlags,
+		parseCostFlags, parseCgroupFlags, checkOutputPlace,
 	} {
 		if err := parse(c, &o); err != nil {
 			return o, err
@@ -275,6 +276,9 @@ func parseMeasureFlags(c *cli.Command, o *profileOptions) error {
 	if cfg.Warmup = int(c.Int(flagWarmup)); cfg.Warmup < 0 {
 		return fmt.Errorf("--%s: %d is negative", flagWarmup, cfg.Warmup)
 	}
+	if cfg.Warmup > sensitivity.MaxIterationCap {
+		return fmt.Errorf("--%s: %d is above %d, more iterations than any point runs", flagWarmup, cfg.Warmup, sensitivity.MaxIterationCap)
+	}
 	if cfg.Warmup == 0 {
 		cfg.Warmup = -1 // keep "no warm-up" distinct from "default"
 	}
@@ -384,6 +388,62 @@ func parseOutputFlags(c *cli.Command, o *profileOptions) error {
 	o.requireGPU = c.Bool(flagRequireGPU)
 	o.json = c.Bool(flagJSON)
 	return nil
+}
+
+// checkOutputPlace checks where the profile and its logs and timelines
+// go, before anything is locked or made there: --out's directory exists,
+// --out is a regular file when it exists (a directory or a device is not
+// "a profile that exists there"), and neither it nor the log and timeline
+// directories are inside --data, after symlinks are resolved: the
+// profiler's own files would change the dataset under the job, and its
+// fingerprint, so that --resume could never match it.
+func checkOutputPlace(_ *cli.Command, o *profileOptions) error {
+	cfg := &o.cfg
+	dir := filepath.Dir(cfg.Out)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("--%s %s: the directory %s does not exist", flagOut, cfg.Out, dir)
+	}
+	if st, err := os.Stat(cfg.Out); err == nil && !st.Mode().IsRegular() {
+		return fmt.Errorf("--%s %s: it is %s, not a profile file", flagOut, cfg.Out, safefile.Kind(st.Mode()))
+	}
+	if cfg.DataDir == "" {
+		return nil
+	}
+	data, err := filepath.EvalSymlinks(cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("--%s: %w", flagData, err)
+	}
+	for _, p := range []struct{ flag, path string }{{flagOut, cfg.Out}, {flagLogDir, cfg.LogDir}, {flagTimeline, cfg.TimelineDir}} {
+		if p.path != "" && inside(resolvedPath(p.path), data) {
+			return fmt.Errorf("--%s %s is inside --%s %s: the profiler's own files would change the dataset (and its fingerprint, so --%s could never continue the profile); write them elsewhere",
+				p.flag, p.path, flagData, cfg.DataDir, flagResume)
+		}
+	}
+	return nil
+}
+
+// resolvedPath is p absolute with symlinks resolved as far as p exists.
+func resolvedPath(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	rest := ""
+	for d := abs; ; d = filepath.Dir(d) {
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if filepath.Dir(d) == d {
+			return abs
+		}
+		rest = filepath.Join(filepath.Base(d), rest)
+	}
+}
+
+// inside reports whether path p is dir or below it.
+func inside(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 // parseDockerFlags reads the docker runner's settings, refused with the
