@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synergy-sched/synergy/models/pytorch"
 	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/sensitivity"
 )
 
 func TestParseTemplate(t *testing.T) {
@@ -262,5 +264,37 @@ func TestRun_NoTemplateUnescapesBraces(t *testing.T) {
 	argv := rec.jobs[0].Argv
 	if len(argv) < 5 || argv[2] != `printf '{"iter":%d}\n' 1` || !slices.Contains(argv[4:], "--batch") {
 		t.Errorf("argv %q: want the script with single braces, then the contract's flags", argv)
+	}
+}
+
+// An unmodified Python script (a template) cannot be asked for synthetic
+// data, yet gets its step-only run: the probe replays the first batch
+// (SYNERGY_PROBE_REPLAY=1 at that run only), and the profile says so.
+func TestRun_TemplateStepOnlyThroughTheProbesReplay(t *testing.T) {
+	rec := &jobRecorder{Runner: &fakeRunner{rate: trueRate}}
+	cfg := baseConfig(t, nil)
+	cfg.Runner = rec
+	cfg.Command = []string{"python3", "main.py", "{data}", "--max-iterations", "{iterations}", "--batch", "{batch}"}
+	cfg.CPUs = []float64{1, 2}
+	cfg.MemLimits = nil
+	cfg.StallBreakdown = true
+	p, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.StepOnly == nil || p.StepOnly.Source != sensitivity.StepOnlyProbeReplay || p.StepOnly.SamplesPerS <= 0 {
+		t.Fatalf("step-only = %+v, want one measured through the probe's replay", p.StepOnly)
+	}
+	if len(rec.jobs) < 3 {
+		t.Fatalf("%d jobs, want the step-only run and two points", len(rec.jobs))
+	}
+	for i, job := range rec.jobs {
+		replay := envOf(job)[pytorch.ProbeEnvReplay] == "1"
+		if replay != (i == 0) {
+			t.Errorf("job %d (%s): replay %v, want it at the step-only run only", i, job.Limits, replay)
+		}
+		if slices.Contains(job.Argv, "--synthetic-data") {
+			t.Errorf("job %d: a template was given --synthetic-data: %q", i, job.Argv)
+		}
 	}
 }

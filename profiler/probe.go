@@ -14,6 +14,7 @@ import (
 
 	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/models/pytorch"
+	"github.com/synergy-sched/synergy/sensitivity"
 )
 
 // Values of JobSetup.Probe.
@@ -80,10 +81,10 @@ func (s *sweep) setupJob() error {
 	if s.tmpl, err = parseTemplate(s.cfg.Command); err != nil {
 		return err
 	}
-	if s.tmpl.has() && s.cfg.StallBreakdown && s.prof.StepOnly == nil {
-		s.warnf("no step-only run: the command is a template and has no way to ask for synthetic data (stall breakdown off)")
-	}
 	if !s.cfg.probeOn(s.cfg.Command) {
+		if s.tmpl.has() && s.cfg.StallBreakdown && s.prof.StepOnly == nil {
+			s.warnf("no step-only run: the command is a template, so it cannot be asked for synthetic data, and it is not a Python job the probe could replay (stall breakdown off)")
+		}
 		return nil
 	}
 	dir := filepath.Join(s.workDir, "probe")
@@ -98,8 +99,17 @@ func (s *sweep) setupJob() error {
 }
 
 // stepOnlyPossible reports whether the job can be asked for a step-only
-// run: only through the appended --synthetic-data.
-func (s *sweep) stepOnlyPossible() bool { return !s.tmpl.has() }
+// run: through the appended --synthetic-data, or, for a template (an
+// unmodified script), through the probe's replay mode.
+func (s *sweep) stepOnlyPossible() bool { return !s.tmpl.has() || s.probeDir != "" }
+
+// stepOnlySource says how the step-only run measures the step alone.
+func (s *sweep) stepOnlySource() string {
+	if s.tmpl.has() {
+		return sensitivity.StepOnlyProbeReplay
+	}
+	return sensitivity.StepOnlySyntheticData
+}
 
 // reportPath is where the probe writes its report for a point.
 func (run *pointRun) reportPath() string { return filepath.Join(run.metricsDir, "probe-report.json") }
@@ -125,6 +135,11 @@ func (s *sweep) probeEnv(pt point, run *pointRun) []string {
 		env = append(env, pytorch.ProbeEnvWorkers+"="+strconv.Itoa(cmp.Or(pt.launchWorkers, Workers(pt.cpus, s.cfg.GPUs))))
 	}
 	switch j := s.cfg.JobSetup; {
+	case pt.synthetic && s.tmpl.has():
+		// A template cannot be asked for synthetic data: the probe replays
+		// the first batch (a step-only run is never emulated: the loader-only
+		// mode's step is known).
+		env = append(env, pytorch.ProbeEnvReplay+"=1")
 	case j.EmulateStep > 0:
 		env = append(env, pytorch.ProbeEnvStepS+"="+strconv.FormatFloat(j.EmulateStep.Seconds(), 'g', -1, 64))
 	case j.EmulateGPU != "":

@@ -437,9 +437,12 @@ func (s *sweep) runStepOnly(ctx context.Context) error {
 	if s.cfg.Progress != nil {
 		s.cfg.Progress.PointDone(pt.label(), cell, s.cfg.Now().Sub(t0))
 	}
-	s.prof.StepOnly = &sensitivity.StepOnly{CPUs: pt.cpus, SamplesPerS: cell.SamplesPerS,
+	s.prof.StepOnly = &sensitivity.StepOnly{Source: s.stepOnlySource(), CPUs: pt.cpus, SamplesPerS: cell.SamplesPerS,
 		SamplesPerSCI95: cell.SamplesPerSCI95, Stats: cell.Stats, Failure: cell.Failure}
-	if cell.Failure != nil {
+	switch {
+	case cell.Failure != nil && s.tmpl.has():
+		s.warnf("the step-only run (the probe replaying the first batch) failed (%s): no stall breakdown", cell.Failure.Class)
+	case cell.Failure != nil:
 		s.warnf("the step-only run (--%s) failed (%s): no stall breakdown; does the job accept --%[1]s?", jobcontract.FlagSyntheticData, cell.Failure.Class)
 	}
 	s.prof.Cost.Points++

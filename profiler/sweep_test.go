@@ -161,7 +161,7 @@ func (h *fakeHandle) CgroupPaths() map[string]string {
 	}
 	return map[string]string{"unified": h.runner.cgroup}
 }
-func (h *fakeHandle) Stop() error                  { h.stopOnce.Do(func() { close(h.stop) }); return nil }
+func (h *fakeHandle) Stop() error { h.stopOnce.Do(func() { close(h.stop) }); return nil }
 func (h *fakeHandle) Wait() (runner.Result, error) {
 	<-h.done
 	res := h.res

@@ -79,6 +79,11 @@ type Profile struct {
 // StepOnly is DS-Analyzer's first differential run: the job with
 // --synthetic-data, which measures the step's own ingestion rate.
 type StepOnly struct {
+	// Source says how the step was fed: StepOnlySyntheticData (the job's
+	// --synthetic-data) or StepOnlyProbeReplay (the probe handed the
+	// script's first batch out again, for a script that cannot be asked).
+	// Empty in profiles written before it was kept.
+	Source          string      `json:"source,omitempty"`
 	CPUs            float64     `json:"cpus"`
 	SamplesPerS     float64     `json:"samples_per_s"`
 	SamplesPerSCI95 float64     `json:"samples_per_s_ci95"`
@@ -116,6 +121,12 @@ type JobInfo struct {
 	// squeezes the framework, not the dataset's cache. 0: not measured.
 	FootprintBytes int64 `json:"footprint_bytes,omitempty"`
 }
+
+// How a step-only run fed the step (StepOnly.Source).
+const (
+	StepOnlySyntheticData = "synthetic_data"
+	StepOnlyProbeReplay   = "probe_replay"
+)
 
 // What a point's GPU figures cover (PointStats.GPUStatsOver).
 const (

@@ -19,6 +19,7 @@ const (
 	ProbeEnvStepS         = "SYNERGY_PROBE_STEP_S"
 	ProbeEnvEmulateGPU    = "SYNERGY_PROBE_EMULATE_GPU"
 	ProbeEnvModel         = "SYNERGY_PROBE_MODEL"
+	ProbeEnvReplay        = "SYNERGY_PROBE_REPLAY"
 	ProbeEnvSwitch        = "SYNERGY_PROBE"
 	// ProbeExitConfig is the exit status of a job whose SYNERGY_PROBE_*
 	// setting the probe refused at start-up.

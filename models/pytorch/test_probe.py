@@ -253,6 +253,35 @@ class ProbeLogicTest(unittest.TestCase):
             self.assertAlmostEqual(l["step_s"], 0.03)
             self.assertAlmostEqual(l["data_wait_s"], 0.1)
 
+    def test_replay_mode_times_the_step_alone(self):
+        p, mod = self.probe(wait_s=0.25, SYNERGY_PROBE_REPLAY=1, SYNERGY_PROBE_MAX_ITERATIONS=7)
+        seen = []
+        with self.assertRaises(SystemExit):
+            for batch in mod.DataLoader(list(range(6)), 2, True):  # 3 batches a pass: replay never ends a pass
+                seen.append(batch)
+                self.clock.advance(0.5)  # the script's own step
+        self.assertEqual(len(seen), 7)
+        self.assertTrue(all(b is seen[0] for b in seen), "every batch is the first one again")
+        got = self.lines()
+        self.assertEqual(len(got), 7)
+        self.assertAlmostEqual(got[0]["data_wait_s"], 0.25, msg="the first batch came from the loader")
+        for l in got[1:]:
+            self.assertAlmostEqual(l["data_wait_s"], 0.0, msg="a replayed batch waits for nothing")
+        for l in got:
+            self.assertAlmostEqual(l["step_s"], 0.5)
+            self.assertEqual(l["epoch"], 0)
+        with open(self.report) as f:
+            r = json.load(f)
+        self.assertTrue(r["config"]["replay"])
+        self.assertTrue(any("replay mode" in n for n in r["notes"]), r["notes"])
+
+    def test_replay_and_loader_only_exclude_each_other(self):
+        with self.assertRaises(synergy_probe.ConfigError) as cm:
+            Config({"SYNERGY_PROBE_REPLAY": "1", "SYNERGY_PROBE_STEP_S": "0.02"})
+        self.assertIn("SYNERGY_PROBE_REPLAY", str(cm.exception))
+        with self.assertRaises(synergy_probe.ConfigError):
+            Config({"SYNERGY_PROBE_REPLAY": "maybe"})
+
     def test_stands_down_when_the_script_writes(self):
         p, mod = self.probe(SYNERGY_PROBE_MAX_ITERATIONS=2)
         with open(self.metrics, "w") as f:
@@ -409,6 +438,22 @@ class ProbeTorchTest(unittest.TestCase):
         self.assertEqual([(l["iter"], l["samples"]) for l in got], [(0, 2), (1, 2), (2, 2)])
         self.assertTrue(all("emulated" not in l for l in got))
         self.assertEqual(self.read_report()["state"], "capped")
+
+    def test_imagenet_ref_replay_times_the_real_step_alone(self):
+        # The unmodified ImageNet script, its loader asked for one batch
+        # only: the model trains on it again and again (the step-only run).
+        p = self.run_script([os.path.join(TESTDATA, "imagenet_ref.py"), self.images, "-j", "1", "-b", "2",
+                             "--epochs", "1", "-p", "1", "-a", "resnet18"],
+                            SYNERGY_PROBE_MAX_ITERATIONS=6, SYNERGY_PROBE_REPLAY=1)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("replay mode", p.stderr)
+        self.assertEqual(p.stdout.count("Epoch: [0]"), 6, "the model ran each replayed batch")
+        got = self.lines()
+        self.assertEqual(len(got), 6)
+        self.assertTrue(all(l["data_wait_s"] < 0.01 for l in got[1:]), [l["data_wait_s"] for l in got])
+        r = self.read_report()
+        self.assertEqual((r["state"], r["stream"]), ("capped", "probe"))
+        self.assertEqual(r["loaders"][0]["batches"], 6)
 
     def test_two_loaders_reports_and_worker_override(self):
         out = os.path.join(self.dir.name, "seen.json")

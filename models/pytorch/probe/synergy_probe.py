@@ -20,7 +20,11 @@ one iterated that shuffles, or the first one iterated when no loader built
 so far shuffles (a validation loader built with shuffle=False is not taken
 for the training loader). Its iterations become the metrics stream of
 docs/job-contract.md, the iteration cap counts them, and the loader-only
-mode drives it. Every loader is listed in the report.
+mode drives it. Every loader is listed in the report. In replay mode
+(SYNERGY_PROBE_REPLAY=1, the profiler's step-only run of a script it cannot
+ask for synthetic data) the primary's first batch is handed out again and
+again without the loader, so the script's own step is timed alone: the
+step's ceiling, for the stall breakdown.
 
 Configuration is environment variables only (docs/job-contract.md, "For the
 profiler (Go side)"); a bad value stops the job at start-up with exit status
@@ -53,6 +57,7 @@ ENV_LOADER = "SYNERGY_PROBE_LOADER"  # int >= 0: measure the loader built k-th (
 ENV_STEP_S = "SYNERGY_PROBE_STEP_S"  # float > 0: loader-only mode, fixed step seconds
 ENV_EMULATE_GPU = "SYNERGY_PROBE_EMULATE_GPU"  # loader-only mode, step from the table
 ENV_MODEL = "SYNERGY_PROBE_MODEL"  # the table's model, with SYNERGY_PROBE_EMULATE_GPU
+ENV_REPLAY = "SYNERGY_PROBE_REPLAY"  # "1": replay the primary's first batch, the loader idle (step alone)
 ENV_OWNER = "SYNERGY_PROBE_OWNER_PID"  # set by the probe for its children; never by the profiler
 
 EXIT_CONFIG = 2  # exit status for a bad SYNERGY_PROBE_* value
@@ -110,6 +115,13 @@ class Config:
         self.step_s = _env_seconds(env, ENV_STEP_S)
         self.gpu = env.get(ENV_EMULATE_GPU, "").strip() or None
         self.model = env.get(ENV_MODEL, "").strip() or None
+        replay = env.get(ENV_REPLAY, "").strip().lower()
+        if replay not in ("", "0", "1", "false", "true", "no", "yes"):
+            raise ConfigError("%s=%s: want 1 or 0" % (ENV_REPLAY, replay))
+        self.replay = replay in ("1", "true", "yes")
+        if self.replay and (self.step_s is not None or self.gpu is not None):
+            raise ConfigError("%s: the replay mode times the script's own step; the loader-only mode (%s, %s) emulates it: give one" % (
+                ENV_REPLAY, ENV_STEP_S, ENV_EMULATE_GPU))
         if self.step_s is not None and self.gpu is not None:
             raise ConfigError("%s and %s: give one of them, not both" % (ENV_STEP_S, ENV_EMULATE_GPU))
         if self.gpu is not None and self.model is None:
@@ -127,7 +139,8 @@ class Config:
 
     def as_dict(self):
         return {"metrics_file": self.metrics_file, "max_iterations": self.max_iterations, "workers": self.workers,
-                "loader": self.loader, "step_s": self.step_s, "emulate_gpu": self.gpu, "model": self.model}
+                "loader": self.loader, "step_s": self.step_s, "emulate_gpu": self.gpu, "model": self.model,
+                "replay": self.replay}
 
 
 _HELPER = []
@@ -237,6 +250,7 @@ class Probe:
         self._open = None  # the primary's iteration in its step: (samples, data_wait_s, start, epoch)
         self._exiting = False
         self._exited = False
+        self._replay = None  # replay mode: the primary's first batch, handed out again
         self._batch_size = _helper().batch_size
 
     # ---- report ----------------------------------------------------------
@@ -423,12 +437,15 @@ class Probe:
         if primary:
             self.end_step(t0)
             self.check_cap()
-        try:
-            batch = orig_next(it)
-        except StopIteration:
-            if primary:
-                self.write_report()  # a pass ended (its last step ended at t0)
-            raise
+        if primary and self._replay is not None:
+            batch = self._replay  # replay mode: the step alone, the loader idle
+        else:
+            try:
+                batch = orig_next(it)
+            except StopIteration:
+                if primary:
+                    self.write_report()  # a pass ended (its last step ended at t0)
+                raise
         t1 = self.clock()
         n = self.samples(batch)
         rec.batches += 1
@@ -440,6 +457,11 @@ class Probe:
             if primary and self.script_writes_stream():
                 self.stand_down()
                 primary = False
+            if primary and self.cfg.replay:
+                self._replay = batch
+                self.notes.append("replay mode: the first batch is handed out again and again, the loader idle: "
+                                  "the rate is the script's step alone")
+                sys.stderr.write("synergy-probe: replay mode: timing the step alone on the first batch\n")
             self.write_report()
         if primary:
             self._open = (n, t1 - t0, t1, rec.passes - 1)
