@@ -146,13 +146,16 @@ need_packages() {
 
 # build IMAGEDIR: the rootfs, kernel, initrd and key of the recipe, made in a
 # scratch directory beside IMAGEDIR and renamed into place when complete.
+# mmdebstrap mounts /proc, /sys and /dev inside the rootfs while it works:
+# removals stay on one file system, so a mount left behind by a killed build
+# is never descended into.
 build() {
-	local dest=$1 start tmp
+	local dest=$1 start
 	start=$(date +%s)
+	find "$cache" -mindepth 1 -maxdepth 1 -name 'build.*' -exec rm -rf --one-file-system {} + 2>/dev/null || true
 	tmp=$cache/build.$$
-	rm -rf "$tmp"
 	mkdir -p "$tmp"
-	trap 'rm -rf "$tmp"' EXIT
+	trap 'rm -rf --one-file-system "$tmp"' EXIT
 	ssh-keygen -q -t ed25519 -N '' -C synergy-vm -f "$tmp/id_ed25519"
 	log "mmdebstrap $suite with ${packages[*]} (a few minutes, once per recipe)"
 	include=$(IFS=,; echo "${packages[*]}")
@@ -166,7 +169,7 @@ build() {
 	cp "$initrd" "$tmp/initrd.img"
 	truncate -s "$disk" "$tmp/root.img"
 	mkfs.ext4 -q -F -L synergy-vm -d "$tmp/rootfs" "$tmp/root.img"
-	rm -rf "$tmp/rootfs"
+	rm -rf --one-file-system "$tmp/rootfs"
 	# Images of older recipes go (nothing runs on them: start holds the lock
 	# and found no VM).
 	find "$cache" -mindepth 1 -maxdepth 1 -name 'image-*' -exec rm -rf {} +
