@@ -40,6 +40,31 @@ func NewClient(kubeconfig string) (kubernetes.Interface, error) {
 	return c, nil
 }
 
+// reachTimeout bounds the first question to the API server.
+const reachTimeout = 15 * time.Second
+
+// Reachable asks the API server for its version, waiting at most timeout,
+// so that a command pointed at a server it cannot reach says so and stops
+// instead of waiting for its informers' caches for ever (their reflectors
+// retry in silence).
+func Reachable(ctx context.Context, client kubernetes.Interface, timeout time.Duration) error {
+	done := make(chan error, 1)
+	go func() { _, err := client.Discovery().ServerVersion(); done <- err }()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("the Kubernetes API server cannot be reached: %w", err)
+		}
+		return nil
+	case <-t.C:
+		return fmt.Errorf("the Kubernetes API server did not answer within %v (is the kubeconfig's server reachable from here?)", timeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 func restConfig(kubeconfig string) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
@@ -160,6 +185,9 @@ func RunScheduler(ctx context.Context, o SchedulerOptions) error {
 	}
 	client, err := NewClient(o.Kubeconfig)
 	if err != nil {
+		return err
+	}
+	if err := Reachable(ctx, client, reachTimeout); err != nil {
 		return err
 	}
 	cfg := SchedulerConfig{
