@@ -71,7 +71,8 @@ bench:
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseIteration -fuzztime 20s ./jobcontract
-	$(GO) test -run '^$$' -fuzz FuzzProfileDecode -fuzztime 20s ./sensitivity
+	$(GO) test -run '^$$' -fuzz '^FuzzProfileDecode$$' -fuzztime 20s ./sensitivity
+	$(GO) test -run '^$$' -fuzz '^FuzzProfileFields$$' -fuzztime 20s ./sensitivity
 
 clean:
 	rm -rf bin $(DEMO)

@@ -153,51 +153,125 @@ func TestLoad_NamesFileAndField(t *testing.T) {
 	}
 }
 
-// FuzzProfileDecode: decoding any bytes never panics; a profile that is
-// accepted re-encodes to JSON that is accepted again and encodes the same;
-// and it can be filled and turned into a matrix without a panic, the
-// filled profile still valid and its matrix built (every command reading
-// it then agrees).
+// FuzzProfileDecode: decoding any bytes never panics, and a profile that
+// is accepted re-encodes to JSON that is accepted again and encodes the
+// same, and fills and makes a matrix (checkAccepted). FuzzProfileFields
+// drives the same checks through whole valid-shaped profiles.
+//
+// Why two targets, with small inputs: with the 12 KB indented demo and
+// golden profiles and their 80 malformed variants as seeds, the fuzzer
+// spent nearly all its time minimizing each new interesting input (Go's
+// minimizer tries removing every span of bytes, so a 12 KB input costs
+// millions of runs of the body, cut off at -fuzzminimizetime's 60 s):
+// `go test -fuzz -fuzztime 10s` made 88 to 143,785 executions, most runs a
+// few a second. Here the byte-level seeds are a few dozen bytes, and the
+// profile-level target fuzzes a small profile's figures as typed values,
+// whose minimization takes a few runs. The malformed variants are checked
+// one by one by TestDecode_RefusesMalformedProfiles and its kin.
 func FuzzProfileDecode(f *testing.F) {
-	good := goodJSON(f)
-	f.Add(good)
-	var demo bytes.Buffer
-	sensitivitytest.Demo("demo").Encode(&demo)
-	f.Add(demo.Bytes())
-	for _, c := range sensitivitytest.Malformed(good) {
-		f.Add(c.JSON)
-	}
-	if golden, err := os.ReadFile(filepath.Join("testdata", "profile_v1.golden.json")); err == nil {
-		f.Add(golden)
+	for _, s := range []string{
+		`{"schema_version": 1}`, `{"schema_version": 99, "x": 1}`, `{}`, `{"schema_version": 1} {}`,
+		`{"schema_version":1,"job":{"batch":1},"gpu":{"mode":"none"},"axes":{"cpus":[1],"mem_limit_bytes":[0]}}`,
+		`{"schema_version":1,"cells":[{"cpus":1e400}]}`,
+	} {
+		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := sensitivity.Decode(bytes.NewReader(data))
 		if err != nil {
 			return
 		}
-		var b1, b2 bytes.Buffer
-		if err := p.Encode(&b1); err != nil {
-			t.Fatalf("accepted profile does not encode: %v", err)
+		checkAccepted(t, p)
+	})
+}
+
+// FuzzProfileFields: a small profile (two CPU points with memory
+// unlimited, one under a limit, a step-only run) with fuzzed figures is
+// accepted by Decode exactly when Validate accepts it (the writer's check
+// and the reader's agree), and an accepted one passes checkAccepted.
+func FuzzProfileFields(f *testing.F) {
+	f.Add(100.0, 180.0, 60.0, 2.0, 2.0, int64(64<<20), 40, uint8(0), 0.2, 400.0)
+	f.Add(2e9, 180.0, 0.0, 0.0, 0.5, int64(1<<20), 0, uint8(3), 1.5, -1.0)
+	f.Fuzz(func(t *testing.T, r1, r2, r3, ci, cpus2 float64, mem int64, iters int, fail uint8, wait, step float64) {
+		p := smallProfile(r1, r2, r3, ci, cpus2, mem, iters, fail, wait, step)
+		var b bytes.Buffer
+		if err := p.Encode(&b); err != nil {
+			return // NaN or ±Inf: not JSON
 		}
-		q, err := sensitivity.Decode(bytes.NewReader(b1.Bytes()))
-		if err != nil {
-			t.Fatalf("accepted profile re-encodes to a refused one: %v\n%s", err, b1.Bytes())
+		q, err := sensitivity.Decode(&b)
+		if verr := p.Validate(); (err == nil) != (verr == nil) {
+			t.Fatalf("Decode says %v, Validate says %v", err, verr)
 		}
-		if err := q.Encode(&b2); err != nil || !bytes.Equal(b1.Bytes(), b2.Bytes()) {
-			t.Fatalf("re-encoding differs (%v)", err)
-		}
-		if !q.Complete() {
-			if err := sensitivity.Fill(q); err != nil {
-				return
-			}
-		}
-		if err := q.Validate(); err != nil {
-			t.Fatalf("filled profile invalid: %v", err)
-		}
-		if _, err := q.Matrix(); err != nil {
-			t.Fatalf("valid, filled profile has no matrix: %v", err)
+		if err == nil {
+			checkAccepted(t, q)
 		}
 	})
+}
+
+// smallProfile is a profile of two CPU points (1 and cpus2 cores, memory
+// unlimited) and one memory point (cpus2, mem), with the given figures;
+// fail picks the memory point's failure (0: none).
+func smallProfile(r1, r2, r3, ci, cpus2 float64, mem int64, iters int, fail uint8, wait, step float64) *sensitivity.Profile {
+	stats := func(rate float64) *sensitivity.PointStats {
+		return &sensitivity.PointStats{Workers: 1, Iterations: iters, MetricsSource: sensitivity.MetricsStream, StopReason: "converged",
+			IterSecondsP50: 16 / rate, IterSecondsP95: 20 / rate, DataWaitFraction: wait}
+	}
+	p := &sensitivity.Profile{SchemaVersion: sensitivity.SchemaVersion, Job: sensitivity.JobInfo{Name: "j", Batch: 16, GPUs: 1, MaxIterations: 100},
+		Host: sensitivity.HostInfo{LogicalCPUs: 4, DRAMBytes: 8 << 30, DatasetBytes: 256 << 20, DatasetFiles: 100, ColdReadMBPerS: 200},
+		GPU:  sensitivity.GPUInfo{Mode: sensitivity.GPUModeNone}, Strategy: "axes",
+		Axes: sensitivity.Axes{CPUs: []float64{1, cpus2}, MemLimitBytes: []int64{mem, 0}},
+		Cells: []sensitivity.Cell{
+			{CPUs: 1, Measured: true, Phase: sensitivity.PhaseCPU, SamplesPerS: r1, SamplesPerSCI95: ci, Stats: stats(r1)},
+			{CPUs: cpus2, Measured: true, Phase: sensitivity.PhaseCPU, SamplesPerS: r2, SamplesPerSCI95: ci, Stats: stats(r2)},
+			{CPUs: cpus2, MemLimitBytes: mem, Measured: true, Phase: sensitivity.PhaseMemory, SamplesPerS: r3, SamplesPerSCI95: ci, Stats: stats(r3)},
+		}}
+	if classes := sensitivity.FailureClasses(); fail > 0 {
+		c := &p.Cells[2]
+		c.Failure = &sensitivity.Failure{Class: classes[int(fail-1)%len(classes)], Message: "x"}
+		c.SamplesPerS, c.SamplesPerSCI95 = 0, 0
+	}
+	if step != 0 {
+		p.StepOnly = &sensitivity.StepOnly{CPUs: cpus2, SamplesPerS: step, SamplesPerSCI95: ci}
+	}
+	return p
+}
+
+// checkAccepted: an accepted profile re-encodes to JSON that is accepted
+// again and encodes the same, and it can be filled and turned into a
+// matrix without a panic, the filled profile still valid and its matrix
+// built (every command reading it then agrees).
+func checkAccepted(t *testing.T, p *sensitivity.Profile) {
+	t.Helper()
+	var b1, b2 bytes.Buffer
+	if err := p.Encode(&b1); err != nil {
+		t.Fatalf("accepted profile does not encode: %v", err)
+	}
+	q, err := sensitivity.Decode(bytes.NewReader(b1.Bytes()))
+	if err != nil {
+		t.Fatalf("accepted profile re-encodes to a refused one: %v\n%s", err, b1.Bytes())
+	}
+	if err := q.Encode(&b2); err != nil || !bytes.Equal(b1.Bytes(), b2.Bytes()) {
+		t.Fatalf("re-encoding differs (%v)", err)
+	}
+	if !q.Complete() {
+		if err := sensitivity.Fill(q); err != nil {
+			return
+		}
+	}
+	if err := q.Validate(); err != nil {
+		t.Fatalf("filled profile invalid: %v", err)
+	}
+	if _, err := q.Matrix(); err != nil {
+		t.Fatalf("valid, filled profile has no matrix: %v", err)
+	}
+}
+
+// The profile-level fuzz target's seed is a valid profile, so that its
+// fuzzing starts from the accepted side.
+func TestSmallProfile_SeedIsValid(t *testing.T) {
+	if err := smallProfile(100, 180, 60, 2, 2, 64<<20, 40, 0, 0.2, 400).Validate(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Export checks a profile built in memory as the reader checks a file: the
