@@ -13,6 +13,25 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// openRegular opens a file the walk found regular, and only if it still is
+// one: never through a symlink swapped in since (that would evict, warm or
+// read another file) and without waiting on a FIFO (whose open blocks).
+func openRegular(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = fmt.Errorf("%s is no longer a regular file", p)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // walkFiles calls fn for every regular file under root (root may be a file
 // itself), in lexical order.
 func walkFiles(root string, fn func(path string, size int64) error) error {
@@ -37,7 +56,7 @@ func walkFiles(root string, fn func(path string, size int64) error) error {
 // and it makes eviction also work on a freshly generated dataset.
 func Evict(dir string) (files int, err error) {
 	err = walkFiles(dir, func(p string, _ int64) error {
-		f, err := os.Open(p)
+		f, err := openRegular(p)
 		if err != nil {
 			return fmt.Errorf("evict %s: %w", p, err)
 		}
@@ -65,7 +84,7 @@ func Resident(dir string) (residentBytes, totalBytes int64, err error) {
 		if size == 0 {
 			return nil
 		}
-		f, err := os.Open(p)
+		f, err := openRegular(p)
 		if err != nil {
 			return fmt.Errorf("residency of %s: %w", p, err)
 		}
@@ -104,7 +123,7 @@ func Warm(dir string) (bytesRead int64, err error) {
 
 // readFile reads p into buf repeatedly, at most limit bytes (all if < 0).
 func readFile(p string, buf []byte, limit int64) (int64, error) {
-	f, err := os.Open(p)
+	f, err := openRegular(p)
 	if err != nil {
 		return 0, fmt.Errorf("read %s: %w", p, err)
 	}
