@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# A real cgroup v2 + systemd host for tests, as a KVM virtual machine: Debian
+# A real cgroup v2 + systemd host for tests, as a qemu virtual machine: Debian
 # bookworm with systemd as PID 1 and the unified hierarchy, the repository
 # shared into it by 9p at the same absolute path as here, root reachable by
 # ssh on a local port only. For tests that need what this host lacks (CI's
 # host is cgroup v1 hybrid without systemd); internal/vmtest runs commands in
 # it. Needs root; runs on KVM where /dev/kvm can run Debian's kernel, else
 # on qemu's emulator (SYNERGY_VM_ACCEL=auto, kvm or tcg; see set_accel).
+# docs/vm.md says what it costs.
 #
 #   scripts/local-vm.sh start           # idempotent: builds once, boots, mounts the repo
 #   scripts/local-vm.sh status          # exit 0 when up and answering ssh, else 1 (3: not started)
@@ -285,9 +286,10 @@ cmd_start() {
 			-serial "file:$serial" -monitor none -pidfile "$run/qemu.pid" \
 			</dev/null >"$run/qemu.log" 2>&1) &
 		local launcher=$!
-		# qemu writes its pidfile once its devices (the port forward
-		# included) are set up; it exits at once when they cannot be.
+		# qemu writes its pidfile, then sets up its devices: one that
+		# cannot be (a port taken since free_port) ends it within a second.
 		while kill -0 "$launcher" 2>/dev/null && [[ ! -s $run/qemu.pid ]]; do sleep 0.1; done
+		sleep 1
 		pid=$(cat "$run/qemu.pid" 2>/dev/null || true)
 		if alive; then ok=1; break; fi
 		wait "$launcher" 2>/dev/null || true
@@ -384,5 +386,5 @@ start) cmd_start ;;
 stop) cmd_stop ;;
 status) cmd_status ;;
 exec) shift; cmd_exec "$@" ;;
-*) sed -n '2,23s/^# \{0,1\}//p' "$self" >&2; exit 2 ;;
+*) sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$self" >&2; exit 2 ;;
 esac
