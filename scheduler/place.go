@@ -32,11 +32,9 @@ func (r *Round) placeRanked(per PerGPU, n int, score func(i int, free Resources)
 	var cands []cand
 	total := 0
 	best := -1
-	for i := range r.cluster.Servers {
+	// Only servers that can take one GPU's share give any (fitCount > 0).
+	for i := r.free.next(0, 1, per.CPUs, per.MemBytes); i >= 0; i = r.free.next(i+1, 1, per.CPUs, per.MemBytes) {
 		k := r.fitCount(i, per)
-		if k == 0 {
-			continue
-		}
 		c := cand{server: i, fit: k, score: score(i, r.Free(i))}
 		cands = append(cands, c)
 		total += k

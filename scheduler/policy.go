@@ -18,6 +18,10 @@ type Active struct {
 	// demoted to fair share), or its ideal speed-up when it has not run
 	// since. SRTF and FTF read it when rates are not fair-share.
 	Speedup float64
+	// IdealSpeedup is the speed-up at the job's ideal demand on the
+	// cluster (NewActive's speedup), what Speedup returns to while the
+	// job waits.
+	IdealSpeedup float64
 	// LastRunEndSeconds is when the job's last lease ended; -1 if never.
 	LastRunEndSeconds float64
 	// FirstStartSeconds is when the job was first placed; -1 if never.
@@ -31,7 +35,7 @@ type Active struct {
 // NewActive starts tracking a job whose ideal speed-up on the cluster is
 // speedup.
 func NewActive(j *Job, speedup float64) *Active {
-	return &Active{Job: j, Speedup: speedup, LastRunEndSeconds: -1, FirstStartSeconds: -1, FinishSeconds: -1}
+	return &Active{Job: j, Speedup: speedup, IdealSpeedup: speedup, LastRunEndSeconds: -1, FirstStartSeconds: -1, FinishSeconds: -1}
 }
 
 // Remaining is the number of iterations left.

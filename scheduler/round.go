@@ -20,6 +20,14 @@ type Round struct {
 	// their order carries over within the round as in the original.
 	onServer [][]*placement
 	freeGPUs int
+	// free finds servers with room without walking the full ones.
+	free *freeIndex
+	// fit is firstFit's result, reused: commit copies it out.
+	fit []ServerAlloc
+	// placements and serverLists hold this round's placements and their
+	// server lists.
+	placements  slab[placement]
+	serverLists slab[ServerAlloc]
 }
 
 type placement struct {
@@ -39,10 +47,45 @@ func NewRound(c *Cluster) *Round {
 		used:     make([]Resources, len(c.Servers)),
 		onServer: make([][]*placement, len(c.Servers)),
 	}
+	gpus := 0
 	for _, s := range c.Servers {
-		r.freeGPUs += s.GPUs
+		gpus += max(s.GPUs, 0)
 	}
+	// Each placement on a server holds at least one of its GPUs: one
+	// backing array gives every server room for as many as it has GPUs
+	// (a longer list grows on its own).
+	back := make([]*placement, gpus)
+	off := 0
+	for i, s := range c.Servers {
+		n := max(s.GPUs, 0)
+		r.onServer[i] = back[off : off : off+n]
+		off += n
+	}
+	r.Reset()
 	return r
+}
+
+// Reset empties the round for the next one on the same cluster, keeping
+// its memory: every server free, no placement. Allocations and decisions
+// the round gave out before are overwritten; the simulator, which keeps
+// none, reuses one round this way.
+func (r *Round) Reset() {
+	clear(r.used)
+	r.freeGPUs = 0
+	for i, s := range r.cluster.Servers {
+		r.freeGPUs += s.GPUs
+		clear(r.onServer[i])
+		r.onServer[i] = r.onServer[i][:0]
+	}
+	clear(r.placed)
+	r.placed = r.placed[:0]
+	r.placements.reset()
+	r.serverLists.reset()
+	if r.free == nil {
+		r.free = newFreeIndex(r)
+	} else {
+		r.free.rebuild(r)
+	}
 }
 
 // Cluster returns the round's cluster.
@@ -111,6 +154,7 @@ func (r *Round) take(sa ServerAlloc) {
 	u.CPUs += sa.CPUs
 	u.MemBytes += sa.MemBytes
 	r.freeGPUs -= sa.GPUs
+	r.free.update(r, sa.Server)
 }
 
 func (r *Round) give(sa ServerAlloc) {
@@ -119,6 +163,7 @@ func (r *Round) give(sa ServerAlloc) {
 	u.CPUs -= sa.CPUs
 	u.MemBytes -= sa.MemBytes
 	r.freeGPUs += sa.GPUs
+	r.free.update(r, sa.Server)
 }
 
 // shortOn returns the first dimension of need that server i cannot cover,
@@ -140,13 +185,14 @@ func (r *Round) shortOn(i int, need Resources) *Shortfall {
 // firstFit is Synergy's _top_synergy_gpus: walk the free GPUs in index
 // order and take each whose server still covers one GPU's share of the
 // demand (CPU and memory per GPU), holding what was taken, until n GPUs are
-// found. It changes nothing; ok is false when fewer than n GPUs fit.
+// found. It changes nothing; ok is false when fewer than n GPUs fit. The
+// walk visits only the servers that can take one GPU's share (free.next):
+// a server that cannot gives no GPU in the original's walk either.
+// The servers returned are valid until the next call.
 func (r *Round) firstFit(perGPU PerGPU, n int) (servers []ServerAlloc, ok bool) {
+	buf := r.fit[:0]
 	got := 0
-	for i := range r.cluster.Servers {
-		if got == n {
-			break
-		}
+	for i := r.free.next(0, 1, perGPU.CPUs, perGPU.MemBytes); i >= 0 && got < n; i = r.free.next(i+1, 1, perGPU.CPUs, perGPU.MemBytes) {
 		f := r.Free(i)
 		var holdCPU, holdMem float64
 		k := 0
@@ -157,27 +203,26 @@ func (r *Round) firstFit(perGPU PerGPU, n int) (servers []ServerAlloc, ok bool) 
 			got++
 		}
 		if k > 0 {
-			servers = append(servers, ServerAlloc{Server: i, GPUs: k, CPUs: holdCPU, MemBytes: holdMem})
+			buf = append(buf, ServerAlloc{Server: i, GPUs: k, CPUs: holdCPU, MemBytes: holdMem})
 		}
 	}
+	r.fit = buf
 	if got < n {
 		return nil, false
 	}
-	return servers, true
+	return buf, true
 }
 
 // explain says why n GPUs at perGPU did not fit: for the first servers with
-// a free GPU, the first dimension short of one GPU's share.
+// a free GPU, the first dimension short of one GPU's share. Called after a
+// placement failed, it visits fewer than n servers that fit before it finds
+// the three that do not, or runs out.
 func (r *Round) explain(perGPU PerGPU, n int) []Shortfall {
 	var out []Shortfall
 	if r.freeGPUs < n {
 		return []Shortfall{{Resource: "gpu", Need: float64(n), Free: float64(r.freeGPUs)}}
 	}
-	for i := range r.cluster.Servers {
-		f := r.Free(i)
-		if f.GPUs == 0 {
-			continue
-		}
+	for i := r.free.nextWithFree(0); i >= 0; i = r.free.nextWithFree(i + 1) {
 		if sf := r.shortOn(i, Resources{GPUs: 1, CPUs: perGPU.CPUs, MemBytes: perGPU.MemBytes}); sf != nil {
 			out = append(out, *sf)
 			if len(out) == 3 {
@@ -196,7 +241,7 @@ func (r *Round) explain(perGPU PerGPU, n int) []Shortfall {
 // fitting counts GPUs that could each take one GPU's share.
 func (r *Round) fitting(perGPU PerGPU) int {
 	n := 0
-	for i := range r.cluster.Servers {
+	for i := r.free.nextWithFree(0); i >= 0; i = r.free.nextWithFree(i + 1) {
 		f := r.Free(i)
 		for k := 0; k < f.GPUs && f.CPUs-float64(k+1)*perGPU.CPUs >= 0 && f.MemBytes-float64(k+1)*perGPU.MemBytes >= 0; k++ {
 			n++
@@ -205,15 +250,30 @@ func (r *Round) fitting(perGPU PerGPU) int {
 	return n
 }
 
-// commit records a placement and takes its resources.
+// commit records a placement and takes its resources; it keeps its own
+// copy of a.Servers.
 func (r *Round) commit(j *Job, d Demand, a Allocation) *placement {
+	servers := r.serverLists.take(len(a.Servers))
+	copy(servers, a.Servers)
+	a.Servers = servers
 	for _, sa := range a.Servers {
 		r.take(sa)
 	}
-	p := &placement{job: j, alloc: a, demand: d}
+	p := &r.placements.take(1)[0]
+	*p = placement{job: j, alloc: a, demand: d}
 	r.placed = append(r.placed, p)
 	// Synergy appends the job to each server it uses, in the order of
 	// Python's set of server ids: ascending for small ints.
+	sorted := true
+	for k := 1; k < len(a.Servers); k++ {
+		sorted = sorted && a.Servers[k-1].Server < a.Servers[k].Server
+	}
+	if sorted {
+		for _, sa := range a.Servers {
+			r.onServer[sa.Server] = append(r.onServer[sa.Server], p)
+		}
+		return p
+	}
 	idx := make([]int, 0, len(a.Servers))
 	for _, sa := range a.Servers {
 		idx = append(idx, sa.Server)

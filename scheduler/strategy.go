@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"math"
 	"sort"
 )
 
@@ -211,20 +212,25 @@ func max0(x float64) float64 {
 
 type serverGPUs struct{ server, gpus int }
 
-// underutilized is Synergy's _get_underutilized_servers.
+// underutilized is Synergy's _get_underutilized_servers: for a multi-GPU
+// job the first server with n free GPUs; otherwise servers in the order a
+// heap of (free GPUs, server) pops them, fewest free first, until they
+// hold n free GPUs (a single-GPU job: the one server with the fewest).
 func (r *Round) underutilized(n int) []serverGPUs {
 	if n > 1 {
-		for i := range r.cluster.Servers {
-			if r.Free(i).GPUs >= n {
-				return []serverGPUs{{i, n}}
-			}
+		if i := r.free.next(0, n, math.Inf(-1), math.Inf(-1)); i >= 0 {
+			return []serverGPUs{{i, n}}
 		}
 	}
-	var cand []serverGPUs
-	for i := range r.cluster.Servers {
-		if f := r.Free(i).GPUs; f > 0 {
-			cand = append(cand, serverGPUs{i, f})
+	if n == 1 {
+		if i := r.free.fewestFree(); i >= 0 {
+			return []serverGPUs{{i, 1}}
 		}
+		return nil
+	}
+	var cand []serverGPUs
+	for i := r.free.nextWithFree(0); i >= 0; i = r.free.nextWithFree(i + 1) {
+		cand = append(cand, serverGPUs{i, r.Free(i).GPUs})
 	}
 	// A heap of (free GPUs, server) pops in this order.
 	sort.Slice(cand, func(a, b int) bool {

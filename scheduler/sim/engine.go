@@ -161,11 +161,11 @@ func RunContext(ctx context.Context, cfg Config, src Source) (*Result, error) {
 			s.skipIdle()
 			continue
 		}
-		r, err := s.place()
+		r, offer, err := s.place()
 		if err != nil {
 			return nil, err
 		}
-		s.credit(r)
+		s.credit(r, offer)
 		if s.retire() {
 			rounds++
 			break
@@ -195,9 +195,11 @@ type run struct {
 	// StaticFirstRoundSeconds).
 	origin float64
 	queue  []*scheduler.Active
-	index  map[*scheduler.Job]*scheduler.Active
-	// ideal is each queued job's speed-up at its ideal demand.
-	ideal                  map[*scheduler.Job]float64
+	// round is every round's placements, reset between rounds.
+	round *scheduler.Round
+	// index finds a queued job's state when a strategy commits its
+	// placements out of the order offered (activeOf).
+	index                  map[*scheduler.Job]*scheduler.Active
 	finished               []done
 	windowSeen, windowDone int
 	util                   utilAcc
@@ -213,7 +215,7 @@ func start(cfg Config, src Source) (*run, error) {
 		cfg.StarvationSeconds = DefaultStarvationSeconds
 	}
 	s := &run{cfg: cfg, src: src, shape: scheduler.ShapeOf(cfg.Cluster), totals: cfg.Cluster.Totals(), more: true,
-		index: map[*scheduler.Job]*scheduler.Active{}, ideal: map[*scheduler.Job]float64{}}
+		index: map[*scheduler.Job]*scheduler.Active{}}
 	s.order = scheduler.NewOrderContext(cfg.Strategy, 0, s.totals.GPUs)
 	if err := s.fetch(); err != nil {
 		return nil, err
@@ -270,7 +272,6 @@ func (s *run) arrive(ctx context.Context) error {
 		}
 		j := s.pending
 		a := scheduler.NewActive(j, scheduler.IdealDemand(j, s.shape).Speedup)
-		s.ideal[j] = a.Speedup
 		s.index[j] = a
 		s.queue = append(s.queue, a)
 		if s.cfg.Window.Has(j.ID) {
@@ -299,8 +300,8 @@ func (s *run) skipIdle() {
 // place orders the queue, raises the priority of starved jobs, and places
 // the offered jobs on an empty cluster. It fails when nothing can ever be
 // placed (nothing placed, and no job left to arrive).
-func (s *run) place() (*scheduler.Round, error) {
-	now, starved, ideal := s.now, s.cfg.StarvationSeconds, s.ideal
+func (s *run) place() (*scheduler.Round, []*scheduler.Active, error) {
+	now, starved := s.now, s.cfg.StarvationSeconds
 	s.order.NowSeconds = now
 	offer := scheduler.Offer(s.cfg.Policy, s.cfg.Strategy, s.queue, s.cfg.Cluster, s.order)
 	for _, a := range s.queue {
@@ -311,28 +312,35 @@ func (s *run) place() (*scheduler.Round, error) {
 		if since > starved {
 			a.Priority = 1
 		}
-		a.Speedup = ideal[a.Job]
+		a.Speedup = a.IdealSpeedup
 	}
-	r := scheduler.NewRound(s.cfg.Cluster)
+	r := s.round
+	if r == nil {
+		r = scheduler.NewRound(s.cfg.Cluster)
+		s.round = r
+	} else {
+		r.Reset()
+	}
 	placed := scheduler.SchedulePlaced(r, s.cfg.Strategy, offer)
 	if placed == 0 && s.pending == nil && !s.more {
 		a := offer
 		if len(a) == 0 {
 			a = s.queue
 		}
-		return nil, fmt.Errorf("simulate: at %v s no queued job can be placed on an empty cluster (job %d needs %d GPUs)", s.now, a[0].Job.ID, a[0].Job.GPUs)
+		return nil, nil, fmt.Errorf("simulate: at %v s no queued job can be placed on an empty cluster (job %d needs %d GPUs)", s.now, a[0].Job.ID, a[0].Job.GPUs)
 	}
-	return r, nil
+	return r, offer, nil
 }
 
 // credit runs each placed job for the round: floor(round / (iteration
 // time / speed-up)) iterations, attained service, first start and lease
-// end; then records the round's utilisation.
-func (s *run) credit(r *scheduler.Round) {
+// end; then records the round's utilisation. offer is the round's offer.
+func (s *run) credit(r *scheduler.Round, offer []*scheduler.Active) {
 	R := s.cfg.RoundSeconds
 	end := s.now + R
+	k := 0
 	r.EachPlacement(func(j *scheduler.Job, al *scheduler.Allocation) {
-		a := s.index[j]
+		a := s.activeOf(j, offer, &k)
 		step := math.Floor(R / (j.IterSeconds / al.Speedup))
 		a.Executed += int64(step)
 		if a.Executed > j.Iterations {
@@ -353,6 +361,19 @@ func (s *run) credit(r *scheduler.Round) {
 	}
 }
 
+// activeOf is placed job j's state. Strategies placing one job at a time
+// commit in the order offered, so a cursor k over offer finds each at
+// once; a batch strategy's order may differ (the index finds those).
+func (s *run) activeOf(j *scheduler.Job, offer []*scheduler.Active, k *int) *scheduler.Active {
+	for ; *k < len(offer); *k++ {
+		if a := offer[*k]; a.Job == j {
+			*k++
+			return a
+		}
+	}
+	return s.index[j]
+}
+
 // retire ends the round's leases: finished jobs leave the queue in order
 // and the clock moves to the round's end. It reports whether the run is
 // over: the window's jobs have all finished and no more of them can
@@ -368,7 +389,6 @@ func (s *run) retire() bool {
 		a.FinishSeconds = end
 		s.finished = append(s.finished, done{id: a.Job.ID, gpus: a.Job.GPUs, model: a.Job.Model, arrival: a.Job.ArrivalSeconds, start: a.FirstStartSeconds, finish: end})
 		delete(s.index, a.Job)
-		delete(s.ideal, a.Job)
 		if s.cfg.Window.Has(a.Job.ID) {
 			s.windowDone++
 		}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/synergy-sched/synergy/models/zoo"
 	"github.com/synergy-sched/synergy/scheduler"
-	"github.com/synergy-sched/synergy/sensitivity"
 )
 
 // GeneratorConfig is Synergy's workload generator (jobs/workload.py with
@@ -73,13 +72,13 @@ func (c GeneratorConfig) Validate() error {
 // Python random stream cannot be reproduced, so matching is by
 // distribution.
 type Generator struct {
-	cfg      GeneratorConfig
-	catalog  *scheduler.Catalog
-	rng      *rand.Rand
-	id       int
-	last     float64
-	models   modelAssigner
-	matrices map[string]*sensitivity.Matrix
+	cfg     GeneratorConfig
+	catalog *scheduler.Catalog
+	rng     *rand.Rand
+	id      int
+	last    float64
+	models  modelAssigner
+	zoo     zooJobs
 }
 
 // NewGenerator validates cfg and starts a generator of zoo jobs.
@@ -101,7 +100,7 @@ func NewCatalogGenerator(cfg GeneratorConfig, catalog *scheduler.Catalog) (*Gene
 		}
 	}
 	g := &Generator{cfg: cfg, catalog: catalog, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed5eed)),
-		models: newModelAssigner(), matrices: map[string]*sensitivity.Matrix{}}
+		models: newModelAssigner(), zoo: zooJobs{}}
 	return g, nil
 }
 
@@ -142,9 +141,7 @@ func (g *Generator) Next() (*scheduler.Job, bool) {
 			j.Iterations = int64(durationS / j.IterSeconds)
 		}
 	} else {
-		model := g.models.next(g.cfg.Split)
-		m, _ := zoo.Lookup(model)
-		j, err = scheduler.ZooJob(g.id, model, g.last, int64(durationS/m.IterSeconds), gpus, g.matrices)
+		j = g.zoo.job(g.id, g.models.next(g.cfg.Split), g.last, durationS, gpus)
 	}
 	if err != nil {
 		panic(err) // models were checked in NewCatalogGenerator
@@ -154,6 +151,28 @@ func (g *Generator) Next() (*scheduler.Job, bool) {
 	}
 	g.id++
 	return j, true
+}
+
+// zooJobs builds the jobs of zoo models from one template per model, so
+// that a workload of millions of jobs looks each model up once and its
+// jobs share one matrix (read-only).
+type zooJobs map[string]*scheduler.Job
+
+// job is a job of the named zoo model running durationS seconds at its
+// fair-share iteration time (int(durationS / iteration time) iterations,
+// as ZooJob is given them).
+func (z zooJobs) job(id int, model string, arrivalS, durationS float64, gpus int) *scheduler.Job {
+	t := z[model]
+	if t == nil {
+		var err error
+		if t, err = scheduler.ZooJob(0, model, 0, 1, 1, nil); err != nil {
+			panic(err) // the zoo's own names
+		}
+		z[model] = t
+	}
+	j := *t
+	j.ID, j.ArrivalSeconds, j.GPUs, j.Iterations = id, arrivalS, gpus, int64(durationS/t.IterSeconds)
+	return &j
 }
 
 // gavelDurationS draws a job duration in seconds as Synergy's

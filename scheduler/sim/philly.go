@@ -12,9 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/synergy-sched/synergy/models/zoo"
 	"github.com/synergy-sched/synergy/scheduler"
-	"github.com/synergy-sched/synergy/sensitivity"
 )
 
 // PhillyJob is one job of a Philly cluster_job_log as Synergy uses it: only
@@ -275,13 +273,13 @@ type PhillyConfig struct {
 // furthest below its share so far, models round-robin within a class) and
 // iterations = ⌊duration / the model's fair-share iteration time⌋.
 type PhillySource struct {
-	jobs     []PhillyJob
-	cfg      PhillyConfig
-	rng      *rand.Rand
-	id       int
-	last     float64
-	models   modelAssigner
-	matrices map[string]*sensitivity.Matrix
+	jobs   []PhillyJob
+	cfg    PhillyConfig
+	rng    *rand.Rand
+	id     int
+	last   float64
+	models modelAssigner
+	zoo    zooJobs
 }
 
 // NewPhillySource checks cfg and starts the workload.
@@ -302,7 +300,7 @@ func NewPhillySource(jobs []PhillyJob, cfg PhillyConfig) (*PhillySource, error) 
 		sort.SliceStable(jobs, func(a, b int) bool { return jobs[a].SubmittedS < jobs[b].SubmittedS })
 	}
 	s := &PhillySource{jobs: jobs, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x9411177)),
-		models: newModelAssigner(), matrices: map[string]*sensitivity.Matrix{}}
+		models: newModelAssigner(), zoo: zooJobs{}}
 	return s, nil
 }
 
@@ -337,12 +335,7 @@ func (s *PhillySource) Next() (*scheduler.Job, bool) {
 	if s.cfg.GavelDurations {
 		p.DurationS = gavelDurationS(s.rng)
 	}
-	model := s.models.next(s.cfg.Split)
-	m, _ := zoo.Lookup(model)
-	j, err := scheduler.ZooJob(s.id, model, arrival, int64(p.DurationS/m.IterSeconds), p.GPUs, s.matrices)
-	if err != nil {
-		panic(err) // the zoo's own names
-	}
+	j := s.zoo.job(s.id, s.models.next(s.cfg.Split), arrival, p.DurationS, p.GPUs)
 	if j.Iterations < 1 {
 		j.Iterations = 1
 	}
