@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/synergy-sched/synergy/internal/atomicfile"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
@@ -133,7 +134,9 @@ func (pf ProfileFirst) Ensure(ctx context.Context, cmd Commander, nodes []Node, 
 	batch := filepath.Join(pf.CacheDir, key+".sbatch")
 	logf := filepath.Join(pf.CacheDir, key+".log")
 	_ = os.Remove(partial)
-	if err := os.WriteFile(batch, []byte(pf.BatchScript(partial, script)), 0o755); err != nil {
+	// Written to a fresh file and renamed into place: a symlink planted at
+	// the name in a shared cache directory is replaced, not written through.
+	if err := atomicfile.Write(batch, []byte(pf.BatchScript(partial, script)), 0o755); err != nil {
 		return "", false, fmt.Errorf("profile cache: %w", err)
 	}
 	argv := []string{"sbatch", "--parsable", "--wait", "--nodes=1", "--ntasks=1", "--exclusive", "--gres=gpu:1",
