@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/runner"
@@ -160,5 +162,42 @@ func TestRun_SavesOnlyWhatTheReaderAccepts(t *testing.T) {
 	}
 	if _, err := sensitivity.Load(cfg.Out); err != nil {
 		t.Errorf("the saved profile is refused by its reader: %v", err)
+	}
+}
+
+// A file hashed for the profile's identity is read only while it is a
+// regular file: a FIFO (swapped in after the listing) is refused at once,
+// a dataset file's symlink is not followed, a script named through a
+// symlink (python3 -> python3.12) still is.
+func TestOpenRegularFile_RefusesWhatIsNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo, link, file := filepath.Join(dir, "fifo"), filepath.Join(dir, "link"), filepath.Join(dir, "file")
+	os.WriteFile(file, []byte("x"), 0o644)
+	os.Symlink(file, link)
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if f, err := openRegularFile(fifo, 0); err == nil {
+			f.Close()
+			t.Error("opened a FIFO")
+		}
+		if f, err := openRegularFile(link, syscall.O_NOFOLLOW); err == nil {
+			f.Close()
+			t.Error("followed a dataset file's symlink")
+		}
+		f, err := openRegularFile(link, 0)
+		if err != nil {
+			t.Errorf("a script through a symlink: %v", err)
+			return
+		}
+		f.Close()
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("blocked opening a FIFO")
 	}
 }

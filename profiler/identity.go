@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/synergy-sched/synergy/sensitivity"
 )
@@ -72,7 +73,7 @@ func fileIdentity(i int, arg string) (*sensitivity.FileIdentity, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(arg)
+	f, err := openRegularFile(arg, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -150,9 +151,28 @@ func sampleIndexes(n, k int) []int {
 	return out
 }
 
+// openRegularFile opens path for reading (with flags added) if it is a
+// regular file when opened, not only when it was listed: a file swapped for
+// a FIFO since is refused rather than waited on (O_NONBLOCK), as a dataset
+// file swapped for a symlink is (O_NOFOLLOW, where given).
+func openRegularFile(path string, flags int) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|flags, 0)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%s is no longer a regular file", path)
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
 // hashEdges adds the first and last FingerprintEdgeBytes of path to h.
 func hashEdges(h hash.Hash, path string) error {
-	f, err := os.Open(path)
+	f, err := openRegularFile(path, syscall.O_NOFOLLOW)
 	if err != nil {
 		return err
 	}
