@@ -245,6 +245,11 @@ func (o *simulateOptions) parseSweep(c *cli.Command) error {
 	if o.window, err = sim.ParseWindow(c.String(simFlagWindow), o.replay()); err != nil {
 		return badFlag(simFlagWindow, err)
 	}
+	if o.window == sim.All && !o.replay() && o.numJobs == 0 {
+		// An open workload ends when its window's jobs have: this one
+		// would run until killed.
+		return badFlag(simFlagWindow, fmt.Errorf("all: the generator (or --%s at Poisson arrivals) never stops drawing jobs; give FIRST-LAST or --%s N", simFlagPhilly, simFlagNumJobs))
+	}
 	if o.strategies, err = checkNames(c.String(simFlagStrategies), func(n string) error { _, err := scheduler.NewStrategy(n); return err }); err != nil {
 		return badFlag(simFlagStrategies, err)
 	}

@@ -50,6 +50,7 @@ func TestSimulate_BadFlagsNameTheFlag(t *testing.T) {
 		{[]string{"--trace", headerTwice}, "--trace: " + headerTwice + ": trace line 2: job_id \"job_id\" is not a non-negative integer"},
 		{[]string{"--profile", filepath.Join(dir, "none.json")}, "--profile:"},
 		{[]string{"--static"}, "--static: replays a recorded trace: give --trace"},
+		{[]string{"--window", "all"}, "--window: all: the generator (or --philly at Poisson arrivals) never stops drawing jobs; give FIRST-LAST or --num-jobs N"},
 	}
 	for _, c := range cases {
 		err := runSimulateArgs(t, c.args...)

@@ -23,7 +23,11 @@ type refResult struct {
 	NumFinished    int     `json:"num_finished"`
 	MeanJCTS       float64 `json:"mean_jct_s"`
 	MakespanS      float64 `json:"makespan_s"`
+	EndS           float64 `json:"end_s"`
 	Utilization    float64 `json:"utilization"`
+	// Window is the driver's measured jobs (inclusive), when it was given
+	// one: the run ended once they were done.
+	Window *[2]int `json:"window"`
 	LeaseExt       [2]int  `json:"lease_extensions"`
 	Jobs           []struct {
 		ID       int      `json:"id"`
@@ -74,7 +78,11 @@ func runRef(t *testing.T, tracePath, tputPath, policy string, ref refResult) *Re
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(context.Background(), Config{Cluster: spec, Seed: ref.Seed, Check: true}, tp, Workload{Trace: jobs}, p)
+	cfg := Config{Cluster: spec, Seed: ref.Seed, Check: true}
+	if ref.Window != nil {
+		cfg.Window = &Window{First: ref.Window[0], Last: ref.Window[1]}
+	}
+	res, err := Run(context.Background(), cfg, tp, Workload{Trace: jobs}, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +136,38 @@ func TestSyntheticMatchesGavelJobByJob(t *testing.T) {
 				ref := loadRef(t, filepath.Join(dir, trace, p+".json"))
 				res := runRef(t, filepath.Join(dir, trace+".trace"), filepath.Join(dir, "throughputs.json"), p, ref)
 				compareJobs(t, res, ref, 2)
+			})
+		}
+	}
+}
+
+// TestSyntheticWindowMatchesGavel replays our synthetic traces with a
+// window, as Gavel's trace driver runs them with -s FIRST -e LAST+1: the
+// run ends when the window's jobs are done (Gavel's is_done), not when
+// every job of the trace is. What it asserts, against Gavel's own runs
+// (testdata/reference/synthetic/*-window-*): every job finished or not as
+// in Gavel's, at Gavel's time (±2 s), the same end of the run and the same
+// utilisation (busy time over that end), and the window's mean JCT.
+func TestSyntheticWindowMatchesGavel(t *testing.T) {
+	dir := filepath.Join("testdata", "reference", "synthetic")
+	for _, set := range []struct{ trace, window string }{{"continuous", "20-59"}, {"static", "10-29"}} {
+		for _, p := range exactPolicies {
+			t.Run(set.trace+"/"+p, func(t *testing.T) {
+				ref := loadRef(t, filepath.Join(dir, set.trace+"-window-"+set.window, p+".json"))
+				if ref.Window == nil {
+					t.Fatal("the reference has no window")
+				}
+				res := runRef(t, filepath.Join(dir, set.trace+".trace"), filepath.Join(dir, "throughputs.json"), p, ref)
+				compareJobs(t, res, ref, 2)
+				if math.Abs(res.EndS-ref.EndS) > 1e-6 || math.Abs(res.Utilization-ref.Utilization) > 1e-9 {
+					t.Errorf("end %.3f s, utilisation %.6f; Gavel: end %.3f s, utilisation %.6f", res.EndS, res.Utilization, ref.EndS, ref.Utilization)
+				}
+				if math.Abs(res.MeanJCTS-ref.MeanJCTS) > 1e-6*ref.MeanJCTS {
+					t.Errorf("window mean JCT %.3f s, Gavel %.3f s", res.MeanJCTS, ref.MeanJCTS)
+				}
+				full := loadRef(t, filepath.Join(dir, set.trace, p+".json"))
+				t.Logf("window %s: end %.2f h (Gavel %.2f h), utilisation %.3f (Gavel %.3f); the whole trace ends at %.2f h, utilisation %.3f",
+					set.window, res.EndS/3600, ref.EndS/3600, res.Utilization, ref.Utilization, full.EndS/3600, full.Utilization)
 			})
 		}
 	}

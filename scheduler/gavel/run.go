@@ -95,13 +95,20 @@ func (s *simulator) loop(ctx context.Context, tp *Throughputs, w Workload) error
 }
 
 // finished is the loop's exit test, in Gavel's order: a window's jobs
-// done (generator), all jobs generated and done (static), or every trace
-// job done; a trace also looks at its next arrival here, and with nothing
-// running and nothing to come forces a reset, as Gavel does.
+// done (generated or trace: Gavel's is_done(jobs_to_complete), so a
+// windowed replay ends where Gavel's does, not when every job of the trace
+// has run), all jobs generated and done (static), or every trace job done;
+// a trace also looks at its next arrival here, and with nothing running
+// and nothing to come forces a reset, as Gavel does. (With a window Gavel
+// skips that bookkeeping: its clock then falls back to the trace's first
+// arrival whenever nothing runs, and it loops forever. Here the clock
+// jumps to the next arrival, as without a window.)
 func (s *simulator) finished(l *loopState) bool {
 	switch {
+	case s.cfg.Window != nil && s.windowDone():
+		return true
 	case l.g != nil && s.cfg.Window != nil:
-		return s.windowDone()
+		return false
 	case l.g != nil:
 		return l.g.NumJobs() > 0 && l.remaining <= 0
 	case l.remaining == 0:

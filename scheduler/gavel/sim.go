@@ -22,8 +22,9 @@ type Config struct {
 	RoundS    float64 // round length (Gavel's 360 s by default)
 	MinResetS float64 // allocation recomputed at most this often (1920 s)
 	Seed      uint64  // Gavel's --seed: fifo's RNG is seeded with it, the type shuffler with seed+5
-	// Window, when set, ends a generated run once jobs First..Last have
-	// completed (Gavel's jobs_to_complete) and is what the results average.
+	// Window, when set, ends a run (generated or a trace) once jobs
+	// First..Last have completed (Gavel's jobs_to_complete) and is what
+	// the results average.
 	Window *Window
 	// Check verifies the invariants every round (no type over capacity,
 	// no worker twice, allocation rows ≤ 1 for the non-FIFO policies).
