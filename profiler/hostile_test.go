@@ -201,3 +201,26 @@ func TestOpenRegularFile_RefusesWhatIsNotAFile(t *testing.T) {
 		t.Fatal("blocked opening a FIFO")
 	}
 }
+
+// A job naming as its emulated GPU what the reader refuses as a type name
+// gets a profile without gpu.type, which its readers accept.
+func TestRun_RefusedEmulatedGPUTypeIsLeftOut(t *testing.T) {
+	var n atomic.Int64
+	line := func(runner.Limits) string {
+		i := n.Add(1)
+		return fmt.Sprintf(`{"iter":%d,"samples":4,"data_wait_s":0.001,"step_s":0.01,"ts":%f,"emulated":true,"emulated_gpu":"a \u001b[2J b"}`, i, 1.7e9+float64(i)*0.04)
+	}
+	fr := &fakeRunner{rate: trueRate, garbage: line}
+	cfg := baseConfig(t, fr)
+	cfg.CPUs, cfg.MemLimits = []float64{1, 2}, nil
+	p, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.GPU.Type != "" || len(p.MeasuredOK()) != 2 || !strings.Contains(strings.Join(p.Warnings, "\n"), "gpu.type left empty: gpu.type") {
+		t.Errorf("gpu.type = %q, %d points measured, warnings %q; want both measured and the type left out, saying why", p.GPU.Type, len(p.MeasuredOK()), p.Warnings)
+	}
+	if _, err := sensitivity.Load(cfg.Out); err != nil {
+		t.Errorf("the saved profile is refused by its reader: %v", err)
+	}
+}

@@ -40,7 +40,10 @@ type sweep struct {
 	// emulatedGPUs are the GPU types the emulated steps stood for
 	// (the stream's emulated_gpu), in the order first seen.
 	emulatedGPUs []string
-	warnings     []string
+	// refusedGPUType is an emulated_gpu the profile's reader refused as
+	// gpu.type (save): not recorded again.
+	refusedGPUType string
+	warnings       []string
 	jobState
 
 	started  time.Time   // when this Run began
@@ -210,6 +213,12 @@ func (s *sweep) failRefused(err error) bool {
 		// makes them again from what is left.
 		s.prof.Fit = nil
 		s.prof.Cells = slices.DeleteFunc(s.prof.Cells, func(c sensitivity.Cell) bool { return !c.Measured })
+		return true
+	}
+	if fe.Field == "gpu.type" && s.prof.GPU.Type != "" {
+		// The job's emulated_gpu, which the reader refuses as a type name.
+		s.warnf("gpu.type left empty: %s", fe.Error())
+		s.refusedGPUType, s.prof.GPU.Type = s.prof.GPU.Type, ""
 		return true
 	}
 	var i int
@@ -479,8 +488,8 @@ func (s *sweep) totalHint() string {
 // a sweep whose points emulated two types records none and warns.
 func (s *sweep) noteEmulatedGPU(its []jobcontract.Iteration) {
 	for _, it := range its {
-		if it.EmulatedGPU == "" || slices.Contains(s.emulatedGPUs, it.EmulatedGPU) {
-			continue
+		if it.EmulatedGPU == "" || len(s.emulatedGPUs) >= 2 || slices.Contains(s.emulatedGPUs, it.EmulatedGPU) {
+			continue // two are enough to leave gpu.type empty: a job naming a new type each line costs nothing more
 		}
 		s.emulatedGPUs = append(s.emulatedGPUs, it.EmulatedGPU)
 		if len(s.emulatedGPUs) == 2 {
@@ -500,7 +509,7 @@ func (s *sweep) finish() {
 			p.GPU.Note += "; the probe's loader-only mode: " + s.emulatedLabel
 		}
 	}
-	if p.GPU.Mode == sensitivity.GPUModeEmulated && p.GPU.Type == "" && len(s.emulatedGPUs) == 1 {
+	if p.GPU.Mode == sensitivity.GPUModeEmulated && p.GPU.Type == "" && len(s.emulatedGPUs) == 1 && s.emulatedGPUs[0] != s.refusedGPUType {
 		p.GPU.Type = s.emulatedGPUs[0]
 	}
 	s.noteFootprint()
