@@ -493,7 +493,7 @@ func (s *sweep) noteEmulatedGPU(its []jobcontract.Iteration) {
 		}
 		s.emulatedGPUs = append(s.emulatedGPUs, it.EmulatedGPU)
 		if len(s.emulatedGPUs) == 2 {
-			s.warnf("the job's emulated steps stood for two GPU types (%s): gpu.type is left empty", strings.Join(s.emulatedGPUs, ", "))
+			s.warnf("the job's emulated steps stood for two GPU types (%q and %q): gpu.type is left empty", s.emulatedGPUs[0], s.emulatedGPUs[1])
 		}
 	}
 }

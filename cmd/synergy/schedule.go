@@ -251,7 +251,7 @@ func printSchedule(w io.Writer, res *scheduleResult) error {
 		fmt.Fprintf(w, "%s: %s; GPU-proportional share %s CPUs and %s per GPU\n", res.Cluster, how, fnum(res.FairShare.CPUs), gbText(res.FairShare.MemBytes))
 	}
 	for _, warn := range res.Warnings {
-		fmt.Fprintln(w, "warning:", warn)
+		fmt.Fprintln(printable{w}, "warning:", warn)
 	}
 	if len(res.Placements) > 0 {
 		t := newTable(w)

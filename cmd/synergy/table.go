@@ -32,7 +32,7 @@ func printMatrix(w io.Writer, p *sensitivity.Profile) error {
 		return err
 	}
 	for _, warn := range p.Warnings {
-		fmt.Fprintln(w, "warning:", warn)
+		fmt.Fprintln(printable{w}, "warning:", warn)
 	}
 	return nil
 }

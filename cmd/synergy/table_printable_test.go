@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/synergy-sched/synergy/sensitivity/sensitivitytest"
 )
 
 // A table shows a name's control characters escaped: a server called
@@ -52,5 +54,19 @@ func TestSchedule_RefusesOverBoundFiles(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// A profile's warnings can quote what a job wrote: matrix show prints them
+// with their control characters escaped too.
+func TestPrintMatrix_EscapesWarnings(t *testing.T) {
+	p := sensitivitytest.Demo("demo")
+	p.Warnings = append(p.Warnings, "the job said \x1b]0;pwned\a")
+	var out bytes.Buffer
+	if err := printMatrix(&out, p); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); strings.ContainsAny(s, "\x1b\a") || !strings.Contains(s, `warning: the job said \x1b]0;pwned\x07`) {
+		t.Errorf("warning not escaped:\n%s", s)
 	}
 }
