@@ -194,7 +194,7 @@ const maxTimelineFileBytes = 512 << 20
 // eachJSONLine calls fn with every line of a JSON-lines file as a map of
 // its numeric values (booleans as 0/1, an RFC 3339 "time" as Unix seconds).
 func eachJSONLine(path string, fn func(line int, m map[string]float64) error) error {
-	f, _, err := safefile.Open(path, maxTimelineFileBytes, "timeline")
+	f, _, err := safefile.OpenNoFollow(path, maxTimelineFileBytes, "timeline")
 	if err != nil {
 		return err
 	}

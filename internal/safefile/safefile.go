@@ -110,7 +110,23 @@ func (d *Dir) WriteFile(name string, data []byte, perm os.FileMode) error {
 // and so is a larger file, by its size, before anything is read; what
 // ("profile", "cluster") names the file in the errors.
 func Open(path string, max int64, what string) (*os.File, int64, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	return open(path, max, what, 0)
+}
+
+// OpenNoFollow is Open refusing a symlink at path's last element: for a
+// file whose name a profile records in a directory others may write (a
+// timeline), so that a planted link does not make the reader's user read
+// another file.
+func OpenNoFollow(path string, max int64, what string) (*os.File, int64, error) {
+	f, size, err := open(path, max, what, syscall.O_NOFOLLOW)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, 0, fmt.Errorf("%s is a symlink, not a %s file (not followed)", path, what)
+	}
+	return f, size, err
+}
+
+func open(path string, max int64, what string, flags int) (*os.File, int64, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|flags, 0)
 	if err != nil {
 		return nil, 0, err
 	}

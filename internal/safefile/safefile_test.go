@@ -164,3 +164,22 @@ func TestReadFile_ReadsWithinTheBound(t *testing.T) {
 		t.Errorf("ReadFile one byte over: %v", err)
 	}
 }
+
+func TestOpenNoFollow_RefusesASymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "t")
+	os.WriteFile(target, []byte("x"), 0o600)
+	link := filepath.Join(dir, "l.samples.jsonl")
+	os.Symlink(target, link)
+	if f, _, err := OpenNoFollow(link, 1<<20, "timeline"); err == nil || !strings.Contains(err.Error(), link+" is a symlink, not a timeline file") {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("OpenNoFollow(symlink): %v", err)
+	}
+	f, size, err := OpenNoFollow(target, 1<<20, "timeline")
+	if err != nil || size != 1 {
+		t.Fatalf("OpenNoFollow(file): %v", err)
+	}
+	f.Close()
+}
