@@ -122,11 +122,8 @@ func (s *simulator) complete(r running, roundStart float64) {
 			done = append(done, m)
 		}
 	}
-	for _, e := range s.entries {
-		if e.key == r.key {
-			e.timeSoFar[t] += exec
-			break
-		}
+	if e := s.byKey[r.key]; e != nil {
+		e.timeSoFar[t] += exec
 	}
 	s.wtime[t] += exec
 	for _, w := range r.workers {
@@ -241,7 +238,7 @@ func (s *simulator) placeType(t int, jobs []*entry, prev map[ckey]assignment, p 
 			}
 		}
 		for _, e := range jobs {
-			if _, ok := s.alloc[e.key]; sfOf(e) != sf || !ok {
+			if sfOf(e) != sf || e.row == nil { // no row in s.alloc
 				continue
 			}
 			var ids []int

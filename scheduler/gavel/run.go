@@ -206,12 +206,8 @@ func (s *simulator) dispatch(l *loopState) error {
 		}
 	}
 	s.cur = out
-	byKey := map[ckey]*entry{}
-	for _, e := range s.entries {
-		byKey[e.key] = e
-	}
 	for _, a := range out {
-		steps, fin, err := s.stepsAndFinish(byKey[a.key], s.wtype[a.workers[0]])
+		steps, fin, err := s.stepsAndFinish(s.byKey[a.key], s.wtype[a.workers[0]])
 		if err != nil {
 			return err
 		}

@@ -3,7 +3,6 @@ package gavel
 import (
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 )
@@ -133,6 +132,7 @@ type simulator struct {
 	jobs               map[int]*jobState
 	active             []int    // active job ids, ascending
 	entries            []*entry // in Gavel's priority-dict order
+	byKey              map[ckey]*entry
 	packing            PackingPolicy
 	alloc              map[ckey][]float64
 	last               float64 // last reset time
@@ -152,7 +152,7 @@ func newSimulator(cfg Config, p Policy) *simulator {
 	if cfg.MinResetS == 0 {
 		cfg.MinResetS = DefaultMinResetS
 	}
-	s := &simulator{cfg: cfg, policy: p, types: cfg.Cluster.sortedTypes(), jobs: map[int]*jobState{},
+	s := &simulator{cfg: cfg, policy: p, types: cfg.Cluster.sortedTypes(), jobs: map[int]*jobState{}, byKey: map[ckey]*entry{},
 		alloc: map[ckey][]float64{}, shuffler: NewPyRandom(cfg.Seed + 5), res: &Result{}}
 	idx := map[string]int{}
 	for i, t := range s.types {
@@ -242,6 +242,7 @@ func (s *simulator) newEntry(k ckey, time0 float64) *entry {
 	}
 	e.row = s.alloc[k]
 	s.entries = append(s.entries, e)
+	s.byKey[k] = e
 	return e
 }
 
@@ -254,6 +255,8 @@ func (s *simulator) removeJob(id int, failed bool) {
 	for _, e := range s.entries {
 		if e.key.a != id && e.key.b != id {
 			kept = append(kept, e)
+		} else {
+			delete(s.byKey, e.key)
 		}
 	}
 	s.entries = kept
@@ -299,8 +302,8 @@ func (s *simulator) resetTimeRunSoFar() {
 		for _, e := range s.entries {
 			received := e.timeSoFar[t] - half
 			should := 0.0
-			if row, ok := s.alloc[e.key]; ok {
-				should = row[t] * elapsed
+			if e.row != nil { // s.alloc[e.key]
+				should = e.row[t] * elapsed
 			}
 			e.deficit[t] += should - received
 			e.timeSoFar[t] = half
@@ -378,34 +381,36 @@ func (s *simulator) updatePriorities() error {
 		s.allocs++
 		s.needUpd = false
 	}
-	for t := range s.types {
-		for _, e := range s.entries {
-			frac := 0.0
-			if s.wtime[t] != 0 {
-				frac = e.timeSoFar[t] / s.wtime[t]
-			}
-			row, ok := e.row, e.row != nil
-			if !ok {
-				e.priority[t] = 0
-				continue
-			}
-			zero := false
-			for _, v := range e.tput[t] {
-				zero = zero || v == 0
-			}
-			p := row[t] * neverRunPriorityMult
-			switch {
-			case row[t] == 0:
-				p = 0
-			case zero:
-				p = 0
-			case frac > 0:
-				p = row[t] / frac
-			}
-			e.priority[t] = p
+	for _, e := range s.entries {
+		for t := range s.types {
+			e.priority[t] = s.priority(e, t)
 		}
 	}
 	return nil
+}
+
+// priority is an entry's priority on type t: its allocation over the
+// share of the type's time it received since the reset (allocation × 1e9
+// if none), 0 without an allocation on t or with a member that cannot run
+// on t. Most entries of a packing policy have no allocation: those are
+// settled before the share is computed.
+func (s *simulator) priority(e *entry, t int) float64 {
+	if e.row == nil || e.row[t] == 0 {
+		return 0
+	}
+	for _, v := range e.tput[t] {
+		if v == 0 {
+			return 0
+		}
+	}
+	frac := 0.0
+	if s.wtime[t] != 0 {
+		frac = e.timeSoFar[t] / s.wtime[t]
+	}
+	if frac > 0 {
+		return e.row[t] / frac
+	}
+	return e.row[t] * neverRunPriorityMult
 }
 
 type queueKey struct {
@@ -413,27 +418,19 @@ type queueKey struct {
 	idx                       int32
 }
 
-// cmpDesc orders a before b when a > b.
-func cmpDesc(a, b float64) int {
-	if a > b {
-		return -1
-	}
-	return 1
-}
-
-type queued struct {
-	e                         *entry
-	t                         int
-	prio, deficit, allocation float64
-}
-
 // selectJobs is Gavel's _schedule_jobs_on_workers_helper: per type in
 // order, entries by decreasing (priority, deficit, allocation), greedily
 // while GPUs of the type remain, no job twice (alone or in a pair).
+// Entries come off a heap in that order (ties by position, as Gavel's
+// stable sort keeps them) only until the type's GPUs are gone: a packing
+// policy has an entry per pair of jobs, hundreds of thousands, of which a
+// round takes a few.
 func (s *simulator) selectJobs(order []int) [][]*entry {
 	left := append([]int(nil), s.workers...)
-	q := make([]queued, 0, len(order)*len(s.entries))
-	keys := make([]queueKey, len(s.entries))
+	keys := make(queueHeap, len(s.entries))
+	fifo := strings.HasPrefix(s.policy.Name(), "FIFO")
+	done := map[int]bool{}
+	sched := make([][]*entry, len(s.types))
 	for _, t := range order {
 		for i, e := range s.entries {
 			a := 0.0
@@ -442,44 +439,78 @@ func (s *simulator) selectJobs(order []int) [][]*entry {
 			}
 			keys[i] = queueKey{e.priority[t], e.deficit[t], a, int32(i)}
 		}
-		// A stable sort by (priority, deficit, allocation), all decreasing: an unstable sort
-		// with the entry's position as the last key gives the same order, on pointer-free
-		// keys (packing policies have an entry per pair of jobs: tens of thousands).
-		slices.SortFunc(keys, func(a, b queueKey) int {
-			switch {
-			case a.prio != b.prio:
-				return cmpDesc(a.prio, b.prio)
-			case a.deficit != b.deficit:
-				return cmpDesc(a.deficit, b.deficit)
-			case a.allocation != b.allocation:
-				return cmpDesc(a.allocation, b.allocation)
+		keys.init()
+		for len(keys) > 0 && left[t] > 0 {
+			k := keys.pop()
+			e := s.entries[k.idx]
+			skip := false
+			for i, m := range e.key.members() {
+				skip = skip || done[m] || e.tput[t][i] <= 0
 			}
-			return int(a.idx - b.idx)
-		})
-		for _, k := range keys {
-			q = append(q, queued{s.entries[k.idx], t, k.prio, k.deficit, k.allocation})
+			sf := s.jobs[e.key.a].job.ScaleFactor
+			if skip || (fifo && k.prio <= 0) || sf > left[t] {
+				continue
+			}
+			left[t] -= sf
+			for _, m := range e.key.members() {
+				done[m] = true
+			}
+			sched[t] = append(sched[t], e)
 		}
-	}
-	fifo := strings.HasPrefix(s.policy.Name(), "FIFO")
-	done := map[int]bool{}
-	sched := make([][]*entry, len(s.types))
-	for _, x := range q {
-		if left[x.t] == 0 {
-			continue
-		}
-		skip := false
-		for i, m := range x.e.key.members() {
-			skip = skip || done[m] || x.e.tput[x.t][i] <= 0
-		}
-		sf := s.jobs[x.e.key.a].job.ScaleFactor
-		if skip || (fifo && x.prio <= 0) || sf > left[x.t] {
-			continue
-		}
-		left[x.t] -= sf
-		for _, m := range x.e.key.members() {
-			done[m] = true
-		}
-		sched[x.t] = append(sched[x.t], x.e)
+		keys = keys[:cap(keys)]
 	}
 	return sched
+}
+
+// queueHeap is a binary heap of queue keys, the first in selection order
+// at the top.
+type queueHeap []queueKey
+
+// before is the selection order: priority, deficit, allocation, all
+// decreasing, then position.
+func (a queueKey) before(b queueKey) bool {
+	switch {
+	case a.prio != b.prio:
+		return a.prio > b.prio
+	case a.deficit != b.deficit:
+		return a.deficit > b.deficit
+	case a.allocation != b.allocation:
+		return a.allocation > b.allocation
+	}
+	return a.idx < b.idx
+}
+
+func (h queueHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *queueHeap) pop() queueKey {
+	old := *h
+	top := old[0]
+	n := len(old) - 1
+	old[0] = old[n]
+	*h = old[:n]
+	h.down(0)
+	return top
+}
+
+func (h queueHeap) down(i int) {
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && h[r].before(h[l]) {
+			m = r
+		}
+		if !h[m].before(h[i]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
 }
