@@ -23,11 +23,6 @@ type ClusterSpec struct {
 	GPUsPerServer []int
 }
 
-// PhysicalCluster is Gavel's physical cluster: 8 V100, 16 P100, 24 K80.
-func PhysicalCluster() ClusterSpec {
-	return ClusterSpec{Types: DefaultTypes, GPUs: []int{8, 16, 24}, GPUsPerServer: []int{1, 1, 1}}
-}
-
 // ParseClusterSpec reads "8:16:24" (GPUs of v100, p100, k80, as Gavel's
 // -c) or "a100=8:l40s=16" (free-form types, in priority order). A
 // per-server spec (perServer, may be empty) has the same shape.

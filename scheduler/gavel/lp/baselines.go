@@ -1,9 +1,6 @@
 package lp
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
 // throughputsFor returns the throughput matrix the named policy optimises over: the jobs' own
 // rows for the heterogeneity-aware (_perf) policies, and the agnostic rewrite otherwise.
@@ -119,20 +116,4 @@ func isolatedThroughputs(t [][]float64, p *Problem) []float64 {
 		out[m] = tp
 	}
 	return out
-}
-
-// IsolatedThroughputs returns, per job of p, the isolated-allocation throughput that the named
-// finish-time-fairness policy normalises by (after its agnostic rewrite). Callers keep Gavel's
-// cumulative isolated time with it: after each solve, for every job still active at the next,
-// CumulativeIsolatedTime += (remaining steps then − remaining steps now) / this value (see
-// FTFTracker).
-func IsolatedThroughputs(policy string, p Problem, opts Options) ([]float64, error) {
-	if policy != FinishTimeFairness && policy != FinishTimeFairnessPerf {
-		return nil, fmt.Errorf("lp: isolated throughputs are defined for %s and %s, not %q",
-			FinishTimeFairness, FinishTimeFairnessPerf, policy)
-	}
-	if err := validate(&p, policy, opts); err != nil {
-		return nil, err
-	}
-	return isolatedThroughputs(throughputsFor(policy, &p, opts), &p), nil
 }
