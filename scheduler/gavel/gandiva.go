@@ -33,9 +33,22 @@ func (g *gandivaPolicy) AllocatePacked(s *State, pairs []PairState) (Allocation,
 	for i := range s.Jobs {
 		jobs[s.Jobs[i].ID] = &s.Jobs[i]
 	}
+	// Only the pairs already assigned are looked up (forget).
 	pairTput := map[[2]int][][2]float64{}
+	for _, c := range g.assigned {
+		if c.pair[1] >= 0 {
+			pairTput[c.pair] = nil
+		}
+	}
 	for _, p := range pairs {
-		pairTput[[2]int{p.A, p.B}] = p.Throughput
+		if _, want := pairTput[[2]int{p.A, p.B}]; want {
+			pairTput[[2]int{p.A, p.B}] = p.Throughput
+		}
+	}
+	for k, tp := range pairTput {
+		if tp == nil {
+			delete(pairTput, k)
+		}
 	}
 	g.forget(jobs, pairTput)
 	requested, available := 0, 0
@@ -67,9 +80,11 @@ func (g *gandivaPolicy) AllocatePacked(s *State, pairs []PairState) (Allocation,
 	for _, j := range s.Jobs {
 		single[j.ID] = make([]float64, len(s.Types))
 	}
-	packed := map[[2]int][]float64{}
+	packed := make(map[[2]int][]float64, len(pairs))
+	rows := make([]float64, len(pairs)*len(s.Types))
 	for _, p := range pairs {
-		packed[[2]int{p.A, p.B}] = make([]float64, len(s.Types))
+		packed[[2]int{p.A, p.B}] = rows[:len(s.Types):len(s.Types)]
+		rows = rows[len(s.Types):]
 	}
 	m := float64(len(combos))
 	for _, c := range combos {

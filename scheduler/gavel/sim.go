@@ -317,12 +317,21 @@ func (s *simulator) resetTimeRunSoFar() {
 // a packing policy, their pairs).
 func (s *simulator) allocate() (map[ckey][]float64, error) {
 	st := s.state()
-	out := map[ckey][]float64{}
 	if s.packing != nil {
-		var pairs []PairState
+		// One backing array for every pair's throughputs: a packing
+		// policy sees hundreds of thousands of pairs.
+		nt, n := len(s.types), 0
 		for _, e := range s.entries {
 			if e.key.isPair() {
-				p := PairState{A: e.key.a, B: e.key.b, Throughput: make([][2]float64, len(s.types))}
+				n++
+			}
+		}
+		back := make([][2]float64, nt*n)
+		pairs := make([]PairState, 0, n)
+		for _, e := range s.entries {
+			if e.key.isPair() {
+				p := PairState{A: e.key.a, B: e.key.b, Throughput: back[:nt:nt]}
+				back = back[nt:]
 				for t := range s.types {
 					p.Throughput[t] = [2]float64{e.tput[t][0], e.tput[t][1]}
 					if e.seen != nil {
@@ -336,6 +345,7 @@ func (s *simulator) allocate() (map[ckey][]float64, error) {
 		if err != nil {
 			return nil, err
 		}
+		out := make(map[ckey][]float64, len(a)+len(pa))
 		for id, row := range a {
 			out[single(id)] = row
 		}
@@ -348,6 +358,7 @@ func (s *simulator) allocate() (map[ckey][]float64, error) {
 	if err != nil {
 		return nil, err
 	}
+	out := make(map[ckey][]float64, len(a))
 	for id, row := range a {
 		out[single(id)] = row
 	}
