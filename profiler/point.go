@@ -539,7 +539,7 @@ func (s *sweep) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 	cell.SamplesPerS = m.est.SamplesPerS
 	cell.SamplesPerSCI95 = m.est.HalfWidth
 	stats.PassBoundaries, stats.EpochOverheadS = m.est.PassBoundaries, m.est.EpochOverheadS
-	if n := m.est.Iterations; n < cfg.MinIterations {
+	if n := len(m.window); n < cfg.MinIterations { // the window's iterations, the first anchoring time
 		stats.Unconverged = fmt.Sprintf("%d iterations measured, below the minimum of %d (stopped: %s)", n, cfg.MinIterations, stopReason)
 		s.warnf("%s: only %d iterations measured (stopped: %s), below the minimum of %d (--min-iterations): the figure and its interval are not converged; give the point more time (--point-timeout)",
 			pt.label(), n, stopReason, cfg.MinIterations)

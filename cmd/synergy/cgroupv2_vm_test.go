@@ -77,7 +77,7 @@ func setUpVM(t *testing.T) *vmSetup {
 	if err := os.WriteFile(s.jobSh, []byte(jobCgroupScript), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	vm.Run(t, "sh", "-c", `set -e; mkdir -p "$1"; test -d "$1/data" || "$2" gen --dir "$1/data" --bytes 24MiB --preset image --seed 1 >/dev/null`,
+	vm.Run(t, "sh", "-c", `set -e; mkdir -p "$1"; rm -rf "$1"/*.json "$1"/*.logs "$1"/*.timeline; test -d "$1/data8" || "$2" gen --dir "$1/data8" --bytes 8MiB --preset image --seed 1 >/dev/null`,
 		"sh", vmWork, s.synthtrain)
 	s.assertClean(t, "before the test")
 	return s
@@ -86,16 +86,17 @@ func setUpVM(t *testing.T) *vmSetup {
 // profileArgs are synergy profile's arguments for a 2 CPU counts × (one
 // memory limit + unlimited) grid of the image preset, every cell measured.
 func (s *vmSetup) profileArgs(name string, extra ...string) []string {
-	args := []string{s.synergy, "profile", "--strategy", "grid", "--cpus", "1,2", "--mem-limits", "96MiB",
-		"--disk-read-bps", fmt.Sprint(vmReadBPS), "--stall-breakdown=false", "-b", "16", "--data", vmWork + "/data",
-		"--max-iterations", "60", "--point-timeout", "90s", "--job-name", name, "--out", vmWork + "/" + name + ".json"}
+	args := []string{s.synergy, "profile", "--strategy", "grid", "--cpus", "1,2", "--mem-limits", "64MiB",
+		"--disk-read-bps", fmt.Sprint(vmReadBPS), "--stall-breakdown=false", "-b", "8", "--data", vmWork + "/data8",
+		"--max-iterations", "24", "--min-iterations", "10", "--warmup", "2", "--point-timeout", "120s",
+		"--job-name", name, "--out", vmWork + "/" + name + ".json"}
 	args = append(args, extra...)
 	return append(args, "--", "/bin/sh", s.jobSh, s.synthtrain, "--preset", "image")
 }
 
 // leftovers lists the synergy units, cgroups and processes left in the VM.
 func (s *vmSetup) leftovers(ctx context.Context) (string, error) {
-	out, _, err := s.vm.Exec(ctx, "sh", "-c", `systemctl list-units --all --plain --no-legend 'synergy*'
+	out, _, err := s.vm.Exec(ctx, "sh", "-c", `systemctl list-units --all --plain --no-legend 'synergy-*.scope' 'synergy.slice'
 find /sys/fs/cgroup -name 'synergy*' -type d
 pgrep -a -x synthtrain
 pgrep -a -x synergy
@@ -129,10 +130,10 @@ func (s *vmSetup) checkProfile(t *testing.T, name string, wantPath *regexp.Regex
 	if len(p.Cells) != 4 || len(p.MeasuredOK()) != 4 {
 		t.Fatalf("profile has %d cells, %d measured; want the 2×2 grid measured", len(p.Cells), len(p.MeasuredOK()))
 	}
-	rate := map[float64]float64{}
+	rate, cores := map[float64]float64{}, map[float64]float64{}
 	for _, c := range p.Cells {
 		if c.MemLimitBytes == 0 {
-			rate[c.CPUs] = c.SamplesPerS
+			rate[c.CPUs], cores[c.CPUs] = c.SamplesPerS, c.Stats.CPUCoresMean
 		}
 		log := s.vm.Run(t, "cat", fmt.Sprintf("%s/%s.logs/cpus%g-mem%s.log", vmWork, name, c.CPUs, units.FormatMemLimit(c.MemLimitBytes)))
 		got := map[string]string{}
@@ -159,11 +160,19 @@ func (s *vmSetup) checkProfile(t *testing.T, name string, wantPath *regexp.Regex
 			t.Errorf("cell cpus=%g: the job ran in cgroup %q, want one matching %s", c.CPUs, got["path"], wantPath)
 		}
 	}
-	if rate[1] <= 0 || rate[2] < 1.6*rate[1] {
-		t.Errorf("image job, memory unlimited: %.1f samples/s at 2 cores, %.1f at 1 (%.2fx); want at least 1.6x",
-			rate[2], rate[1], rate[2]/rate[1])
+	// The CPU-bound image job uses the cores its point gives it, as its
+	// own cgroup counts them: never more than one at 1 core (the quota
+	// and the one-CPU cpuset hold), well over one at 2. (Its samples/s
+	// scale too on a quiet host, but this VM is emulated (docs/vm.md): its
+	// two vCPUs are two threads of a 2-core host whose other work, the
+	// rest of the test suite, takes their time unseen by the guest, so
+	// throughput is logged, not checked, here.)
+	if cores[1] <= 0 || cores[1] > 1.1 || cores[2] < 1.3 {
+		t.Errorf("image job, memory unlimited: its cgroup used %.2f cores at 1 core and %.2f at 2; want at most 1.1 and at least 1.3",
+			cores[1], cores[2])
 	}
-	t.Logf("%s: 1 core %.1f, 2 cores %.1f samples/s; the job's cgroup e.g. %s", name, rate[1], rate[2], p.Host.CgroupPlacement)
+	t.Logf("%s: 1 core %.1f samples/s on %.2f cores, 2 cores %.1f on %.2f (%.2fx); %s", name, rate[1], cores[1], rate[2], cores[2],
+		rate[2]/rate[1], p.Host.CgroupPlacement)
 }
 
 var (
@@ -173,9 +182,11 @@ var (
 )
 
 // nestedShell runs args from a shell moved into /process_api/7, a cgroup
-// whose parent gives it only the memory controller, as on the GPU server.
+// whose parent gives it only the memory controller, while the root gives
+// its children every controller, as on the GPU server.
 func nestedShell(args ...string) []string {
 	return append([]string{"sh", "-c", `set -e
+echo "+cpuset +cpu +io +memory +pids" > /sys/fs/cgroup/cgroup.subtree_control
 d=/sys/fs/cgroup/process_api
 mkdir -p $d/7
 echo +memory > $d/cgroup.subtree_control

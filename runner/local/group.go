@@ -207,8 +207,8 @@ func (g *v2Group) remove() error {
 // readProcs lists the pids in dir/cgroup.procs; a removed group is empty.
 func readProcs(dir string) ([]int, error) {
 	f, err := os.Open(filepath.Join(dir, "cgroup.procs"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENODEV) {
+		return nil, nil // removed, or being removed
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list processes of cgroup %s: %w", dir, err)
@@ -225,7 +225,9 @@ func readProcs(dir string) ([]int, error) {
 			pids = append(pids, pid)
 		}
 	}
-	if err := s.Err(); err != nil {
+	if err := s.Err(); errors.Is(err, unix.ENODEV) {
+		return nil, nil // removed while being read
+	} else if err != nil {
 		return nil, fmt.Errorf("list processes of cgroup %s: %w", dir, err)
 	}
 	return pids, nil
@@ -257,8 +259,8 @@ func rmdirWhenEmpty(dir string) error {
 	var err error
 	for range emptyPollTries {
 		err = unix.Rmdir(dir)
-		if err == nil || errors.Is(err, unix.ENOENT) {
-			return nil
+		if err == nil || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV) {
+			return nil // removed (by systemd, for a scope's cgroups) or being removed
 		}
 		if !errors.Is(err, unix.EBUSY) {
 			break

@@ -175,11 +175,10 @@ func (sc *scope) remove() error {
 	if sc.unit == "" {
 		return errors.Join(errs...)
 	}
-	pinDir := filepath.Join(sc.dir, scopePinDir)
-	if err := killUntilEmpty(func() ([]int, error) { return readProcs(pinDir) }); err != nil {
-		errs = append(errs, err)
-	}
-	if err := rmdirWhenEmpty(pinDir); err != nil {
+	// The pin is reaped, so the scope is empty and systemd is stopping it
+	// and removing its cgroups, racing these removals (which tolerate a
+	// cgroup gone or going).
+	if err := rmdirWhenEmpty(filepath.Join(sc.dir, scopePinDir)); err != nil {
 		errs = append(errs, err)
 	}
 	if err := sc.sd.stopUnit(sc.unit); err != nil {
