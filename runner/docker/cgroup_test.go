@@ -50,10 +50,16 @@ func TestCgroupPaths(t *testing.T) {
 			want: map[string]string{"memory": "/cg/memory" + id, "cpu": "/cg/cpu,cpuacct" + id, "cpuacct": "/cg/cpu,cpuacct" + id},
 		},
 		{
-			name: "v2 unified",
+			name: "v2 unified, Docker's systemd cgroup driver",
 			proc: "0::/system.slice/docker-0123abcd.scope\n",
 			mnts: "29 20 0:29 / /cg rw - cgroup2 cgroup2 rw\n",
 			want: map[string]string{cgroupfs.KeyUnified: "/cg/system.slice/docker-0123abcd.scope"},
+		},
+		{
+			name: "v2 unified, Docker's cgroupfs cgroup driver",
+			proc: "0::" + id + "\n",
+			mnts: "29 20 0:29 / /cg rw,nsdelegate,memory_recursiveprot - cgroup2 cgroup2 rw\n",
+			want: map[string]string{cgroupfs.KeyUnified: "/cg" + id},
 		},
 		{name: "garbage", proc: "nonsense\n", mnts: mounts("memory"), bad: true},
 		{name: "no memory, no unified", proc: "1:cpu:/x\n", mnts: mounts("cpu"), bad: true},
