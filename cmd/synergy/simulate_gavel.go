@@ -38,6 +38,7 @@ const (
 	gvFlagPrices       = "prices"
 	gvFlagEntities     = "gavel-entities"
 	gvFlagFromProfiles = "throughputs-from-profiles"
+	gvFlagProfileFrac  = "gavel-profiling-fraction"
 )
 
 func gavelFlags() []cli.Flag {
@@ -56,6 +57,7 @@ func gavelFlags() []cli.Flag {
 		&cli.StringFlag{Name: gvFlagPrices, Usage: "Gavel mode: price file (JSON: hourly price per GPU of each type, optionally changing over time; docs/gavel.md): each job's cost and the total in the results, and the prices max_sum_throughput_normalized_by_cost_perf reads"},
 		&cli.StringFlag{Name: gvFlagEntities, Usage: "Gavel mode: entities JSON for max_min_fairness_water_filling[_perf] (entity names, weights, fairness or fifo inside, job ids; docs/gavel.md)"},
 		&cli.StringFlag{Name: gvFlagRecord, Usage: "Gavel generator: write the jobs of the (single) run as a Gavel trace"},
+		&cli.FloatFlag{Name: gvFlagProfileFrac, Usage: "Gavel mode, packing policies: each new job is profiled on this `FRACTION` (0–1) of the co-located cells and its pair throughputs are estimated by Gavel's throughput estimator (matrix completion; Gavel's --profiling_percentage); pairs still run at the file's. Default: every pair known from the file"},
 	}
 }
 
@@ -270,6 +272,13 @@ func (o *gavelOptions) parseGavelSweep(c *cli.Command) error {
 		s.Config.MaxS = h * 3600
 	}
 	s.Corrected = c.Bool(gvFlagCorrected)
+	if c.IsSet(gvFlagProfileFrac) {
+		f := c.Float(gvFlagProfileFrac)
+		if !(f > 0 && f <= 1) {
+			return badFlag(gvFlagProfileFrac, fmt.Errorf("%v: need a fraction above 0 and at most 1", f))
+		}
+		s.Estimate = &gavel.EstimatorConfig{ProfileFraction: f}
+	}
 	if p := c.String(gvFlagEntities); p != "" {
 		var err error
 		if s.Entities, err = gavel.LoadEntities(p); err != nil {

@@ -310,3 +310,55 @@ func TestSimulateGavel_CostSLOsCountViolations(t *testing.T) {
 		t.Errorf("table has no SLO column:\n%s", table)
 	}
 }
+
+// TestSimulateGavel_ProfilingFractionEstimatesPairs: with
+// --gavel-profiling-fraction, a packing policy sees pair throughputs from
+// Gavel's throughput estimator instead of the file's (the pairs still run
+// at the file's), so its schedule changes; without it, it sees the file's.
+// The trace is the synthetic one's first 40 single-GPU jobs of the types
+// that run on every GPU type (the estimator's references are such types).
+func TestSimulateGavel_ProfilingFractionEstimatesPairs(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(gavelRef, "synthetic", "continuous.trace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if f := strings.Split(l, "\t"); len(lines) < 40 && f[6] == "1" && !strings.Contains(f[0], "cnn-l") {
+			lines = append(lines, l)
+		}
+	}
+	trace := filepath.Join(t.TempDir(), "sf1.trace")
+	if err := os.WriteFile(trace, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mean := func(extra ...string) float64 {
+		t.Helper()
+		out, _, err := runCLI(t, append([]string{"simulate", "--gavel-trace", trace, "--throughputs", filepath.Join(gavelRef, "synthetic", "throughputs.json"),
+			"--cluster-spec", "4:4:4", "--policies", "max_min_fairness_packed", "--json"}, extra...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			Runs []struct {
+				Result struct {
+					NumFinished int     `json:"num_finished"`
+					MeanJCTS    float64 `json:"mean_jct_s"`
+				} `json:"result"`
+			} `json:"runs"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Runs) != 1 || r.Runs[0].Result.NumFinished != 40 {
+			t.Fatalf("%v: %v, %+v", extra, err, r)
+		}
+		return r.Runs[0].Result.MeanJCTS
+	}
+	known, estimated := mean(), mean("--gavel-profiling-fraction", "0.3")
+	t.Logf("mean JCT with the file's pairs %.1f s, with estimated pairs %.1f s", known, estimated)
+	if known == estimated {
+		t.Error("the estimated pair throughputs did not reach the policy")
+	}
+	if _, _, err := runCLI(t, "simulate", "--gavel-trace", trace, "--throughputs", filepath.Join(gavelRef, "synthetic", "throughputs.json"),
+		"--gavel-profiling-fraction", "1.5"); err == nil || !strings.Contains(err.Error(), "--gavel-profiling-fraction: 1.5: need a fraction above 0 and at most 1") {
+		t.Errorf("--gavel-profiling-fraction 1.5: error %v", err)
+	}
+}

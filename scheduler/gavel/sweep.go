@@ -54,6 +54,9 @@ type Sweep struct {
 	// Entities, when set, is the hierarchy of the water-filling policies (nil: every job its
 	// own entity).
 	Entities *Entities
+	// Estimate, when set, has packing policies see pair throughputs from Gavel's throughput
+	// estimator (Config.PairEstimator), one estimator per run seeded with the run's seed.
+	Estimate *EstimatorConfig
 }
 
 // newPolicy builds a point's policy.
@@ -97,8 +100,25 @@ func (s *Sweep) Check() error {
 		if _, err := s.workload(p); err != nil {
 			return err
 		}
+		if _, err := s.estimator(p); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// estimator is a point's throughput estimator (nil without Estimate).
+func (s *Sweep) estimator(p Point) (PairEstimator, error) {
+	if s.Estimate == nil {
+		return nil, nil
+	}
+	c := *s.Estimate
+	c.Seed = p.Seed
+	e, err := NewEstimator(s.Throughputs, c)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
 }
 
 func (s *Sweep) workload(p Point) (Workload, error) {
@@ -184,6 +204,9 @@ func (s *Sweep) run1(ctx context.Context, p Point) (*Result, error) {
 	}
 	cfg := s.Config
 	cfg.Seed = p.Seed
+	if cfg.PairEstimator, err = s.estimator(p); err != nil {
+		return nil, err
+	}
 	r, err := Run(ctx, cfg, s.Throughputs, w, pol)
 	if err != nil {
 		return nil, err
