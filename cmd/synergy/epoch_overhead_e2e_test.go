@@ -28,17 +28,16 @@ for e in 0 1 2 3; do
 	done
 done`
 
-// The time a script spends between passes is not throughput: the cell's
-// samples/s is the rate within passes (computed here from the job's own
-// stream), and the overhead is recorded beside it.
-func TestProfileE2E_TimeBetweenPassesRecordedApart(t *testing.T) {
+// profileOneCPUPoint profiles a shell script at one core, memory
+// unlimited, with extra flags, and returns the profile's path, its cell
+// (which must hold a figure) and synergy's output.
+func profileOneCPUPoint(t *testing.T, name, script string, extra ...string) (string, *sensitivity.Cell, string) {
+	t.Helper()
 	needCgroups(t)
-	data := smallDataset(t, 8)
-	dir := t.TempDir()
-	out := filepath.Join(dir, "passes.json")
-	log, code := runCLIOutput(t, "profile", "--strategy", "synergy", "--cpus", "1", "--data", data, "--stall-breakdown=false",
-		"--target-ci", "0.01", "--max-iterations", "80", "--warmup", "3", "--job-name", fmt.Sprintf("e2epasses%d", os.Getpid()),
-		"--out", out, "--", "/bin/sh", "-c", passesScript, "sh")
+	out := filepath.Join(t.TempDir(), name+".json")
+	args := append([]string{"profile", "--strategy", "synergy", "--cpus", "1", "--data", smallDataset(t, 8), "--stall-breakdown=false",
+		"--job-name", fmt.Sprintf("e2e%s%d", name, os.Getpid()), "--out", out}, extra...)
+	log, code := runCLIOutput(t, append(args, "--", "/bin/sh", "-c", script, "sh")...)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, log)
 	}
@@ -47,9 +46,17 @@ func TestProfileE2E_TimeBetweenPassesRecordedApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := p.Cell(1, 0)
-	if c == nil || c.Failure != nil || c.Stats == nil {
-		t.Fatalf("cell = %+v, want a measurement", c)
+	if c == nil || c.Failure != nil || c.Stats == nil || c.SamplesPerS <= 0 {
+		t.Fatalf("cell = %+v, want a figure\n%s", c, log)
 	}
+	return out, c, log
+}
+
+// The time a script spends between passes is not throughput: the cell's
+// samples/s is the rate within passes (computed here from the job's own
+// stream), and the overhead is recorded beside it.
+func TestProfileE2E_TimeBetweenPassesRecordedApart(t *testing.T) {
+	out, c, _ := profileOneCPUPoint(t, "passes", passesScript, "--target-ci", "0.01", "--max-iterations", "80", "--warmup", "3")
 
 	// The in-pass rate from the job's own stream: each pass's samples after
 	// its first iteration over the time from its first to its last.
@@ -93,24 +100,8 @@ func TestProfileE2E_TimeBetweenPassesRecordedApart(t *testing.T) {
 // stored and shown as unconverged, with a warning, never as a plain
 // figure.
 func TestProfileE2E_BelowMinIterationsIsUnconverged(t *testing.T) {
-	needCgroups(t)
-	data := smallDataset(t, 8)
-	out := filepath.Join(t.TempDir(), "short.json")
 	short := `for i in $(seq 0 11); do sleep 0.05; printf '\173"iter":%d,"samples":4,"data_wait_s":0.01,"step_s":0.04,"ts":%s\175\n' $i $(date +%s.%N) >> "$SYNERGY_METRICS_FILE"; done`
-	log, code := runCLIOutput(t, "profile", "--strategy", "synergy", "--cpus", "1", "--data", data, "--stall-breakdown=false",
-		"--min-iterations", "30", "--warmup", "2", "--job-name", fmt.Sprintf("e2eshort%d", os.Getpid()), "--out", out,
-		"--", "/bin/sh", "-c", short, "sh")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s", code, log)
-	}
-	p, err := sensitivity.Load(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := p.Cell(1, 0)
-	if c == nil || c.Failure != nil || c.Stats == nil || c.SamplesPerS <= 0 {
-		t.Fatalf("cell = %+v, want a figure", c)
-	}
+	_, c, log := profileOneCPUPoint(t, "short", short, "--min-iterations", "30", "--warmup", "2")
 	if !strings.Contains(c.Stats.Unconverged, "below the minimum of 30") {
 		t.Errorf("unconverged = %q, want it to say the cell is below the minimum of 30 iterations", c.Stats.Unconverged)
 	}
