@@ -476,6 +476,10 @@ func (s *sweep) settle(pt point, run *pointRun, stats *sensitivity.PointStats) {
 // exited non-zero by itself. It reports whether the stream is to be
 // measured.
 func (s *sweep) classifyEnd(pt point, run *pointRun, end pointEnd, cell *sensitivity.Cell) bool {
+	if e := end.res.Escaped; len(e) > 0 {
+		s.warnf("%s: %d process(es) of the job left its cgroup, escaping its limits, and outlived it; killed: %s",
+			pt.label(), len(e), strings.Join(e, ", "))
+	}
 	if end.err != nil {
 		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailCrashed, ExitCode: -1, Message: "runner: " + end.err.Error()}
 		return false

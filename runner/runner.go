@@ -107,6 +107,10 @@ type Result struct {
 	Stopped     bool   // ended by Handle.Stop or context cancellation
 	WallSeconds float64
 	Final       Stats // counters read just before the cgroup was removed
+	// Escaped names the processes ("PID (comm)") that left the job's
+	// cgroup and outlived it, which the runner then killed (local runner:
+	// a job running as root can move a process out of its cgroup).
+	Escaped []string
 }
 
 // Stats are a job's cgroup counters at one moment. Only the counters

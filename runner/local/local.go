@@ -106,6 +106,11 @@ func New(opts Options) (*Runner, error) {
 	if opts.Parent != "" && !strings.HasPrefix(opts.Parent, "/") {
 		return nil, fmt.Errorf("local runner: parent cgroup %q must be an absolute path inside the hierarchy (\"/synergy\")", opts.Parent)
 	}
+	if !opts.ReapOnly {
+		// Processes that leave a job's cgroup are caught as this
+		// process's orphans (escape.go); without it they are not.
+		_ = becomeSubreaper()
+	}
 	if opts.GatePath == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -462,6 +467,8 @@ func (r *Runner) launch(ctx context.Context, job runner.Job, grp group) (*handle
 		return nil, err
 	}
 	h.cmd = cmd
+	markStarted(cmd.Process.Pid)
+	h.since = startTicks(r.opts.ProcRoot, cmd.Process.Pid)
 	go func() {
 		werr := cmd.Wait()
 		h.mu.Lock()
@@ -483,6 +490,7 @@ func (r *Runner) launch(ctx context.Context, job runner.Job, grp group) (*handle
 type handle struct {
 	run     *Runner // for Update (update.go)
 	job     runner.Job
+	since   uint64 // the job's start, clock ticks after boot (escape.go)
 	grp     group
 	cmd     *exec.Cmd
 	started time.Time
@@ -701,6 +709,11 @@ func (h *handle) wait() (runner.Result, error) {
 	if killErr != nil {
 		errs = append(errs, fmt.Errorf("kill leftover processes: %w", killErr))
 	}
+	escaped, escErr := killEscaped(h.run.opts.ProcRoot, h.since)
+	if escErr != nil {
+		errs = append(errs, fmt.Errorf("kill processes that left the job's cgroup: %w", escErr))
+	}
+	unmarkStarted(h.cmd.Process.Pid)
 	h.drainOutputs()
 	final, statErr := h.grp.stats()
 	if statErr != nil {
@@ -712,6 +725,7 @@ func (h *handle) wait() (runner.Result, error) {
 		WallSeconds: h.endedAt.Sub(h.started).Seconds(),
 		Final:       final,
 		OOMKilled:   final.OOMEvents > 0,
+		Escaped:     escaped,
 	}
 	waitErr := h.waitErr
 	h.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -660,5 +661,33 @@ func TestLocal_ExplicitParent(t *testing.T) {
 		if filepath.Base(filepath.Dir(p)) != strings.TrimPrefix(parent, "/") {
 			t.Errorf("%s cgroup %s is not under %s", c, p, parent)
 		}
+	}
+}
+
+// A job running as root that moves a daemon of its own out of its cgroup
+// (into the root cgroup of every hierarchy) and exits: the daemon, a
+// double-forked sleep that ignores TERM and HUP, is killed when the job
+// ends, and the Result names it.
+func TestLocal_ProcessThatLeftTheCgroupIsKilled(t *testing.T) {
+	r := newRunner(t, local.Options{})
+	pidFile := filepath.Join(t.TempDir(), "daemon.pid")
+	script := `(trap '' TERM HUP; sleep 300 & echo $! > "$1"; for c in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
+	[ -f "$c/cgroup.procs" ] && echo $! > "$c/cgroup.procs" 2>/dev/null; done) &
+wait`
+	res, _, _ := run(t, r, runner.Job{Name: "escape", Argv: []string{"/bin/sh", "-c", script, "sh", pidFile}})
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pid <= 0 {
+		t.Fatalf("daemon pid %q", b)
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the daemon %d that left the job's cgroup outlived the job", pid)
+	}
+	if len(res.Escaped) != 1 || !strings.HasPrefix(res.Escaped[0], strconv.Itoa(pid)+" (sleep)") {
+		t.Errorf("Result.Escaped = %q, want the daemon %d (sleep)", res.Escaped, pid)
 	}
 }

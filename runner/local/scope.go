@@ -136,6 +136,7 @@ func (sc *scope) startPin(gatePath string) error {
 		return fmt.Errorf("start the scope's pin process %s: %w", gatePath, err)
 	}
 	sc.pin, sc.release = cmd, relW
+	markStarted(cmd.Process.Pid)
 	var hello [1]byte
 	_ = helloR.SetReadDeadline(time.Now().Add(gateHelloTimeout))
 	if n, err := helloR.Read(hello[:]); n != 1 || hello[0] != gateHello {
@@ -159,6 +160,7 @@ func (sc *scope) stopPin() error {
 		_ = sc.pin.Process.Signal(syscall.SIGKILL)
 		<-done
 	}
+	unmarkStarted(sc.pin.Process.Pid)
 	sc.pin = nil
 	return nil
 }
