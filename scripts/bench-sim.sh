@@ -15,10 +15,11 @@
 #   100k     100,000 GPUs (12,500 x 8), 7,000 jobs/h, window 500000-600000,
 #            TUNE + FIFO (a revision without the server index takes hours:
 #            give it BASE_TIMEOUT)
-#   gavel    Gavel's mechanism, 36:36:36, Gavel's static generator, 1,000 jobs,
-#            policies fifo_perf, isolated, max_min_fairness_perf, gandiva; needs
-#            Gavel's simulation_throughputs.json (GAVEL_TPUT, or GAVEL_DIR of a
-#            checkout), skipped otherwise
+#   gavel    Gavel's mechanism on 36:36:36 with Gavel's generator, 1,000 jobs:
+#            static (all at t = 0) and continuous (6 jobs/h, window 0-999), under
+#            fifo_perf, isolated, max_min_fairness_perf and gandiva; needs Gavel's
+#            simulation_throughputs.json (GAVEL_TPUT, or GAVEL_DIR of a checkout),
+#            skipped otherwise. SEED is Gavel's --seed here too.
 #
 # Usage: scripts/bench-sim.sh [-r REV] [-p POINTS] [SEED...]   (default seed 1)
 # Env: BASE_TIMEOUT / TIMEOUT (seconds per run; default none), GAVEL_TPUT, GAVEL_DIR.
@@ -29,7 +30,7 @@ while getopts "r:p:h" opt; do
 	case $opt in
 	r) rev=$OPTARG ;;
 	p) points=$OPTARG ;;
-	*) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+	*) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -79,7 +80,7 @@ run() {
 	echo "$(echo "$t1 - $t0" | bc) $(echo "($c1 - $c0) / $(getconf CLK_TCK)" | bc -l)"
 }
 
-printf '%-22s %-5s %10s %10s %10s %10s %8s %s\n' point seed base_wall base_cpu cur_wall cur_cpu cpu_x same_json
+printf '%-38s %-5s %10s %10s %10s %10s %8s %s\n' point seed base_wall base_cpu cur_wall cur_cpu cpu_x same_json
 bench() { # bench NAME SEED ARGS...
 	local name=$1 seed=$2
 	shift 2
@@ -97,7 +98,7 @@ bench() { # bench NAME SEED ARGS...
 			cmp -s "$tmp/$name.base.json" "$tmp/$name.current.json" && same=yes || same=NO
 		fi
 	fi
-	printf '%-22s %-5s %10s %10s %10.2f %10.2f %8s %s\n' "$name" "$seed" "$(fmt "$bw")" "$(fmt "$bc")" \
+	printf '%-38s %-5s %10s %10s %10.2f %10.2f %8s %s\n' "$name" "$seed" "$(fmt "$bw")" "$(fmt "$bc")" \
 		"${wall[current]}" "${cpu[current]}" "$(fmt "$ratio")" "$same"
 }
 fmt() { if [[ $1 =~ ^[0-9.]+$ ]]; then printf '%.3g' "$1"; else printf '%s' "$1"; fi; }
@@ -126,6 +127,8 @@ for seed in "${seeds[@]}"; do
 			fi
 			for pol in fifo_perf isolated max_min_fairness_perf gandiva; do
 				bench "gavel-static1000-$pol" "$seed" --gavel-generate static --num-jobs 1000 \
+					--throughputs "$tput" --cluster-spec 36:36:36 --policies "$pol"
+				bench "gavel-cont1000-$pol" "$seed" --gavel-generate continuous --loads 6 --window 0-999 \
 					--throughputs "$tput" --cluster-spec 36:36:36 --policies "$pol"
 			done
 			;;
