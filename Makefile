@@ -53,7 +53,8 @@ demo-slurm: build
 	deploy/slurm-demo.sh
 
 # PyTorch: the image reference job (JPEG decode + augmentation, GPU step
-# emulated at a V100's ResNet-18 pace) over --cpus 1,2 and two memory limits;
+# emulated at a V100's ResNet-18 pace) over --cpus 1,2 and the default memory
+# axis, fitted to the job's measured footprint;
 # RUNNER=local|docker (docker builds synergy/pytorch first; docs/pytorch.md).
 RUNNER ?= local
 demo-pytorch: build

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Profile the image reference job (models/pytorch/train_imagenet.py, ResNet-18
-# input pipeline, GPU step emulated at a V100's pace) over --cpus 1,2 and two
-# memory limits on a small generated JPEG dataset, write
+# input pipeline, GPU step emulated at a V100's pace) over --cpus 1,2 and the
+# default memory axis (fitted to the job's measured footprint) on a small
+# generated JPEG dataset, write
 # DEMO/pytorch-image-RUNNER.json and print the matrix (`make demo-pytorch`).
 #   scripts/demo-pytorch.sh [local|docker]
-# Environment: DEMO (demo), PYDEMO_BYTES (64MiB of JPEGs), PYDEMO_MEM
-# (768MiB,1GiB: above the job's own footprint under both runners, which is
-# about 255 MiB locally and 440-460 MiB in the container, where the
-# framework's libraries are charged to it; docs/pytorch.md), PYDEMO_BATCH (32),
+# Environment: DEMO (demo), PYDEMO_BYTES (64MiB of JPEGs), PYDEMO_MEM (unset:
+# the axis the profiler fits to the job's footprint, which is about 255 MiB
+# locally and 440-460 MiB in the container, where the framework's libraries
+# are charged to it; docs/pytorch.md; e.g. 768MiB,1GiB to give one), PYDEMO_BATCH (32),
 # PYDEMO_ITERS (500 iterations a point at most: at 200 a 2-core point measured
 # about 11 s and two launches of one runner differed by up to 23% per cell). Installs Debian's torch
 # (scripts/install-torch.sh) and, for docker, builds the synergy/pytorch image
@@ -17,7 +18,7 @@ runner=${1:-local}
 root=$(cd "$(dirname "$0")/.." && pwd)
 demo=${DEMO:-demo}
 bytes=${PYDEMO_BYTES:-64MiB}
-mem=${PYDEMO_MEM:-768MiB,1GiB}
+mem=${PYDEMO_MEM:-}
 batch=${PYDEMO_BATCH:-32}
 iters=${PYDEMO_ITERS:-500}
 case $runner in
@@ -44,7 +45,9 @@ rm -rf "$out" "${out%.json}.logs" "${out%.json}.timeline"
 # nice -20 for the local runner only changed nothing but the two runners'
 # likeness (docs/pytorch.md, "Why the runners differed").
 echo "demo-pytorch: $runner: $(uptime)"
-"$root/bin/synergy" profile "${flags[@]}" --strategy grid --cpus 1,2 --mem-limits "$mem" -b "$batch" \
+memflags=()
+[[ -z $mem ]] || memflags=(--mem-limits "$mem") # default: the axis fitted to the job's footprint
+"$root/bin/synergy" profile "${flags[@]}" --strategy grid --cpus 1,2 "${memflags[@]}" -b "$batch" \
 	--data "$demo/data-image" --max-iterations "$iters" --point-timeout 180s --stall-breakdown=false \
 	--env PYTHONDONTWRITEBYTECODE=1 --out "$out" -- "${job[@]}" --emulate-gpu v100 --arch resnet18
 echo "demo-pytorch: $runner: $(uptime)"
