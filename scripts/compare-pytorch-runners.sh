@@ -11,6 +11,10 @@
 # --report-only prints the table from OUT's profiles without running.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# The same limits under both runners, so that cells pair (the default axis
+# is fitted to each runner's own footprint, which the container's libraries
+# raise).
+export PYDEMO_MEM=${PYDEMO_MEM:-768MiB,1GiB}
 rounds=2 out= run=1
 while [[ $# -gt 0 ]]; do
 	case $1 in
