@@ -113,6 +113,9 @@ func (x *freeIndex) next(from, gpus int, cpus, mem float64) int {
 		return n.maxGPUs >= gpus && n.cpus >= cpus && n.mem >= mem
 	}
 	k := x.size + from
+	if from == 0 {
+		k = 1 // the whole tree: no climb from the first leaf
+	}
 	for {
 		// Move right, to the next subtree that may hold one.
 		for !ok(k) {

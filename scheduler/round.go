@@ -192,7 +192,7 @@ func (r *Round) shortOn(i int, need Resources) *Shortfall {
 func (r *Round) firstFit(perGPU PerGPU, n int) (servers []ServerAlloc, ok bool) {
 	buf := r.fit[:0]
 	got := 0
-	for i := r.free.next(0, 1, perGPU.CPUs, perGPU.MemBytes); i >= 0 && got < n; i = r.free.next(i+1, 1, perGPU.CPUs, perGPU.MemBytes) {
+	for i := r.free.next(0, 1, perGPU.CPUs, perGPU.MemBytes); i >= 0; i = r.free.next(i+1, 1, perGPU.CPUs, perGPU.MemBytes) {
 		f := r.Free(i)
 		var holdCPU, holdMem float64
 		k := 0
@@ -204,6 +204,9 @@ func (r *Round) firstFit(perGPU PerGPU, n int) (servers []ServerAlloc, ok bool) 
 		}
 		if k > 0 {
 			buf = append(buf, ServerAlloc{Server: i, GPUs: k, CPUs: holdCPU, MemBytes: holdMem})
+		}
+		if got == n {
+			break
 		}
 	}
 	r.fit = buf
