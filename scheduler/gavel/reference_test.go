@@ -27,9 +27,9 @@ type refResult struct {
 	Utilization    float64 `json:"utilization"`
 	// Window is the driver's measured jobs (inclusive), when it was given
 	// one: the run ended once they were done.
-	Window *[2]int `json:"window"`
-	LeaseExt       [2]int  `json:"lease_extensions"`
-	Jobs           []struct {
+	Window   *[2]int `json:"window"`
+	LeaseExt [2]int  `json:"lease_extensions"`
+	Jobs     []struct {
 		ID       int      `json:"id"`
 		ArrivalS float64  `json:"arrival_s"`
 		FinishS  *float64 `json:"finish_s"`
