@@ -164,9 +164,10 @@ const (
 	MaxServerMemBytes = 1 << 50
 )
 
-// MaxClusterFileBytes bounds a cluster file (a hundred thousand listed
-// servers fit in about 10 MiB); a larger file is refused by its size.
-const MaxClusterFileBytes = 64 << 20
+// MaxClusterFileBytes bounds a cluster file (a cluster of any size fits in
+// a few KiB of groups; fifty thousand servers listed one by one fit); a
+// larger file is refused by its size.
+const MaxClusterFileBytes = 16 << 20
 
 // clusterFile is the JSON cluster file: a list of servers, or groups of
 // identical servers, or both (servers first, then groups in order).

@@ -17,10 +17,10 @@ func TestLoadCluster_BoundedRegularFile(t *testing.T) {
 	}
 	f.Truncate(10 << 30) // sparse
 	f.Close()
-	if _, err := LoadCluster(p); err == nil || !strings.Contains(err.Error(), p+" is 10 GiB, above the 64 MiB a cluster file may hold") {
+	if _, err := LoadCluster(p); err == nil || !strings.Contains(err.Error(), p+" is 10 GiB, above the 16 MiB a cluster file may hold") {
 		t.Errorf("LoadCluster(10 GiB): %v", err)
 	}
-	if _, err := LoadUsage(p); err == nil || !strings.Contains(err.Error(), "above the 64 MiB a usage file may hold") {
+	if _, err := LoadUsage(p); err == nil || !strings.Contains(err.Error(), "above the 16 MiB a usage file may hold") {
 		t.Errorf("LoadUsage(10 GiB): %v", err)
 	}
 	if _, err := LoadCluster("/dev/zero"); err == nil || !strings.Contains(err.Error(), "/dev/zero is a character device, not a cluster file") {

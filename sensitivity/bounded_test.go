@@ -33,7 +33,7 @@ func TestLoad_RefusesAnOverBoundFileUnread(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	_, err := sensitivity.Load(p)
 	runtime.ReadMemStats(&after)
-	if err == nil || !strings.Contains(err.Error(), p+" is 10 GiB, above the 64 MiB a profile file may hold") {
+	if err == nil || !strings.Contains(err.Error(), p+" is 10 GiB, above the 8 MiB a profile file may hold") {
 		t.Errorf("Load: %v, want a refusal naming the file, its size and the bound", err)
 	}
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
@@ -63,7 +63,7 @@ func (zeros) Read(b []byte) (int, error) { clear(b); return len(b), nil }
 // Decode stops an endless stream at the bound.
 func TestDecode_StopsAtTheBound(t *testing.T) {
 	_, err := sensitivity.Decode(io.Reader(zeros{}))
-	if err == nil || !strings.Contains(err.Error(), "more than 64 MiB") {
-		t.Errorf("Decode of an endless stream: %v, want a refusal at 64 MiB", err)
+	if err == nil || !strings.Contains(err.Error(), "more than 8 MiB") {
+		t.Errorf("Decode of an endless stream: %v, want a refusal at 8 MiB", err)
 	}
 }

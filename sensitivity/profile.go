@@ -409,8 +409,9 @@ func (p *Profile) MeasuredOK() []Cell {
 // MaxProfileBytes bounds a profile file: a profile of a thousand cells
 // with their stats is about a megabyte, so a larger file is not one, and a
 // reader refuses it before reading it (Load) or past that many bytes
-// (Decode), rather than holding whatever it is given.
-const MaxProfileBytes = 64 << 20
+// (Decode), rather than holding whatever it is given: a reader's memory
+// stays within a few MB whatever it is handed.
+const MaxProfileBytes = 8 << 20
 
 // Decode reads a profile strictly: unknown fields, trailing data, future
 // versions, broken invariants and more than MaxProfileBytes are errors

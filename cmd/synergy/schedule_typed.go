@@ -16,7 +16,7 @@ const schedFlagThroughputs = "throughputs"
 
 // maxThroughputsBytes bounds a Gavel throughputs file (Gavel's own is
 // about 100 KiB); a larger one is refused by its size.
-const maxThroughputsBytes = 64 << 20
+const maxThroughputsBytes = 8 << 20
 
 // placeTyped answers q on a cluster of several GPU types (scheduler/typed),
 // with the Gavel throughputs file at thrPath ("" for none).

@@ -45,9 +45,9 @@ func TestSchedule_RefusesOverBoundFiles(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"schedule", "--cluster", huge, "zoo:res18"}, "is 10 GiB, above the 64 MiB a cluster file may hold"},
-		{[]string{"schedule", "--cluster", cluster, "--throughputs", huge, "zoo:res18"}, "--throughputs: " + huge + " is 10 GiB, above the 64 MiB a throughputs file may hold"},
-		{[]string{"matrix", "show", huge}, "is 10 GiB, above the 64 MiB a profile file may hold"},
+		{[]string{"schedule", "--cluster", huge, "zoo:res18"}, "is 10 GiB, above the 16 MiB a cluster file may hold"},
+		{[]string{"schedule", "--cluster", cluster, "--throughputs", huge, "zoo:res18"}, "--throughputs: " + huge + " is 10 GiB, above the 8 MiB a throughputs file may hold"},
+		{[]string{"matrix", "show", huge}, "is 10 GiB, above the 8 MiB a profile file may hold"},
 		{[]string{"matrix", "show", "/dev/zero"}, "/dev/zero is a character device, not a profile file"},
 	} {
 		_, _, err := runCLI(t, tc.args...)
