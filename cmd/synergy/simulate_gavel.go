@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -14,6 +13,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/synergy-sched/synergy/internal/atomicfile"
+	"github.com/synergy-sched/synergy/internal/safefile"
 	"github.com/synergy-sched/synergy/internal/units"
 	"github.com/synergy-sched/synergy/report"
 	"github.com/synergy-sched/synergy/scheduler"
@@ -185,7 +185,7 @@ func (o *gavelOptions) parseGavelPrices(c *cli.Command) error {
 	if c.Bool(gvFlagIdeal) {
 		return badFlag(gvFlagPrices, fmt.Errorf("cannot be used with --%s: cost is charged per micro-task, which ideal mode does not run", gvFlagIdeal))
 	}
-	f, err := os.Open(path)
+	f, _, err := safefile.Open(path, gavel.MaxFileBytes, "prices")
 	if err != nil {
 		return badFlag(gvFlagPrices, err)
 	}

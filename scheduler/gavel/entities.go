@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 
+	"github.com/synergy-sched/synergy/internal/safefile"
 	"github.com/synergy-sched/synergy/scheduler/gavel/lp"
 )
 
@@ -51,9 +51,10 @@ type entitiesFile struct {
 	Assign   string           `json:"assign,omitempty"`
 }
 
-// LoadEntities reads an entities file.
+// LoadEntities reads an entities file: a regular file of at most
+// MaxFileBytes.
 func LoadEntities(path string) (*Entities, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, MaxFileBytes, "entities")
 	if err != nil {
 		return nil, fmt.Errorf("entities: %w", err)
 	}

@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"regexp"
 	"sort"
 	"strconv"
+
+	"github.com/synergy-sched/synergy/internal/safefile"
 )
 
 // JobType is Gavel's job-type key: a model (with its batch size, as in
@@ -49,9 +50,15 @@ func ParseJobType(s string) (JobType, error) {
 	return JobType{Model: m[1], ScaleFactor: sf}, nil
 }
 
-// LoadThroughputs reads a throughputs file.
+// MaxFileBytes bounds the JSON files Gavel's simulator reads whole
+// (throughputs, entities, prices): Gavel's own throughputs file is about
+// 100 KiB; a larger one is refused by its size before it is read.
+const MaxFileBytes = 8 << 20
+
+// LoadThroughputs reads a throughputs file: a regular file of at most
+// MaxFileBytes.
 func LoadThroughputs(path string) (*Throughputs, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, MaxFileBytes, "throughputs")
 	if err != nil {
 		return nil, fmt.Errorf("throughputs: %w", err)
 	}
