@@ -1,6 +1,10 @@
 package profiler
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"math"
+)
 
 // DefaultWorkingSetBytes is the room the default memory axis leaves above
 // the dataset for the job's own memory (model, loader buffers).
@@ -17,16 +21,20 @@ func DefaultMemLimits(dataDir string) ([]int64, error) {
 	return DefaultMemAxis(datasetBytes, DefaultWorkingSetBytes), nil
 }
 
-// CPUsWithinHost refuses a CPU count above the host's logical CPUs
-// (hostCPUs <= 0: unknown, nothing is refused).
+// CPUsWithinHost refuses a CPU count whose point cannot run on this host:
+// a point pins ceil(cpus) of the online CPUs (hostCPUs <= 0: unknown,
+// nothing is refused).
 func CPUsWithinHost(cpus []float64, hostCPUs int) error {
-	maxC := float64(hostCPUs)
-	if maxC <= 0 {
+	if hostCPUs <= 0 {
 		return nil
 	}
 	for _, v := range cpus {
-		if v > maxC {
-			return fmt.Errorf("%g cores asked but this host has %g", v, maxC)
+		if need := math.Ceil(v); need > float64(hostCPUs) {
+			msg := fmt.Sprintf("%g cores asked but this host has %d online CPUs", v, hostCPUs)
+			if need != v {
+				msg += fmt.Sprintf(" (a point pins ceil(cpus) = %g cores)", need)
+			}
+			return errors.New(msg)
 		}
 	}
 	return nil

@@ -48,7 +48,8 @@ func TestCPUsWithinHost(t *testing.T) {
 	}{
 		{"within", []float64{1, 2, 4}, 4, ""},
 		{"fraction within", []float64{0.5, 3.5}, 4, ""},
-		{"above", []float64{1, 8}, 4, "8 cores asked but this host has 4"},
+		{"above", []float64{1, 8}, 4, "8 cores asked but this host has 4 online CPUs"},
+		{"fraction needing one core more", []float64{4.5}, 4, "4.5 cores asked but this host has 4 online CPUs (a point pins ceil(cpus) = 5 cores)"},
 		{"host unknown", []float64{64}, 0, ""},
 	}
 	for _, c := range cases {

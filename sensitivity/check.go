@@ -93,9 +93,6 @@ var (
 	sweepStops = []string{"", SweepStopComplete, SweepStopTimeBudget, SweepStopInterrupted}
 )
 
-// FailureClasses lists the failure classes a profile may record.
-func FailureClasses() []string { return append([]string(nil), failureClasses...) }
-
 // StopReasons lists the stop reasons a measured point may record.
 func StopReasons() []string { return append([]string(nil), stopReasons...) }
 

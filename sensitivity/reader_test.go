@@ -225,7 +225,8 @@ func smallProfile(r1, r2, r3, ci, cpus2 float64, mem int64, iters int, fail uint
 			{CPUs: cpus2, Measured: true, Phase: sensitivity.PhaseCPU, SamplesPerS: r2, SamplesPerSCI95: ci, Stats: stats(r2)},
 			{CPUs: cpus2, MemLimitBytes: mem, Measured: true, Phase: sensitivity.PhaseMemory, SamplesPerS: r3, SamplesPerSCI95: ci, Stats: stats(r3)},
 		}}
-	if classes := sensitivity.FailureClasses(); fail > 0 {
+	if classes := []string{sensitivity.FailCrashed, sensitivity.FailOOMKilled, sensitivity.FailTimeout, sensitivity.FailInterrupted,
+		sensitivity.FailStartFailed, sensitivity.FailNoProgress, sensitivity.FailMalformedMetrics}; fail > 0 {
 		c := &p.Cells[2]
 		c.Failure = &sensitivity.Failure{Class: classes[int(fail-1)%len(classes)], Message: "x"}
 		c.SamplesPerS, c.SamplesPerSCI95 = 0, 0

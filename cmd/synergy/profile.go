@@ -549,10 +549,8 @@ func resolveAxes(o *profileOptions, h sensitivity.HostInfo, online int) error {
 	if len(cfg.CPUs) == 0 && online > 0 {
 		cfg.CPUs = profiler.CPUAxis(float64(online))
 	}
-	for _, v := range cfg.CPUs {
-		if need := math.Ceil(v); online > 0 && need > float64(online) {
-			return fmt.Errorf("--%s: %g cores asked but this host has %d online CPUs (a point pins ceil(cpus) = %g cores)", o.cpuFlag, v, online, need)
-		}
+	if err := profiler.CPUsWithinHost(cfg.CPUs, online); err != nil {
+		return fmt.Errorf("--%s: %w", o.cpuFlag, err)
 	}
 	if len(cfg.MemLimits) == 0 && cfg.DataDir != "" {
 		var err error

@@ -17,11 +17,12 @@ const (
 	ClassSpeech   = "speech"
 )
 
-// CPUsPerGPU is the table's CPU axis: CPU cores per GPU.
-func CPUsPerGPU() []float64 { return []float64{1, 2, 3, 4, 5, 6, 9, 12, 24} }
+// CPUsPerGPU is the table's CPU axis: CPU cores per GPU (Synergy's grid,
+// defined once, in sensitivity).
+func CPUsPerGPU() []float64 { a := sensitivity.SynergyGridCPUs(); return a[:] }
 
 // MemGBPerGPU is the table's memory axis in GB per GPU.
-func MemGBPerGPU() []float64 { return []float64{20.83, 62.5, 125, 187.5, 250} }
+func MemGBPerGPU() []float64 { a := sensitivity.SynergyGridMemGB(); return a[:] }
 
 // Model is one entry of the zoo.
 type Model struct {
