@@ -38,12 +38,17 @@ const SystemdSlice = "synergy.slice"
 // when empty) under the ancestor it chose, to hold the job cgroups.
 const v2ParentDir = "synergy"
 
-// v2Needed are the controllers a job cgroup needs on v2; io is needed only
-// where the host has it (a read limit then fails with its own message).
+// v2Needed are the controllers a job cgroup needs on v2 that the host has
+// (the root's cgroup.controllers): a controller the whole hierarchy lacks
+// (a hybrid host's cgroup2 mount, a kernel without it) is asked of no
+// cgroup, and a limit that needs it fails at its point with its own
+// message.
 func v2Needed(rootControllers []string) []string {
-	need := []string{"cpu", "cpuset", "memory"}
-	if slices.Contains(rootControllers, "io") {
-		need = append(need, "io")
+	var need []string
+	for _, c := range []string{"cpu", "cpuset", "memory", "io"} {
+		if slices.Contains(rootControllers, c) {
+			need = append(need, c)
+		}
 	}
 	return need
 }

@@ -111,16 +111,21 @@ func TestV2ParentFor_GivenParent(t *testing.T) {
 	}
 }
 
-// A cgroup namespace's root that offers memory only: nowhere to go, and
-// the error says where it looked, which controllers and which flag.
+// The caller's parent offers memory only and the root's subtree_control
+// cannot be written (a cgroup namespace's root, here a directory in its
+// place): nowhere to go, and the error says where it looked, which
+// controllers and which flag.
 func TestV2ParentFor_NowhereNamesPathsControllersAndFlag(t *testing.T) {
-	root := fakeV2(t, map[string]string{"/": "memory pids", "/a": "memory", "/a/b": "memory"})
+	root := fakeV2(t, map[string]string{"/": "cpu cpuset memory pids", "/a": "memory", "/a/b": "memory"})
+	if err := os.Mkdir(filepath.Join(root, "cgroup.subtree_control"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	_, err := v2ParentFor(root, "/a/b", "")
 	if err == nil {
-		t.Fatal("no error where no cgroup offers cpu")
+		t.Fatal("no error where no cgroup can give cpu")
 	}
 	for _, want := range []string{"cpu, cpuset, memory", filepath.Join(root, "a") + ": the cpu, cpuset controller is not available",
-		root + ": the cpu, cpuset controller", "--cgroup-parent", "systemd driver"} {
+		root + ": enable +cpu +cpuset +memory", "--cgroup-parent", "systemd driver"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}

@@ -109,6 +109,11 @@ func newRunner(t *testing.T, opts local.Options) *local.Runner {
 	if err != nil {
 		testreq.Skip(t, "cgroup", err.Error())
 	}
+	t.Cleanup(func() {
+		if err := r.Close(); err != nil {
+			t.Errorf("close the runner: %v", err)
+		}
+	})
 	return r
 }
 
