@@ -22,8 +22,10 @@ import (
 // reparented to it instead of to init, a daemon that double-forked
 // included. When a job ends and its cgroup is empty, every child of this
 // process that the runner did not start itself (started) and that began
-// after the job did is a process that left the job's cgroup: it is killed,
-// reaped and named in the job's Result.
+// after the job did, and is in no job cgroup of this process (another job
+// of this runner may run beside it, its orphans reparented here too), is a
+// process that left the job's cgroup: it is killed, reaped and named in
+// the job's Result.
 
 var (
 	subreaperOnce sync.Once
@@ -73,6 +75,11 @@ const escapeRounds = 10
 // clock ticks since boot), and returns them as "PID (comm)".
 func killEscaped(procRoot string, since uint64) ([]string, error) {
 	self := os.Getpid()
+	me, err := owner.Self()
+	if err != nil {
+		return nil, err
+	}
+	ours := "-" + me.String() + "-" // in the name of every job cgroup of this process
 	var killed []string
 	var errs []error
 	for range escapeRounds {
@@ -85,12 +92,17 @@ func killEscaped(procRoot string, since uint64) ([]string, error) {
 			if isStarted(k.pid) || k.start < since {
 				continue
 			}
+			if k.state == "Z" { // an orphan that has exited: reap it, nothing to kill
+				reap(k.pid)
+				continue
+			}
+			if cg, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(k.pid), "cgroup")); err == nil && strings.Contains(string(cg), ours) {
+				continue // in a job cgroup of this process: not escaped
+			}
 			n++
-			if k.state != "Z" {
-				killed = append(killed, fmt.Sprintf("%d (%s)", k.pid, k.comm))
-				if err := unix.Kill(k.pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
-					errs = append(errs, fmt.Errorf("kill %d: %w", k.pid, err))
-				}
+			killed = append(killed, fmt.Sprintf("%d (%s)", k.pid, k.comm))
+			if err := unix.Kill(k.pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+				errs = append(errs, fmt.Errorf("kill %d: %w", k.pid, err))
 			}
 			reap(k.pid)
 		}
