@@ -349,7 +349,7 @@ func (s *sweep) launch(ctx context.Context, pt point, run *pointRun) error {
 	cfg := &s.cfg
 	out := io.Writer(run.tail)
 	if run.log != nil {
-		out = io.MultiWriter(run.log, run.tail)
+		out = io.MultiWriter(&cappedWriter{w: run.log, left: MaxPointLogBytes}, run.tail)
 	}
 	job := runner.Job{
 		Name:   cfg.JobName,
@@ -640,9 +640,44 @@ type tailBuffer struct {
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) > t.max { // only its end can be kept: never hold the rest
+		p = p[len(p)-t.max:]
+	}
 	t.buf = append(t.buf, p...)
 	if len(t.buf) > t.max {
 		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
+	}
+	return n, nil
+}
+
+// MaxPointLogBytes bounds a point's log file (the job's stdout and
+// stderr), so that a job writing without end does not fill the output
+// directory's disk: past it, one line says so and the rest is dropped.
+const MaxPointLogBytes = 64 << 20
+
+// cappedWriter passes at most left bytes on to w, then one line saying
+// the rest was dropped, and takes everything (the job is never blocked).
+type cappedWriter struct {
+	w     io.Writer
+	left  int64
+	noted bool
+}
+
+func (c *cappedWriter) Write(p []byte) (int, error) {
+	q := p
+	if int64(len(q)) > c.left {
+		q = q[:max(c.left, 0)]
+	}
+	if len(q) > 0 {
+		c.left -= int64(len(q))
+		if _, err := c.w.Write(q); err != nil {
+			return 0, err
+		}
+	}
+	if len(q) < len(p) && !c.noted {
+		c.noted = true
+		fmt.Fprintf(c.w, "\n[synergy: this log stops at %d MiB; the job wrote more, which was dropped]\n", MaxPointLogBytes>>20)
 	}
 	return len(p), nil
 }

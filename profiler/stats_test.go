@@ -1,7 +1,9 @@
 package profiler
 
 import (
+	"bytes"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/synergy-sched/synergy/jobcontract"
@@ -112,5 +114,35 @@ func TestEstimate_TimeBetweenPassesIsNotThroughput(t *testing.T) {
 	}
 	if est := estimate(iters); est.PassBoundaries != 0 || est.SamplesPerS > 0.95*inPass {
 		t.Errorf("no epochs reported: %+v; want the wall rate with no boundary", est)
+	}
+}
+
+// A point's log keeps at most its cap and says it dropped the rest; the
+// tail buffer never holds more than its size, even from one huge write.
+func TestPointLogAndTailAreBounded(t *testing.T) {
+	var b bytes.Buffer
+	c := &cappedWriter{w: &b, left: 10}
+	for _, s := range []string{"12345", "678901234", "more"} {
+		if n, err := c.Write([]byte(s)); n != len(s) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v; want all of it taken", s, n, err)
+		}
+	}
+	if got := b.String(); !strings.HasPrefix(got, "1234567890\n[synergy: this log stops at") || strings.Count(got, "[synergy") != 1 {
+		t.Errorf("log = %q, want 10 bytes then one note", got)
+	}
+	tb := &tailBuffer{max: 8}
+	tb.Write(bytes.Repeat([]byte("x"), 1<<20))
+	tb.Write([]byte("\nlast"))
+	if len(tb.buf) > 8 || tb.lastLine() != "last" {
+		t.Errorf("tail holds %d bytes, last line %q", len(tb.buf), tb.lastLine())
+	}
+}
+
+func TestCappedWriter_NoNoteWhenNothingDropped(t *testing.T) {
+	var b bytes.Buffer
+	c := &cappedWriter{w: &b, left: 4}
+	c.Write([]byte("abcd"))
+	if b.String() != "abcd" {
+		t.Errorf("log = %q: a note though nothing was dropped", b.String())
 	}
 }
