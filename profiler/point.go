@@ -533,8 +533,14 @@ func (s *sweep) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 	stats.MetricsSource = sensitivity.MetricsStream
 	switch {
 	case (m.est.Iterations < 2 || m.est.SamplesPerS <= 0) && stopReason == StopTimeCap:
-		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailTimeout,
-			Message: fmt.Sprintf("only %d iterations reported within %s (%d measurable)", len(m.all), cfg.PointTimeout, m.est.Iterations)}
+		msg := fmt.Sprintf("only %d iterations reported within %s (%d measurable)", len(m.all), cfg.PointTimeout, m.est.Iterations)
+		switch ipe := s.itersPerEpochAt(pt); {
+		case pt.cold && ipe > 0:
+			msg += fmt.Sprintf(": a point under a memory limit is measured over whole passes from its second, and a pass here is %d iterations; raise --point-timeout (or scale the memory points, --mem-scale)", ipe)
+		default:
+			msg += fmt.Sprintf(": the first %d iterations are warm-up; raise --point-timeout", cfg.Warmup)
+		}
+		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailTimeout, Message: msg}
 		return
 	case m.est.Iterations < 2 || m.est.SamplesPerS <= 0:
 		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailNoProgress, Message: s.noProgressText(pt, m)}
