@@ -36,6 +36,19 @@ const (
 	gateExitNotFound   = 127 // the program was not found
 )
 
+// awaitGateHello waits for the gate's first byte on r: a gate whose main
+// does not dispatch to GateMain is an error, not a job run with odd
+// arguments. what names the process in the error ("gate", "pin process").
+func awaitGateHello(r *os.File, what, gatePath string) error {
+	var hello [1]byte
+	_ = r.SetReadDeadline(time.Now().Add(gateHelloTimeout))
+	defer r.SetReadDeadline(time.Time{})
+	if n, err := r.Read(hello[:]); n != 1 || hello[0] != gateHello {
+		return fmt.Errorf("%s %s did not answer (%v): its main must call local.GateMain when local.IsGate(os.Args)", what, gatePath, err)
+	}
+	return nil
+}
+
 // IsGate reports whether args (os.Args) ask for gate mode.
 func IsGate(args []string) bool { return len(args) > 1 && args[1] == GateArg }
 

@@ -153,12 +153,9 @@ func (r *Runner) newV2Group(jobName string, p plan) (group, error) {
 			return nil, fmt.Errorf("cgroup v2: %w", err)
 		}
 	}
-	available := controllersOf(parent)
-	for _, c := range res.EnabledControllers() {
-		if !slices.Contains(available, c) {
-			return nil, fmt.Errorf("cgroup v2: the %s controller is not available in %s (cgroup.controllers: %q)",
-				c, parent, strings.Join(available, " "))
-		}
+	if missing := missingFrom(controllersOf(parent), res.EnabledControllers()); len(missing) > 0 {
+		return nil, fmt.Errorf("cgroup v2: the %s controller is not available in %s (cgroup.controllers: %q)",
+			strings.Join(missing, ", "), parent, strings.Join(controllersOf(parent), " "))
 	}
 	fillAccounting(res, parent)
 	name, err := r.reserveName(jobName, h)

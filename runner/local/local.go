@@ -608,14 +608,9 @@ func (h *handle) startGated(job runner.Job, grp group, gatePath string, stdout, 
 		_ = cmd.Wait()
 		return nil, err
 	}
-	// The gate says hello first, so a GatePath whose main does not
-	// dispatch to GateMain is an error, not a job run with odd arguments.
-	var hello [1]byte
-	_ = errR.SetReadDeadline(time.Now().Add(gateHelloTimeout))
-	if n, err := errR.Read(hello[:]); n != 1 || hello[0] != gateHello {
-		return fail(fmt.Errorf("gate %s did not answer (%v): its main must call local.GateMain when local.IsGate(os.Args)", gatePath, err))
+	if err := awaitGateHello(errR, "gate", gatePath); err != nil {
+		return fail(err)
 	}
-	_ = errR.SetReadDeadline(time.Time{})
 	if err := grp.addProc(cmd.Process.Pid); err != nil {
 		return fail(fmt.Errorf("move process %d into its cgroup: %w", cmd.Process.Pid, err))
 	}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -108,7 +109,8 @@ func (r *Runner) startScope(jobName string) (*scope, error) {
 			break
 		}
 	}
-	return nil, errors.Join(lastErr, sc.stopPin())
+	sc.stopPin()
+	return nil, lastErr
 }
 
 // startPin starts the gate with a release pipe it never gets a byte from:
@@ -137,19 +139,17 @@ func (sc *scope) startPin(gatePath string) error {
 	}
 	sc.pin, sc.release = cmd, relW
 	markStarted(cmd.Process.Pid)
-	var hello [1]byte
-	_ = helloR.SetReadDeadline(time.Now().Add(gateHelloTimeout))
-	if n, err := helloR.Read(hello[:]); n != 1 || hello[0] != gateHello {
-		return errors.Join(fmt.Errorf("pin process %s did not answer (%v): its main must call local.GateMain when local.IsGate(os.Args)", gatePath, err),
-			sc.stopPin())
+	if err := awaitGateHello(helloR, "pin process", gatePath); err != nil {
+		sc.stopPin()
+		return err
 	}
 	return nil
 }
 
 // stopPin lets the pin exit and reaps it (SIGKILL after pinExitTimeout).
-func (sc *scope) stopPin() error {
+func (sc *scope) stopPin() {
 	if sc.pin == nil {
-		return nil
+		return
 	}
 	sc.release.Close()
 	done := make(chan struct{})
@@ -162,7 +162,6 @@ func (sc *scope) stopPin() error {
 	}
 	unmarkStarted(sc.pin.Process.Pid)
 	sc.pin = nil
-	return nil
 }
 
 const pinExitTimeout = 5 * time.Second
@@ -170,13 +169,11 @@ const pinExitTimeout = 5 * time.Second
 // remove ends the pin, stops the scope unit and removes what is left of
 // its cgroup (systemd removes it as the scope stops).
 func (sc *scope) remove() error {
-	var errs []error
-	if err := sc.stopPin(); err != nil {
-		errs = append(errs, err)
-	}
+	sc.stopPin()
 	if sc.unit == "" {
-		return errors.Join(errs...)
+		return nil
 	}
+	var errs []error
 	// The pin is reaped, so the scope is empty and systemd is stopping it
 	// and removing its cgroups, racing these removals (which tolerate a
 	// cgroup gone or going).
@@ -197,21 +194,13 @@ func (sc *scope) remove() error {
 // counter is there (an unlimited point still reports memory and CPU).
 func fillAccounting(res *cgroup2.Resources, parent string) {
 	delegated := strings.Fields(readString(filepath.Join(parent, "cgroup.subtree_control")))
-	has := func(c string) bool {
-		for _, d := range delegated {
-			if d == c {
-				return true
-			}
-		}
-		return false
-	}
-	if res.Memory == nil && has("memory") {
+	if res.Memory == nil && slices.Contains(delegated, "memory") {
 		res.Memory = &cgroup2.Memory{}
 	}
-	if res.IO == nil && has("io") {
+	if res.IO == nil && slices.Contains(delegated, "io") {
 		res.IO = &cgroup2.IO{}
 	}
-	if res.CPU == nil && has("cpu") {
+	if res.CPU == nil && slices.Contains(delegated, "cpu") {
 		res.CPU = &cgroup2.CPU{}
 	}
 }
