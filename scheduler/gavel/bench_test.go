@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"syscall"
 	"testing"
 	"time"
@@ -142,4 +143,95 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// withPairs is tp with a co-located entry for every ordered pair of its job types on every
+// worker type: each job at 30–95 % of its own isolated throughput (one draw per unordered
+// pair, the mirror entry its mirror; a job type with itself evenly). Made-up numbers, fixed
+// seed: the generator's throughputs have no partner keys, and a packing policy needs them.
+func withPairs(tp *Throughputs) *Throughputs {
+	rng := NewPyRandom(7)
+	out := &Throughputs{Isolated: tp.Isolated, Colocated: map[string]map[JobType]map[JobType][2]float64{}}
+	for _, wt := range sortedStringKeys(tp.Isolated) {
+		iso := tp.Isolated[wt]
+		var jts []JobType
+		for jt := range iso {
+			jts = append(jts, jt)
+		}
+		sort.Slice(jts, func(i, j int) bool { return jts[i].String() < jts[j].String() })
+		col := map[JobType]map[JobType][2]float64{}
+		for _, a := range jts {
+			col[a] = map[JobType][2]float64{}
+		}
+		for i, a := range jts {
+			for _, b := range jts[i:] {
+				fa, fb := 0.3+0.65*rng.Random(), 0.3+0.65*rng.Random()
+				if a == b {
+					fb = fa
+				}
+				col[a][b] = [2]float64{fa * iso[a], fb * iso[b]}
+				col[b][a] = [2]float64{fb * iso[b], fa * iso[a]}
+			}
+		}
+		out.Colocated[wt] = col
+	}
+	return out
+}
+
+func sortedStringKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// BenchmarkGavelPolicies1000Jobs is the point of scripts/bench-sim.sh -p gavel on our made-up
+// throughputs (withPairs): 36:36:36, Gavel's generator (single-GPU jobs), seed 0, 1,000 jobs
+// all at t = 0 (static: about 500,000 pair entries for gandiva) and continuous at 6 jobs/h,
+// window 0–999 (about 6,000 jobs drawn), per policy. Issue 32 asks gandiva to stay within 2×
+// of the others. cpu-s/op is the process's CPU time per run (garbage collection included).
+func BenchmarkGavelPolicies1000Jobs(b *testing.B) {
+	base, err := LoadThroughputs(filepath.Join("testdata", "generator", "throughputs.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tp := withPairs(base)
+	spec, err := ParseClusterSpec("36:36:36", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, w := range []struct {
+		name   string
+		gen    GeneratorConfig
+		window *Window
+	}{
+		{"static", GeneratorConfig{NumJobs: 1000}, nil},
+		{"continuous", GeneratorConfig{MeanInterarrivalS: 3600 / 6.0}, &Window{First: 0, Last: 999}},
+	} {
+		for _, pol := range []string{"fifo_perf", "isolated", "max_min_fairness_perf", "gandiva"} {
+			b.Run(w.name+"/"+pol, func(b *testing.B) {
+				cpu0 := cpuTime()
+				for i := 0; i < b.N; i++ {
+					g, err := NewGenerator(w.gen, tp)
+					if err != nil {
+						b.Fatal(err)
+					}
+					p, err := NewPolicy(pol, 0, false)
+					if err != nil {
+						b.Fatal(err)
+					}
+					res, err := Run(context.Background(), Config{Cluster: spec, Window: w.window}, tp, Workload{Generator: g}, p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(float64(res.NumJobs), "jobs")
+					b.ReportMetric(float64(res.Rounds), "rounds")
+					b.ReportMetric(res.MeanJCTS/3600, "meanJCT_h")
+				}
+				b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Second)/float64(b.N), "cpu-s/op")
+			})
+		}
+	}
 }
