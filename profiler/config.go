@@ -102,12 +102,10 @@ type Config struct {
 	// measured cell's stall can be split into preprocessing and fetch.
 	StallBreakdown bool
 
-	// Windows measures consecutive points of the unlimited memory column in
-	// windows of one launch (a limited point always starts cold), changing
-	// the running job's CPU limits between them (docs/cost.md); a runner
-	// whose handles cannot change limits falls back to a launch per point
-	// with a warning.
-	Windows bool
+	// Relaunch starts the job afresh for every point instead of changing
+	// the running launch in place: slower, for checking in-place figures
+	// against restarts (docs/cost.md, "One launch").
+	Relaunch bool
 	// TimeBudget bounds this run of the sweep: once spent, it stops between
 	// points, saves the profile and records the stop reason (0: none).
 	TimeBudget time.Duration

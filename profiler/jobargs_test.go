@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -146,8 +147,10 @@ func TestRun_TemplateAndThreadEnv(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("cpus=%g: argv %q, want %q with the budget at index 3", job.Limits.CPUs, job.Argv, want)
 		}
-		if job.Argv[3] != "305" { // warm-up 5 + cap 300
-			t.Errorf("cpus=%g: {iterations} = %s, want 305", job.Limits.CPUs, job.Argv[3])
+		// A launch's cap covers every point it may serve, each at least
+		// warm-up 5 + cap 300.
+		if n, err := strconv.Atoi(job.Argv[3]); err != nil || n < 305 {
+			t.Errorf("cpus=%g: {iterations} = %s, want at least 305", job.Limits.CPUs, job.Argv[3])
 		}
 		env := envOf(job)
 		if env["OMP_NUM_THREADS"] != cores || env["OPENBLAS_NUM_THREADS"] != cores {
@@ -230,7 +233,7 @@ func TestRun_ProbeEnv(t *testing.T) {
 		t.Errorf("probe directory %s left behind (%v)", job.ProbeDir, err)
 	}
 	want := map[string]string{
-		"SYNERGY_PROBE_MAX_ITERATIONS": "305", "SYNERGY_PROBE_WORKERS": "2",
+		"SYNERGY_PROBE_WORKERS":     "2",
 		"SYNERGY_PROBE_EMULATE_GPU": "v100", "SYNERGY_PROBE_MODEL": "resnet18",
 		"SYNERGY_PROBE_REPORT": filepath.Join(job.MetricsDir, "probe-report.json"),
 	}
@@ -238,6 +241,9 @@ func TestRun_ProbeEnv(t *testing.T) {
 		if env[k] != v {
 			t.Errorf("%s=%q, want %q", k, env[k], v)
 		}
+	}
+	if n, err := strconv.Atoi(env["SYNERGY_PROBE_MAX_ITERATIONS"]); err != nil || n < 305 {
+		t.Errorf("SYNERGY_PROBE_MAX_ITERATIONS=%q, want the launch's cap, at least warm-up 5 + cap 300", env["SYNERGY_PROBE_MAX_ITERATIONS"])
 	}
 	if _, ok := env["SYNERGY_PROBE_STEP_S"]; ok {
 		t.Errorf("SYNERGY_PROBE_STEP_S set beside the table's step")
@@ -288,13 +294,23 @@ func TestRun_TemplateStepOnlyThroughTheProbesReplay(t *testing.T) {
 	if len(rec.jobs) < 3 {
 		t.Fatalf("%d jobs, want the step-only run and two points", len(rec.jobs))
 	}
+	// The fake runner's job does not answer the control channel: the
+	// step-only run is a launch of its own, after the first point's, at
+	// the most CPUs.
+	replays := 0
 	for i, job := range rec.jobs {
 		replay := envOf(job)[pytorch.ProbeEnvReplay] == "1"
-		if replay != (i == 0) {
-			t.Errorf("job %d (%s): replay %v, want it at the step-only run only", i, job.Limits, replay)
+		if replay {
+			replays++
+			if i != 1 || job.Limits.CPUs != 2 {
+				t.Errorf("job %d (%s) replays, want the second launch at cpus=2", i, job.Limits)
+			}
 		}
 		if slices.Contains(job.Argv, "--synthetic-data") {
 			t.Errorf("job %d: a template was given --synthetic-data: %q", i, job.Argv)
 		}
+	}
+	if replays != 1 {
+		t.Errorf("%d launches replayed, want the step-only run's one", replays)
 	}
 }

@@ -116,7 +116,7 @@ func planAxes(s *sweep) (point, bool) {
 	if !ok {
 		return point{}, false
 	}
-	for _, m := range s.limitedMems() {
+	for _, m := range slices.Backward(s.limitedMems()) {
 		if !s.measured(best, m) {
 			return mkPoint(best, m, sensitivity.PhaseMemory), true
 		}
@@ -131,7 +131,7 @@ func planGrid(s *sweep) (point, bool) {
 		}
 	}
 	for _, c := range s.prof.Axes.CPUs {
-		for _, m := range s.limitedMems() {
+		for _, m := range slices.Backward(s.limitedMems()) {
 			if !s.measured(c, m) {
 				return mkPoint(c, m, sensitivity.PhaseGrid), true
 			}
@@ -210,7 +210,7 @@ func planOptimistic(s *sweep) (point, bool) {
 	// 3. Memory ends at the knee's CPU count.
 	mems := s.limitedMems()
 	if len(mems) > 0 {
-		for _, m := range []int64{mems[0], mems[len(mems)-1]} {
+		for _, m := range []int64{mems[len(mems)-1], mems[0]} { // memory lowered in place, never raised
 			if !s.measured(best, m) {
 				return mkPoint(best, m, sensitivity.PhaseMemory), true
 			}

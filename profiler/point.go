@@ -2,7 +2,6 @@ package profiler
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -68,6 +67,7 @@ type measurement struct {
 	window    []jobcontract.Iteration // the steady-state iterations measured
 	firstPass []jobcontract.Iteration // cold points: the first pass over the data
 	est       Estimate
+	inPlace   bool // all begins at a change in place, not at the job's start
 }
 
 // itersPerEpoch returns how many iterations one pass over the dataset takes,
@@ -79,30 +79,30 @@ func (s *sweep) itersPerEpoch() int {
 	return (s.datasetFiles + s.cfg.Batch - 1) / s.cfg.Batch
 }
 
-// window picks the iterations to measure from all seen so far. Warm points
-// drop the warm-up iterations. Cold points measure from the second pass over
-// the data (epoch >= 1, or past one epoch's worth of iterations when the job
-// reports no epoch), once the page cache has settled under the limit; until
-// then they measure nothing. From there they measure whole passes once one
-// is complete (passBounds): under a page-cache limit a shuffled pass hits
+// window picks the iterations to measure from all seen so far (all since
+// a change in place when inPlace). Warm points drop the warm-up iterations.
+// Cold points measure from their second pass over the data (coldStarts),
+// once the page cache has settled under the limit; until then they
+// measure nothing. From there they measure whole passes once one is
+// complete (passBounds): under a page-cache limit a shuffled pass hits
 // the cache most at its start and least at its end, so a part of a pass
 // reads high (docs/cost.md, "Whole passes").
-func (s *sweep) window(pt point, all []jobcontract.Iteration) (win, first []jobcontract.Iteration) {
+func (s *sweep) window(pt point, all []jobcontract.Iteration, inPlace bool) (win, first []jobcontract.Iteration) {
 	if !pt.cold {
 		if len(all) <= s.cfg.Warmup {
 			return nil, nil
 		}
 		return all[s.cfg.Warmup:], nil
 	}
-	start := s.secondPass(pt, all)
+	from, start := s.coldStarts(pt, all, inPlace)
 	if start < 0 {
-		if len(all) > s.cfg.Warmup {
-			first = all[s.cfg.Warmup:]
+		if from >= 0 && len(all) > from {
+			first = all[from:]
 		}
 		return nil, first
 	}
-	if start > s.cfg.Warmup {
-		first = all[s.cfg.Warmup:start]
+	if start > from {
+		first = all[from:start]
 	}
 	end := len(all)
 	if e, passes, known := s.passBounds(pt, all, start); known && passes > 0 {
@@ -112,8 +112,42 @@ func (s *sweep) window(pt point, all []jobcontract.Iteration) (win, first []jobc
 	return all[max(start-1, 0):end], first
 }
 
-// secondPass is the index of a cold point's first iteration of its second
-// pass over the data, or -1 before it.
+// coldStarts says where a cold point's first pass over the data begins
+// (from) and its second (start), the first measured, in all: for a launch
+// that began cold, its warm-up's end and the job's second pass (epoch 1);
+// for a point changed in place, whose dataset was evicted in the middle of
+// a pass, the next two passes' beginnings (the first whole pass since the
+// eviction fills the cache under the limit, as a new launch's first does).
+// -1 where not reached yet.
+func (s *sweep) coldStarts(pt point, all []jobcontract.Iteration, inPlace bool) (from, start int) {
+	if !inPlace {
+		return min(s.cfg.Warmup, len(all)), s.secondPass(pt, all)
+	}
+	from, start = -1, -1
+	ipe := s.itersPerEpochAt(pt)
+	for j := 1; j < len(all); j++ {
+		a, b := all[j-1], all[j]
+		begins := false
+		switch {
+		case a.Epoch != nil && b.Epoch != nil:
+			begins = *a.Epoch != *b.Epoch
+		case ipe > 0:
+			begins = b.Iter%ipe == 0
+		}
+		if !begins {
+			continue
+		}
+		if from < 0 {
+			from = j
+			continue
+		}
+		return from, j
+	}
+	return from, -1
+}
+
+// secondPass is the index of a launch's cold point's first iteration of
+// its second pass over the data, or -1 before it.
 func (s *sweep) secondPass(pt point, all []jobcontract.Iteration) int {
 	for i, it := range all {
 		if it.Epoch != nil {
@@ -157,11 +191,11 @@ func (s *sweep) passBounds(pt point, all []jobcontract.Iteration, start int) (en
 // holds: whole passes once one is complete, else the share of one pass
 // measured so far (known when the job reports epochs or the pass's length
 // is known). 0, false for a warm point.
-func (s *sweep) passCoverage(pt point, all []jobcontract.Iteration) (passes float64, known bool) {
+func (s *sweep) passCoverage(pt point, all []jobcontract.Iteration, inPlace bool) (passes float64, known bool) {
 	if !pt.cold {
 		return 0, false
 	}
-	start := s.secondPass(pt, all)
+	from, start := s.coldStarts(pt, all, inPlace)
 	if start < 0 {
 		return 0, s.itersPerEpochAt(pt) > 0 || slices.ContainsFunc(all, func(it jobcontract.Iteration) bool { return it.Epoch != nil })
 	}
@@ -170,10 +204,13 @@ func (s *sweep) passCoverage(pt point, all []jobcontract.Iteration) (passes floa
 		return float64(n), known
 	}
 	// The share of one pass: a job that reports epochs showed the pass's
-	// length in its first (the iterations before start); else the guess.
+	// length in the pass before start; else the guess.
 	ipe := s.itersPerEpochAt(pt)
 	if all[start].Epoch != nil {
 		ipe = start
+		if inPlace {
+			ipe = start - from
+		}
 	}
 	if ipe > 0 {
 		return min(float64(len(all)-start)/float64(ipe), 0.999), true
@@ -184,9 +221,9 @@ func (s *sweep) passCoverage(pt point, all []jobcontract.Iteration) (passes floa
 // stopForPoint is stopFor at the point's own cap (capFor), except that a
 // cold point whose window is still inside its first measured pass goes on
 // to the pass's end (the job is given the iterations for it:
-// maxIterationsFor).
-func (s *sweep) stopForPoint(pt point, all []jobcontract.Iteration, est Estimate) string {
-	if passes, known := s.passCoverage(pt, all); known && passes < 1 {
+// launchIterations).
+func (s *sweep) stopForPoint(pt point, all []jobcontract.Iteration, inPlace bool, est Estimate) string {
+	if passes, known := s.passCoverage(pt, all, inPlace); known && passes < 1 {
 		return ""
 	}
 	return s.stopFor(est, s.capFor(pt))
@@ -226,45 +263,6 @@ func (s *sweep) capFor(pt point) int {
 		passes = (max + full - 1) / full
 	}
 	return passes * ipe
-}
-
-// runPoint measures one point and returns its cell. It returns
-// errInterrupted (and no cell) when ctx is cancelled. Its phases: prepare
-// (the dataset's page cache, the metrics directory, the log), launch (the
-// job under its limits, and its sampling), watch (tail the metrics stream
-// until the estimate is tight, a cap is reached or the job ends) and
-// classify (how the job ended, then what the stream measured).
-func (s *sweep) runPoint(ctx context.Context, pt point) (sensitivity.Cell, error) {
-	cell := sensitivity.Cell{CPUs: pt.cpus, MemLimitBytes: pt.memLimit, Measured: true, Phase: pt.phase}
-	cell.Stats = &sensitivity.PointStats{Workers: Workers(pt.cpus, s.cfg.GPUs), ColdStart: pt.cold}
-	if err := s.prepareCache(pt, cell.Stats); err != nil {
-		return cell, err
-	}
-	run, err := s.prepare(pt)
-	if err != nil {
-		return cell, err
-	}
-	defer run.close()
-	if err := s.launch(ctx, pt, run); err != nil {
-		if ctx.Err() != nil {
-			return cell, errInterrupted
-		}
-		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailStartFailed, Message: err.Error()}
-		return cell, nil
-	}
-	end := s.watch(ctx, pt, run)
-	s.settle(pt, run, cell.Stats)
-	end.wall = s.cfg.Now().Sub(run.start).Seconds()
-	if end.interrupted || (end.err != nil && ctx.Err() != nil) {
-		return cell, errInterrupted
-	}
-	if err := s.applyProbe(pt, s.readProbe(pt, run), end); err != nil {
-		return cell, err
-	}
-	if s.classifyEnd(pt, run, end, &cell) {
-		s.measure(pt, run, end, &cell)
-	}
-	return cell, nil
 }
 
 // pointRun is one launch of the job at a point, from prepare to classify.
@@ -343,108 +341,6 @@ func (run *pointRun) close() {
 	os.RemoveAll(run.metricsDir)
 }
 
-// launch starts the job with the point's limits and the contract's flags
-// and environment, then its sampling.
-func (s *sweep) launch(ctx context.Context, pt point, run *pointRun) error {
-	cfg := &s.cfg
-	out := io.Writer(run.tail)
-	if run.log != nil {
-		out = io.MultiWriter(&cappedWriter{w: run.log, left: MaxPointLogBytes}, run.tail)
-	}
-	job := runner.Job{
-		Name:   cfg.JobName,
-		Argv:   s.argv(pt),
-		Env:    s.jobEnv(pt, run),
-		Stdout: out, Stderr: out,
-		Limits: runner.Limits{
-			CPUs:          pt.cpus,
-			MemLimitBytes: s.memLimitFor(pt),
-			ReadBPS:       cfg.ReadBPS,
-			ReadBPSPath:   cfg.DataDir,
-		},
-		DataDir:    s.dataDirFor(pt),
-		MetricsDir: run.metricsDir,
-		ProbeDir:   s.probeDir,
-	}
-	run.start = cfg.Now()
-	h, err := cfg.Runner.Start(ctx, job)
-	if err != nil {
-		return err
-	}
-	run.h = h
-	if run.sampling, err = s.startSampling(h, pt); err != nil {
-		s.warnf("%s: sampling: %v", pt.label(), err)
-	}
-	run.tailer = jobcontract.NewTailer(run.metricsPath)
-	return nil
-}
-
-// poll reads the iterations the job appended since the last poll and
-// updates the estimate.
-func (s *sweep) poll(pt point, run *pointRun) {
-	its, err := run.tailer.Poll()
-	if err != nil {
-		s.warnf("%s: reading metrics: %v", pt.label(), err)
-		return
-	}
-	m := &run.m
-	m.all = append(m.all, its...)
-	m.window, m.firstPass = s.window(pt, m.all)
-	m.est = estimate(m.window)
-}
-
-// watch follows the running job until it ends: it stops the job once the
-// estimate is tight or a cap (iterations, time) is reached, or when ctx is
-// cancelled, and reports progress.
-func (s *sweep) watch(ctx context.Context, pt point, run *pointRun) pointEnd {
-	cfg := &s.cfg
-	waitCh := make(chan pointEnd, 1)
-	go func() {
-		res, err := run.h.Wait()
-		waitCh <- pointEnd{res: res, err: err}
-	}()
-	ticker := time.NewTicker(cfg.Poll)
-	defer ticker.Stop()
-	deadline := time.NewTimer(cfg.PointTimeout)
-	defer deadline.Stop()
-	// The cgroup sampler's reads feed run.live; a handle without cgroup
-	// paths is polled instead.
-	_, sampled := run.sampling.liveStats()
-	var lastUpdate, lastStats time.Time
-	stopReason, interrupted := "", false
-	for {
-		select {
-		case end := <-waitCh:
-			end.stopReason, end.interrupted = stopReason, interrupted
-			return end
-		case <-ctx.Done():
-			interrupted = true
-			_ = run.h.Stop()
-		case <-deadline.C:
-			stopReason = StopTimeCap
-			_ = run.h.Stop()
-		case <-ticker.C:
-			s.poll(pt, run)
-			if !sampled && time.Since(lastStats) >= statsEvery {
-				lastStats = time.Now()
-				if st, err := run.h.Stats(); err == nil {
-					run.live.add(st)
-				}
-			}
-			if cfg.Progress != nil && time.Since(lastUpdate) >= 500*time.Millisecond {
-				lastUpdate = time.Now()
-				cfg.Progress.PointUpdate(pt.label(), run.m.est.Iterations, run.m.est, cfg.Now().Sub(run.start))
-			}
-			if stopReason == "" {
-				stopReason = s.stopForPoint(pt, run.m.all, run.m.est)
-				if stopReason != "" {
-					_ = run.h.Stop()
-				}
-			}
-		}
-	}
-}
-
 // stopFor says why a point should stop now: converged, or at its iteration
 // cap; "" to go on.
 func (s *sweep) stopFor(est Estimate, cap int) string {
@@ -455,20 +351,6 @@ func (s *sweep) stopFor(est Estimate, cap int) string {
 		return StopIterCap
 	}
 	return ""
-}
-
-// settle collects what the ended job left: the stream's last lines, the
-// sampler's live counters and aggregates, the kept metrics file.
-func (s *sweep) settle(pt point, run *pointRun, stats *sensitivity.PointStats) {
-	s.poll(pt, run)
-	if l, ok := run.sampling.liveStats(); ok {
-		run.live = l
-	}
-	run.sampling.stop(s, stats, run.m.window)
-	s.keepMetrics(pt, run.metricsPath)
-	if t := run.tailer; t.Bad > 0 && t.Broken(len(run.m.all)) == "" {
-		s.warnf("%s: %d malformed metrics lines (first: %s)", pt.label(), t.Bad, strings.Join(t.Errors, "; "))
-	}
 }
 
 // classifyEnd records how the job ended and its cgroup figures, and sets
@@ -564,7 +446,7 @@ func (s *sweep) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 	if fp := estimate(m.firstPass); fp.SamplesPerS > 0 {
 		stats.FirstPassSamplesPS = fp.SamplesPerS
 	}
-	if passes, known := s.passCoverage(pt, m.all); known {
+	if passes, known := s.passCoverage(pt, m.all, m.inPlace); known {
 		stats.MeasuredPasses = passes
 		if passes < 1 {
 			s.warnf("%s: measured %.0f%% of one pass over the data (stopped: %s): under a page-cache limit a shuffled pass hits the cache most at its start and least at its end, so part of a pass reads high; give the point a whole pass (--point-timeout, --max-iterations) or scale the memory points (--mem-scale)",

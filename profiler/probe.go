@@ -314,18 +314,3 @@ func (s *sweep) checkAffinity(pt point, r *probeReport) {
 		}
 	}
 }
-
-// probeWindow applies the probe's report to a launch's first window: the
-// report's loaders and their affinity were seen at the launch's first
-// limits, and a refused setting ends the job at its start, so a window
-// after an in-place limit change has nothing to add.
-func (s *sweep) probeWindow(pt point, l *launch, w window, stop string) error {
-	if w.changed {
-		return nil
-	}
-	end := pointEnd{stopReason: stop}
-	if l.end != nil {
-		end.res, end.err = l.end.res, l.end.err
-	}
-	return s.applyProbe(pt, s.readProbe(pt, l.run), end)
-}

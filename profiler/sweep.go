@@ -46,11 +46,13 @@ type sweep struct {
 	warnings       []string
 	jobState
 
-	started  time.Time   // when this Run began
-	baseWall float64     // wall seconds of the runs this one resumes
-	index    int         // points started, a resumed profile's included
-	win      windows     // the running windowed launch, if any (window.go)
-	scaled   *scaledData // the dataset's sample for scaled memory points (cost_memscale.go)
+	started  time.Time // when this Run began
+	baseWall float64   // wall seconds of the runs this one resumes
+	index    int       // points started, a resumed profile's included
+	live     *launch   // the running launch, if any (launch.go)
+	// relaunchWhy is why the next launch is needed: recorded with it.
+	relaunchWhy string
+	scaled      *scaledData // the dataset's sample for scaled memory points (cost_memscale.go)
 	// budgetShort: the strategy stopped because no uncertain cell fits in
 	// the time budget left (cost_budget.go).
 	budgetShort bool
@@ -108,17 +110,15 @@ func Run(ctx context.Context, cfg Config) (*sensitivity.Profile, error) {
 	if s.index > 0 && cfg.Progress != nil {
 		cfg.Progress.Note(fmt.Sprintf("resuming %s: %d measured point(s) kept", cfg.Out, s.index))
 	}
-	if cfg.StallBreakdown && s.prof.StepOnly == nil && s.stepOnlyPossible() {
-		if err := s.runStepOnly(ctx); err != nil {
-			return s.prof, err
-		}
-	}
-	defer s.endLaunch()
+	defer s.endLaunch("")
 	err = s.runPlan(ctx, plan)
+	if err == nil {
+		err = s.stepOnlyIfDue(ctx)
+	}
 	if err == nil {
 		err = s.runValidation(ctx)
 	}
-	s.endLaunch()
+	s.endLaunch("")
 	if err != nil && !errors.Is(err, errTimeBudget) {
 		return s.prof, err
 	}
@@ -250,6 +250,9 @@ func (s *sweep) runPlan(ctx context.Context, plan planner) error {
 			continue // the axis changed: plan again
 		}
 		if err := s.runOne(ctx, pt, s.totalHint()); err != nil {
+			return err
+		}
+		if err := s.stepOnlyIfDue(ctx); err != nil {
 			return err
 		}
 	}
@@ -425,18 +428,23 @@ func DatasetSize(dir string) (bytes int64, files int, err error) {
 	return bytes, files, err
 }
 
-// runStepOnly measures the job's step alone (the contract's synthetic-data
-// flag) at the most CPUs:
-// DS-Analyzer's first differential run, the rate its step alone ingests.
-func (s *sweep) runStepOnly(ctx context.Context) error {
+// stepOnlyIfDue measures the job's step alone at the most CPUs, once, when
+// the stall breakdown is asked for (DS-Analyzer's first differential run,
+// the rate its step alone ingests): in the live launch, which replays one
+// batch on its control channel, or, for a job that cannot, in a launch of
+// its own (the contract's --synthetic-data, or the probe's replay mode
+// for a template).
+func (s *sweep) stepOnlyIfDue(ctx context.Context) error {
+	if !s.cfg.StallBreakdown || s.prof.StepOnly != nil || !s.stepOnlyPossible() {
+		return nil
+	}
 	cpus := s.prof.Axes.CPUs
 	pt := point{cpus: cpus[len(cpus)-1], phase: "step_only", synthetic: true}
 	if s.cfg.Progress != nil {
 		s.cfg.Progress.PointStart(0, "step-only", pt.label())
 	}
 	t0 := s.cfg.Now()
-	s.prof.Cost.Launches++
-	cell, err := s.runPoint(ctx, pt)
+	cell, err := s.measurePointAt(ctx, pt)
 	if errors.Is(err, errInterrupted) {
 		return ErrInterrupted
 	}
@@ -446,15 +454,22 @@ func (s *sweep) runStepOnly(ctx context.Context) error {
 	if s.cfg.Progress != nil {
 		s.cfg.Progress.PointDone(pt.label(), cell, s.cfg.Now().Sub(t0))
 	}
-	s.prof.StepOnly = &sensitivity.StepOnly{Source: s.stepOnlySource(), CPUs: pt.cpus, SamplesPerS: cell.SamplesPerS,
+	source := s.stepOnlySource()
+	if cell.Stats != nil && cell.Stats.InPlace {
+		source = sensitivity.StepOnlyReplay
+	}
+	s.prof.StepOnly = &sensitivity.StepOnly{Source: source, CPUs: pt.cpus, SamplesPerS: cell.SamplesPerS,
 		SamplesPerSCI95: cell.SamplesPerSCI95, Stats: cell.Stats, Failure: cell.Failure}
 	switch {
+	case cell.Failure != nil && source == sensitivity.StepOnlyReplay:
+		s.warnf("the step-only run (the job replaying one batch in place) failed (%s): no stall breakdown", cell.Failure.Class)
 	case cell.Failure != nil && s.tmpl.has():
 		s.warnf("the step-only run (the probe replaying the first batch) failed (%s): no stall breakdown", cell.Failure.Class)
 	case cell.Failure != nil:
 		s.warnf("the step-only run (--%s) failed (%s): no stall breakdown; does the job accept --%[1]s?", jobcontract.FlagSyntheticData, cell.Failure.Class)
 	}
 	s.prof.Cost.Points++
+	s.addCost(cell)
 	return s.save()
 }
 

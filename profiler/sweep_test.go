@@ -582,15 +582,16 @@ func TestRun_ColdPointMeasuresWholePasses(t *testing.T) {
 }
 
 // A cold point that ends inside its first measured pass (here the job's
-// passes are three times the profiler's guess, so the iterations it is
-// given end first) keeps what it measured, records the share of the pass
-// and says why it reads high.
+// passes are many times the profiler's guess, so the iterations its
+// launch is given end first) keeps what it measured, records the share of
+// the pass and says why it reads high.
 func TestRun_ColdPointEndedInsideAPassSaysSo(t *testing.T) {
-	fr := &fakeRunner{rate: trueRate, epochIters: 30}
+	fr := &fakeRunner{rate: trueRate, epochIters: 150}
 	p, c := profileOneColdPoint(t, fr, 20)
-	// Given warm-up + 10 + 20 + 1 iterations, the job ran into its second
-	// 30-iteration epoch: the share is what it ran of it.
-	want := float64(c.Stats.Iterations-30) / 30
+	// The launch's cap (about 200 iterations for this 4-cell grid) ends
+	// the job in its second 150-iteration epoch: the share is what it ran
+	// of it.
+	want := float64(c.Stats.Iterations-150) / 150
 	if want <= 0 || want >= 1 {
 		t.Fatalf("the job ran %d iterations, want it inside its second epoch", c.Stats.Iterations)
 	}

@@ -60,8 +60,8 @@ profile() { # preset strategy -> wall seconds on stdout
 		--data "$out/data-$preset" --max-iterations "$max_iter" --point-timeout "$point_timeout"
 		--out "$f" --json)
 	[[ $strategy == optimistic ]] && args+=(--budget "$budget")
-	# The grid is the ground truth: a fresh launch per point (no windows).
-	[[ $strategy == grid ]] && args+=(--windows=false)
+	# The grid is the ground truth: a fresh launch per point (--relaunch).
+	[[ $strategy == grid ]] && args+=(--relaunch)
 	[[ -n ${readlim[$preset]} ]] && args+=(--disk-read-bps "${readlim[$preset]}")
 	rm -rf "$f" "$f.logs" "$f.timeline"
 	local t0 t1

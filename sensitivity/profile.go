@@ -126,6 +126,9 @@ type JobInfo struct {
 const (
 	StepOnlySyntheticData = "synthetic_data"
 	StepOnlyProbeReplay   = "probe_replay"
+	// StepOnlyReplay: the running job replayed one batch on its control
+	// channel (docs/job-contract.md), in the profile's one launch.
+	StepOnlyReplay = "replay"
 )
 
 // What a point's GPU figures cover (PointStats.GPUStatsOver).
@@ -298,9 +301,14 @@ type Failure struct {
 type Cost struct {
 	Points      int     `json:"points"`
 	WallSeconds float64 `json:"wall_seconds"`
-	// Launches counts job starts (a windowed launch serves several points);
-	// WarmupSeconds and MeasureSeconds add up the points' own figures.
-	Launches       int     `json:"launches,omitempty"`
+	// Launches counts job starts (one launch serves every point it can,
+	// changed in place); Relaunches says why each launch after a
+	// profile's first was needed; StartupSeconds adds up the launches'
+	// time from start to the job's first iteration. WarmupSeconds and
+	// MeasureSeconds add up the points' own figures.
+	Launches       int      `json:"launches,omitempty"`
+	Relaunches     []string `json:"relaunches,omitempty"`
+	StartupSeconds float64  `json:"startup_seconds,omitempty"`
 	WarmupSeconds  float64 `json:"warmup_seconds,omitempty"`
 	MeasureSeconds float64 `json:"measure_seconds,omitempty"`
 	// TimeBudgetSeconds is the --time-budget the sweep ran under (0: none);

@@ -10,6 +10,7 @@ import (
 // Flag names of `synergy profile` about what a profile costs (docs/cost.md).
 const (
 	flagWindows    = "windows"
+	flagRelaunch   = "relaunch"
 	flagTimeBudget = "time-budget"
 	flagMemScale   = "mem-scale"
 )
@@ -17,8 +18,11 @@ const (
 // costFlags are the flags of `synergy profile` that bound and cut its cost.
 func costFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.BoolFlag{Name: flagWindows, DefaultText: "off: every point restarts the job",
-			Usage: "measure consecutive points with memory unlimited that need the same loader workers in windows of one launch, changing the running job's CPU limits between them (a point under a memory limit always starts cold and measures whole passes; runners that cannot change a running job's limits restart it). Worth it with --strategy axes or grid on a job slow to start; an optimistic profile jumps between the CPU axis' ends and loader worker counts, so windows serve about one of its points in eleven, and an in-place point's agreement with a restart is not shown within 5% (docs/cost.md)"},
+		// --windows is gone: a profile is one launch, every point changed
+		// in place where the job allows it. Kept hidden to say so.
+		&cli.BoolFlag{Name: flagWindows, Hidden: true},
+		&cli.BoolFlag{Name: flagRelaunch, DefaultText: "off: one launch serves every point it can",
+			Usage: "start the job afresh for every point instead of changing the running job in place (its cgroup's limits, its loader's workers over the control channel, the dataset's page cache): slower by the job's start-up per point; for checking in-place figures against restarts (docs/cost.md)"},
 		&cli.DurationFlag{Name: flagTimeBudget, DefaultText: "none",
 			Usage: "stop the sweep between points once `DURATION` has passed (e.g. 10m); the profile is saved with what was measured and stop_reason time_budget, and --resume goes on"},
 		&cli.FloatFlag{Name: flagMemScale, DefaultText: "auto: from the dataset's size, the read bandwidth, --time-budget and the host's memory",
@@ -26,7 +30,7 @@ func costFlags() []cli.Flag {
 	}
 }
 
-// parseCostFlags reads --windows, --time-budget and --mem-scale.
+// parseCostFlags reads --time-budget and --mem-scale --relaunch (and refuses --windows).
 func parseCostFlags(c *cli.Command, o *profileOptions) error {
 	if v := c.Float(flagMemScale); c.IsSet(flagMemScale) && !(v > 0 && v <= 1) {
 		return fmt.Errorf("--%s: %g is not a fraction in (0,1]", flagMemScale, v)
@@ -35,7 +39,10 @@ func parseCostFlags(c *cli.Command, o *profileOptions) error {
 	} else {
 		o.cfg.MemScale = v
 	}
-	o.cfg.Windows = c.Bool(flagWindows)
+	o.cfg.Relaunch = c.Bool(flagRelaunch)
+	if c.IsSet(flagWindows) {
+		return fmt.Errorf("--%s is gone: every profile is one launch of the job, its points changed in place where the job allows it (docs/cost.md, \"One launch\")", flagWindows)
+	}
 	if o.cfg.TimeBudget = c.Duration(flagTimeBudget); o.cfg.TimeBudget < 0 || (c.IsSet(flagTimeBudget) && o.cfg.TimeBudget < time.Second) {
 		return fmt.Errorf("--%s: %s is not a duration of at least 1s", flagTimeBudget, o.cfg.TimeBudget)
 	}

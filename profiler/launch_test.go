@@ -1,0 +1,386 @@
+package profiler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/synergy-sched/synergy/jobcontract"
+	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/sensitivity"
+)
+
+// liveRunner runs a fake job whose limits can change while it runs
+// (runner.Updater). Its stream is paced in real time (the window logic
+// compares the stream's timestamps with the time of a change) at
+// rate(limits) samples/s; after a change the next `queue` iterations come
+// 10× faster, as batches a prefetch queue filled before the change do
+// (ready: only the step is left).
+type liveRunner struct {
+	rate  func(l runner.Limits) float64
+	queue int
+	noise float64
+	// byData, when set, replaces rate with one that also sees the bytes
+	// under the job's --data; anon is the memory its Stats report.
+	byData func(l runner.Limits, dataBytes int64) float64
+	anon   int64
+	dirs   []string // each job's data directory
+	// control, when set, makes the job answer the control channel: its
+	// loader workers change (replay runs at replayRate samples/s).
+	control    bool
+	replayRate float64
+	// workersRate, when set, caps the rate by the loader's workers.
+	workersRate func(workers int) float64
+	// oomBelow, when set, OOM-kills the job once its memory limit is
+	// below it.
+	oomBelow int64
+
+	mu      sync.Mutex
+	started int
+	updates int
+}
+
+var _ runner.Runner = (*liveRunner)(nil)
+
+func (f *liveRunner) Name() string { return "live-fake" }
+
+func (f *liveRunner) Start(ctx context.Context, job runner.Job) (runner.Handle, error) {
+	f.mu.Lock()
+	f.started++
+	n := f.started
+	f.mu.Unlock()
+	var path string
+	for _, e := range job.Env {
+		if v, ok := strings.CutPrefix(e, jobcontract.EnvMetricsFile+"="); ok {
+			path = v
+		}
+	}
+	var maxIter, batch int
+	for i, a := range job.Argv {
+		switch a {
+		case "--max-iterations":
+			fmt.Sscan(job.Argv[i+1], &maxIter)
+		case "--batch":
+			fmt.Sscan(job.Argv[i+1], &batch)
+		}
+	}
+	h := &liveHandle{r: f, rate: f.rate, limits: job.Limits, stop: make(chan struct{}), done: make(chan struct{}), workers: -1}
+	for i, a := range job.Argv {
+		if a == "--workers" {
+			fmt.Sscan(job.Argv[i+1], &h.workers)
+		}
+	}
+	for _, e := range job.Env {
+		if v, ok := strings.CutPrefix(e, jobcontract.EnvControlFile+"="); ok && f.control {
+			h.ctl = jobcontract.NewLineReader(v)
+		}
+		if v, ok := strings.CutPrefix(e, jobcontract.EnvControlAckFile+"="); ok {
+			h.ackPath = v
+		}
+	}
+	if f.byData != nil {
+		n, _, _ := DatasetSize(job.DataDir)
+		h.rate = func(l runner.Limits) float64 { return f.byData(l, n) }
+	}
+	f.mu.Lock()
+	f.dirs = append(f.dirs, job.DataDir)
+	f.mu.Unlock()
+	go h.run(ctx, path, maxIter, batch, rand.New(rand.NewPCG(uint64(n), 9)))
+	return h, nil
+}
+
+type liveHandle struct {
+	r        *liveRunner
+	rate     func(l runner.Limits) float64
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+	res      runner.Result
+
+	mu     sync.Mutex
+	limits runner.Limits
+	queued int // iterations left from the queue
+
+	ctl     *jobcontract.LineReader // nil: the job does not listen
+	ackPath string
+	workers int
+	replay  bool
+	acked   []jobcontract.ControlAck
+}
+
+// listen applies the commands appended since the last iteration; the
+// first answer of each is timed at iteration i, whose batch is the first
+// under the new settings (the fake's queue stands for the old workers'
+// prefetched batches, which a worker change drops).
+func (h *liveHandle) listen(i int, ts float64) {
+	if h.ctl == nil {
+		return
+	}
+	if i == 0 {
+		h.answer(jobcontract.ControlAck{Seq: 0, Workers: h.workers, TS: ts, Iter: i})
+	}
+	lines, _ := h.ctl.Next()
+	for _, l := range lines {
+		c, err := jobcontract.ParseControl(l)
+		if err != nil {
+			h.answer(jobcontract.ControlAck{Seq: c.Seq, Error: err.Error()})
+			continue
+		}
+		h.mu.Lock()
+		if c.Workers != nil {
+			h.workers, h.queued = *c.Workers, 0
+		}
+		if c.Replay != nil {
+			h.replay = *c.Replay
+		}
+		a := jobcontract.ControlAck{Seq: c.Seq, Workers: h.workers, Replay: h.replay, TS: ts, Iter: i}
+		h.mu.Unlock()
+		h.answer(a)
+	}
+}
+
+func (h *liveHandle) answer(a jobcontract.ControlAck) {
+	h.acked = append(h.acked, a)
+	jobcontract.AppendAck(h.ackPath, a)
+}
+
+var _ runner.Updater = (*liveHandle)(nil)
+
+func (h *liveHandle) run(ctx context.Context, path string, maxIter, batch int, rng *rand.Rand) {
+	defer close(h.done)
+	out, _ := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	defer out.Close()
+	vt := float64(time.Now().UnixNano()) / 1e9
+	for i := 0; i < maxIter; i++ {
+		h.listen(i, vt)
+		h.mu.Lock()
+		if m := h.limits.MemLimitBytes; m > 0 && m < h.r.oomBelow {
+			h.mu.Unlock()
+			h.res = runner.Result{ExitCode: -1, Signal: "killed", OOMKilled: true}
+			return
+		}
+		rate := h.rate(h.limits)
+		if w := h.r.workersRate; w != nil {
+			rate = math.Min(rate, w(h.workers))
+		}
+		if h.replay {
+			rate = h.r.replayRate
+		}
+		if h.queued > 0 {
+			rate = 10 * rate
+			h.queued--
+		}
+		h.mu.Unlock()
+		vt += float64(batch) / rate * (1 + h.r.noise*(rng.Float64()-0.5))
+		if d := time.Until(time.Unix(0, int64(vt*1e9))); d > 0 {
+			select {
+			case <-h.stop:
+				h.res = runner.Result{ExitCode: -1, Signal: "killed", Stopped: true}
+				return
+			case <-ctx.Done():
+				h.res = runner.Result{ExitCode: -1, Signal: "killed", Stopped: true}
+				return
+			case <-time.After(d):
+			}
+		}
+		line, _ := json.Marshal(map[string]any{"iter": i, "samples": batch, "data_wait_s": 0.001, "step_s": 0.001, "ts": vt, "epoch": i / 10})
+		// The epoch of a pass the job goes on with whatever the settings.
+		out.Write(append(line, '\n'))
+	}
+}
+
+func (h *liveHandle) Update(ctx context.Context, l runner.Limits) error {
+	select {
+	case <-h.done:
+		return runner.ErrNotRunning
+	default:
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.queued = h.r.queue
+	h.limits = l
+	h.r.mu.Lock()
+	h.r.updates++
+	h.r.mu.Unlock()
+	return nil
+}
+
+func (h *liveHandle) Stats() (runner.Stats, error) {
+	return runner.Stats{MemAnonBytes: h.r.anon, Has: runner.StatMemAnon}, nil
+}
+func (h *liveHandle) CgroupPaths() map[string]string { return nil }
+func (h *liveHandle) Stop() error                    { h.stopOnce.Do(func() { close(h.stop) }); return nil }
+func (h *liveHandle) Wait() (runner.Result, error)   { <-h.done; return h.res, nil }
+
+// fastRate is trueRate scaled up 4×, so that a point takes a fraction of
+// a second of real time: 400 samples/s per core up to 2 cores, 480 under
+// 100 MiB.
+func fastRate(l runner.Limits) float64 { return 4 * trueRate(l) }
+
+// cancelAfter is a Progress that cancels the sweep after n points.
+type cancelAfter struct {
+	notes
+	n      int
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) PointDone(string, sensitivity.Cell, time.Duration) {
+	if c.n--; c.n == 0 {
+		c.cancel()
+	}
+}
+
+// evictions counts the dataset's evictions (a Cache that controls
+// nothing else).
+type evictions struct{ n int }
+
+func (e *evictions) Evict(string) (int, error)             { e.n++; return 1, nil }
+func (e *evictions) Resident(string) (int64, int64, error) { return 0, 0, nil }
+func (e *evictions) Warm(string) error                     { return nil }
+
+// oneLaunchConfig is a grid over 3 CPU counts needing 1, 1 and 2 loader
+// workers and two memory limits, on a job that answers the control
+// channel, with the stall breakdown on.
+func oneLaunchConfig(t *testing.T, lr *liveRunner) Config {
+	cfg := baseConfig(t, nil)
+	cfg.Runner, cfg.Strategy, cfg.Cache = lr, StrategyGrid, &evictions{}
+	cfg.CPUs, cfg.MemLimits = []float64{0.5, 1, 2}, []int64{50 << 20, 1 << 30}
+	cfg.StallBreakdown = true
+	return cfg
+}
+
+func TestRun_OneLaunchServesEveryPoint(t *testing.T) {
+	lr := &liveRunner{rate: fastRate, queue: 4, noise: 0.04, control: true, replayRate: 2000}
+	cfg := oneLaunchConfig(t, lr)
+	p, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Cost.Launches != 1 || lr.started != 1 || len(p.Cost.Relaunches) != 0 {
+		t.Fatalf("launches %d (runner started %d), relaunches %q: want one launch", p.Cost.Launches, lr.started, p.Cost.Relaunches)
+	}
+	if p.Cost.Points != 10 || lr.updates < 8 {
+		t.Fatalf("points %d with %d limit changes, want 9 cells and the step-only, changed in place", p.Cost.Points, lr.updates)
+	}
+	if so := p.StepOnly; so == nil || so.Source != sensitivity.StepOnlyReplay || math.Abs(so.SamplesPerS-2000)/2000 > 0.05 {
+		t.Fatalf("step-only %+v, want the replayed batch's 2000 samples/s", so)
+	}
+	for _, c := range p.MeasuredOK() {
+		truth := fastRate(runner.Limits{CPUs: c.CPUs, MemLimitBytes: c.MemLimitBytes})
+		// Each point measures its own settings: the old settings' queue
+		// is dropped with the settling, a cold one's passes follow the
+		// eviction.
+		if rel := math.Abs(c.SamplesPerS-truth) / truth; rel > 0.04 {
+			t.Errorf("cell cpus=%g mem=%d: %.1f samples/s, truth %.1f (%.1f%% off)", c.CPUs, c.MemLimitBytes, c.SamplesPerS, truth, 100*rel)
+		}
+		st := c.Stats
+		if st.Launch != 1 || st.Workers != Workers(c.CPUs, 1) {
+			t.Errorf("cell cpus=%g mem=%d: launch %d, %d workers", c.CPUs, c.MemLimitBytes, st.Launch, st.Workers)
+		}
+		if !sensitivity.Unlimited(c.MemLimitBytes) && (st.MeasuredPasses < 1 || st.MeasuredPasses != math.Trunc(st.MeasuredPasses)) {
+			t.Errorf("cell cpus=%g mem=%d: %v passes measured, want whole ones", c.CPUs, c.MemLimitBytes, st.MeasuredPasses)
+		}
+	}
+	if n := len(p.MeasuredOK()); n != 9 {
+		t.Errorf("%d cells measured, want 9", n)
+	}
+	if e := cfg.Cache.(*evictions).n; e != 6 {
+		t.Errorf("the dataset was evicted %d times, want once per limited point (6)", e)
+	}
+}
+
+func TestRun_AJobThatDoesNotListenIsRelaunchedWhereItsWorkersChange(t *testing.T) {
+	lr := &liveRunner{rate: fastRate, queue: 4, noise: 0.04}
+	cfg := oneLaunchConfig(t, lr)
+	cfg.StallBreakdown = false
+	p, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Grid order: 0.5 and 1 (1 worker) share the first launch; 2 needs 2
+	// workers; the limited points go 0.5, 1 (1 worker: a launch), then 2.
+	if p.Cost.Launches != lr.started || p.Cost.Launches < 2 || len(p.Cost.Relaunches) != p.Cost.Launches-1 {
+		t.Fatalf("launches %d (started %d), relaunches %q", p.Cost.Launches, lr.started, p.Cost.Relaunches)
+	}
+	for _, r := range p.Cost.Relaunches {
+		if !strings.Contains(r, "control channel") {
+			t.Errorf("relaunch %q does not say the job does not answer the control channel", r)
+		}
+	}
+	if p.Cost.Launches >= p.Cost.Points {
+		t.Errorf("%d launches for %d points: points needing the same workers share none", p.Cost.Launches, p.Cost.Points)
+	}
+}
+
+func TestRun_ARunnerThatCannotUpdateRelaunchesEveryPoint(t *testing.T) {
+	fr := &fakeRunner{rate: trueRate, noise: 0.05}
+	cfg := baseConfig(t, fr)
+	p, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Cost.Launches != p.Cost.Points || fr.started != p.Cost.Points {
+		t.Errorf("launches %d (started %d) for %d points, want one per point", p.Cost.Launches, fr.started, p.Cost.Points)
+	}
+	if len(p.Cost.Relaunches) == 0 || !strings.Contains(p.Cost.Relaunches[0], "cannot change a running job's limits") {
+		t.Errorf("relaunches %q, want the runner named", p.Cost.Relaunches)
+	}
+}
+
+func TestRun_AnOOMKillInPlaceIsRecordedAndTheNextPointRelaunches(t *testing.T) {
+	lr := &liveRunner{rate: fastRate, queue: 4, noise: 0.04, control: true, oomBelow: 100 << 20}
+	cfg := oneLaunchConfig(t, lr)
+	cfg.StallBreakdown = false
+	p, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ooms := 0
+	for _, c := range p.Cells {
+		if c.Measured && c.Failure != nil {
+			if c.Failure.Class != sensitivity.FailOOMKilled || c.MemLimitBytes != 50<<20 {
+				t.Errorf("cell cpus=%g mem=%d failed %+v, want OOM-killed at 50MiB only", c.CPUs, c.MemLimitBytes, c.Failure)
+			}
+			ooms++
+		}
+	}
+	if ooms != 3 || p.Cost.Launches != 3 {
+		t.Fatalf("%d OOM kills in %d launches, want 3 in 3 (relaunches %q)", ooms, p.Cost.Launches, p.Cost.Relaunches)
+	}
+	if !strings.Contains(p.Cost.Relaunches[0], "OOM-killed") {
+		t.Errorf("relaunch %q does not say why", p.Cost.Relaunches[0])
+	}
+}
+
+func TestRun_OneLaunchInterruptedSweepResumes(t *testing.T) {
+	lr := &liveRunner{rate: fastRate, queue: 6, noise: 0.04, control: true}
+	cfg := oneLaunchConfig(t, lr)
+	cfg.StallBreakdown = false
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Cancelled during the third point (in place in the first launch).
+	cfg.Progress = &cancelAfter{n: 2, cancel: cancel}
+	p, err := Run(ctx, cfg)
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("err = %v, want ErrInterrupted", err)
+	}
+	if p.Cost.Points != 2 || p.Cost.StopReason != sensitivity.SweepStopInterrupted || lr.started != 1 {
+		t.Fatalf("interrupted profile: %d points in %d launches, stop %q; want 2 in 1, interrupted", p.Cost.Points, lr.started, p.Cost.StopReason)
+	}
+	cfg.Resume, cfg.Progress = true, nil
+	p, err = Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Cost.Points != 9 || p.Cost.StopReason != sensitivity.SweepStopComplete || p.Cost.Launches != 2 || lr.started != 2 {
+		t.Errorf("resumed profile: %d points, %d launches, stop %q; want 9 points in 2 launches, complete; warnings %q", p.Cost.Points, p.Cost.Launches, p.Cost.StopReason, p.Warnings)
+	}
+}

@@ -1,0 +1,220 @@
+package profiler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/synergy-sched/synergy/jobcontract"
+	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/sensitivity"
+)
+
+// One way to measure a point: follow the launch's stream from the
+// point's anchor until its estimate is tight or a cap is reached, then
+// turn what it measured into the cell. A point that began the launch is
+// measured from the job's start (its warm-up dropped; under a memory limit
+// from its second pass); a point changed in place from the change, after
+// settling (a warm point) or after one whole pass since the dataset was
+// evicted (a point under a memory limit), over whole passes.
+
+// anchor is where a point begins in its launch's stream.
+type anchor struct {
+	start   time.Time // wall clock when the point began (launch or change)
+	changed bool      // in place, after a change (else the launch's first point)
+	// t0 is when the change was in force (Unix seconds, the stream's
+	// clock): limits, loader and page cache; ackIter the stream's "iter"
+	// of the first batch under the new loader settings (-1: no command).
+	t0      float64
+	ackIter int
+	counts  runner.Stats // the cgroup's counters at the change
+}
+
+// Settling after a change: at least settleIterations and settleMin are
+// dropped.
+const settleMin = 200 * time.Millisecond // two CFS periods
+
+// since returns the iterations of all that belong to the point: all of
+// them for a launch's first point; after a change, from the first that
+// began after it (and, after a loader command, consumed a batch of the
+// new loader).
+func (a anchor) since(all []jobcontract.Iteration) []jobcontract.Iteration {
+	if !a.changed {
+		return all
+	}
+	for i := 1; i < len(all); i++ {
+		if all[i-1].TS >= a.t0 && all[i].Iter >= a.ackIter {
+			return all[i:]
+		}
+	}
+	return nil
+}
+
+// pick returns the point's iterations (since), the measured ones (win;
+// the first only anchors time) and, under a memory limit, the first pass.
+func (s *sweep) pick(pt point, a anchor, all []jobcontract.Iteration) (since, win, first []jobcontract.Iteration) {
+	since = a.since(all)
+	if !a.changed || pt.cold {
+		win, first = s.window(pt, since, a.changed)
+		return since, win, first
+	}
+	// A warm point after a change drops settleIterations and settleMin.
+	i := max(s.settleIterations(Workers(pt.cpus, s.cfg.GPUs)), 1) - 1
+	for i < len(since) && since[i].TS < a.t0+settleMin.Seconds() {
+		i++
+	}
+	if i >= len(since) {
+		return since, nil, nil
+	}
+	return since, since[i:], nil
+}
+
+// measureIn follows the launch l through pt's part of its stream and
+// returns pt's cell. A job that ends during it ends the launch; a
+// cancelled context stops it and returns errInterrupted.
+func (s *sweep) measureIn(ctx context.Context, pt point, l *launch, a anchor, cell sensitivity.Cell) (sensitivity.Cell, error) {
+	if !a.changed {
+		pt = l.first // with the launch's worker count and iteration cap
+	}
+	run, st := l.run, cell.Stats
+	st.Launch, st.InPlace, st.Workers = l.id, a.changed, l.workers
+	if a.changed {
+		var err error
+		if run.sampling, err = s.startSampling(run.h, pt); err != nil {
+			s.warnf("%s: sampling: %v", pt.label(), err)
+		}
+	}
+	stop, interrupted := s.watchPoint(ctx, pt, l, a)
+	if interrupted {
+		s.endLaunch("")
+		return cell, errInterrupted
+	}
+	s.pollLaunch(pt, l)
+	since, win, first := s.pick(pt, a, run.m.all)
+	view := *run
+	view.m = measurement{all: since, window: win, firstPass: first, est: estimate(win), inPlace: a.changed}
+	if live, ok := run.sampling.liveStats(); ok {
+		view.live = live
+	}
+	run.sampling.stop(s, st, win)
+	run.sampling = nil
+	// The counters at the point's end: the cgroup sampler's last read, the
+	// point's one reader of them where there is one.
+	after, err := view.live.last, error(nil)
+	if view.live.n == 0 {
+		after, err = run.h.Stats()
+	}
+	end := pointEnd{stopReason: stop, wall: s.cfg.Now().Sub(a.start).Seconds()}
+	if l.end != nil {
+		end.res, end.err = l.end.res, l.end.err
+	}
+	if !a.changed {
+		if err := s.applyProbe(pt, s.readProbe(pt, run), end); err != nil {
+			s.endLaunch("")
+			return cell, err
+		}
+	}
+	if l.end != nil {
+		after, err = l.end.res.Final, nil
+		if !s.classifyEnd(pt, &view, end, &cell) {
+			s.endLaunch(endedWhy(pt, *l.end))
+			return cell, nil
+		}
+	}
+	st.WallSeconds = end.wall
+	if err == nil {
+		fillWindowStats(st, a.counts, after, view.live)
+		st.ExitCode = end.res.ExitCode
+	}
+	s.measure(pt, &view, end, &cell)
+	if n := len(win); n > 1 && cell.Failure == nil {
+		st.MeasureSeconds = win[n-1].TS - win[0].TS
+	}
+	st.MeasureSeconds = min(st.MeasureSeconds, st.WallSeconds)
+	st.WarmupSeconds = max(0, st.WallSeconds-st.MeasureSeconds)
+	l.points++
+	switch {
+	case l.end != nil:
+		s.endLaunch(endedWhy(pt, *l.end))
+	case l.synthetic:
+		s.endLaunch("the step-only run's launch was fed synthetic data")
+	case len(run.m.all) == 0:
+		s.endLaunch("the job wrote no metrics stream, so its points are measured by wall time, one launch each")
+	}
+	return cell, nil
+}
+
+// endedWhy says why a launch that ended during pt cannot serve the next
+// point.
+func endedWhy(pt point, end pointEnd) string {
+	switch {
+	case end.err != nil:
+		return fmt.Sprintf("the runner failed at %s: %v", pt.label(), end.err)
+	case end.res.OOMKilled:
+		return "the job was OOM-killed at " + pt.label()
+	}
+	return fmt.Sprintf("the job ended %s at %s", exitText(end.res), pt.label())
+}
+
+// watchPoint follows the launch until pt's estimate is tight or at its
+// iteration cap, pt's time cap passes, the job ends (stop ""), or ctx is
+// cancelled. It reports progress and, where no cgroup sampler reads the
+// job's counters, polls them.
+func (s *sweep) watchPoint(ctx context.Context, pt point, l *launch, a anchor) (stop string, interrupted bool) {
+	cfg := &s.cfg
+	ticker := time.NewTicker(cfg.Poll)
+	defer ticker.Stop()
+	deadline := time.NewTimer(cfg.PointTimeout)
+	defer deadline.Stop()
+	_, sampled := l.run.sampling.liveStats()
+	var lastUpdate, lastStats time.Time
+	for {
+		select {
+		case end := <-l.waitCh:
+			l.end = &end
+			// A job killed because ctx was cancelled is an interruption,
+			// not a crash.
+			return "", ctx.Err() != nil
+		case <-ctx.Done():
+			return "", true
+		case <-deadline.C:
+			return StopTimeCap, false
+		case <-ticker.C:
+			s.pollLaunch(pt, l)
+			since, win, _ := s.pick(pt, a, l.run.m.all)
+			est := estimate(win)
+			if !sampled && time.Since(lastStats) >= statsEvery {
+				lastStats = time.Now()
+				if st, err := l.run.h.Stats(); err == nil {
+					l.run.live.add(st)
+				}
+			}
+			if cfg.Progress != nil && time.Since(lastUpdate) >= 500*time.Millisecond {
+				lastUpdate = time.Now()
+				cfg.Progress.PointUpdate(pt.label(), est.Iterations, est, cfg.Now().Sub(a.start))
+			}
+			if r := s.stopForPoint(pt, since, a.changed, est); r != "" {
+				return r, false
+			}
+		}
+	}
+}
+
+// fillWindowStats records a point's cgroup figures: cumulative counters
+// as the difference between the reads at its start (zero for a launch's
+// first point) and its end; memory from the point's live samples where
+// there were any, else the end read; the peak is the launch's so far.
+func fillWindowStats(st *sensitivity.PointStats, before, after runner.Stats, live liveStats) {
+	st.CPUUsageSeconds = after.CPUUsageSeconds - before.CPUUsageSeconds
+	st.CPUThrottledPeriods = after.CPUThrottledPeriods - min(before.CPUThrottledPeriods, after.CPUThrottledPeriods)
+	st.CPUThrottledSeconds = after.CPUThrottledSeconds - before.CPUThrottledSeconds
+	st.IOReadBytes = after.IOReadBytes - before.IOReadBytes
+	st.MemPeakBytes = after.MemPeakBytes
+	st.MemCacheBytes, st.MemAnonBytes = after.MemCacheBytes, after.MemAnonBytes
+	if live.n > 0 {
+		st.MemCacheBytes, st.MemAnonBytes = live.last.MemCacheBytes, live.anonPeak
+		st.MemPeakBytes = max(st.MemPeakBytes, live.last.MemPeakBytes)
+	}
+}
+
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }

@@ -1,0 +1,178 @@
+package profiler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/synergy-sched/synergy/jobcontract"
+	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/sensitivity"
+)
+
+// cannotServe says why the live launch cannot measure pt in place, or ""
+// when it can.
+func (s *sweep) cannotServe(l *launch, pt point) string {
+	select {
+	case end := <-l.waitCh:
+		l.end = &end
+	default:
+	}
+	workers := Workers(pt.cpus, s.cfg.GPUs)
+	switch {
+	case s.cfg.Relaunch:
+		return "--relaunch: a launch per point"
+	case l.end != nil && l.end.res.OOMKilled:
+		return "the job was OOM-killed at the point before"
+	case l.end != nil:
+		return fmt.Sprintf("the job ended (%s)", exitText(l.end.res))
+	case l.synthetic:
+		return "the step-only run's launch was fed synthetic data"
+	case len(l.run.m.all) == 0:
+		return "the job wrote no metrics stream, so its points are measured by wall time, one launch each"
+	case s.dataDirFor(pt) != l.dataDir && s.scaledPoint(pt):
+		return "the point reads a sample of the dataset (--mem-scale)"
+	case s.dataDirFor(pt) != l.dataDir:
+		return "the point reads the whole dataset, the launch its sample (--mem-scale)"
+	case l.u == nil && !sameLimits(s.limitsFor(pt), l.limits):
+		return fmt.Sprintf("the %s runner cannot change a running job's limits", s.cfg.Runner.Name())
+	case (workers != l.workers || pt.synthetic) && !l.ctl.listening():
+		why := "the job does not answer the control channel (no DataLoader probe or contract helper listening)"
+		if l.ctl.broken != "" {
+			why = "the job's control channel failed: " + l.ctl.broken
+		}
+		if pt.synthetic {
+			return why + ", so it cannot replay a batch in place"
+		}
+		return fmt.Sprintf("%s, so its %d loader workers cannot become %d", why, l.workers, workers)
+	}
+	return ""
+}
+
+// errRelaunch wraps why a change in place failed: the job is relaunched
+// for the point.
+type errRelaunch struct{ why string }
+
+func (e errRelaunch) Error() string { return e.why }
+
+// move changes the live launch to pt: its limits (lowering memory
+// reclaims page cache down to the new limit), its loader's workers and
+// replay over the control channel, then the dataset's page cache (evicted
+// for a point under a memory limit, warm otherwise). It returns the
+// point's anchor: when and from which iteration pt's settings hold.
+func (s *sweep) move(ctx context.Context, l *launch, pt point, st *sensitivity.PointStats) (anchor, error) {
+	a := anchor{start: s.cfg.Now(), changed: true, ackIter: -1}
+	if want := s.limitsFor(pt); !sameLimits(want, l.limits) {
+		if err := l.u.Update(ctx, runner.Limits{CPUs: want.CPUs, MemLimitBytes: want.MemLimitBytes}); err != nil {
+			if ctx.Err() != nil {
+				return a, errInterrupted
+			}
+			// The job may have ended meanwhile, or the kernel refused.
+			return a, errRelaunch{"changing the running job's limits failed: " + err.Error()}
+		}
+		l.limits = want
+	}
+	workers, replay := Workers(pt.cpus, s.cfg.GPUs), pt.synthetic
+	var cmd jobcontract.ControlCommand
+	if replay != l.replay {
+		cmd.Replay = &replay
+	}
+	if workers != l.workers && !replay { // replaying, the loader is idle: its workers change on the way back
+		cmd.Workers = &workers
+	}
+	if cmd.Replay != nil || cmd.Workers != nil {
+		ack, err := l.ctl.do(ctx, cmd, s.cfg.Poll, l.ended)
+		switch {
+		case ctx.Err() != nil:
+			return a, errInterrupted
+		case err != nil:
+			return a, errRelaunch{"the job did not change its loader in place: " + err.Error()}
+		}
+		l.replay = ack.Replay
+		if !replay {
+			l.workers = ack.Workers
+		}
+		a.ackIter = ack.Iter
+	}
+	if err := s.prepareCache(pt, st); err != nil {
+		return a, err
+	}
+	a.t0 = unixSeconds(time.Now())
+	if c, err := l.run.h.Stats(); err == nil {
+		a.counts = c
+	}
+	return a, nil
+}
+
+// measurePointAt measures pt in the live launch, changed in place, or in
+// a new launch when the live one cannot serve it.
+func (s *sweep) measurePointAt(ctx context.Context, pt point) (sensitivity.Cell, error) {
+	if l := s.live; l != nil {
+		if why := s.cannotServe(l, pt); why != "" {
+			s.endLaunch(why)
+		}
+	}
+	if ctx.Err() != nil {
+		return sensitivity.Cell{}, errInterrupted
+	}
+	if l := s.live; l != nil {
+		cell := s.newCell(pt)
+		cell.Stats.InPlace = true
+		a, err := s.move(ctx, l, pt, cell.Stats)
+		var rl errRelaunch
+		switch {
+		case errors.As(err, &rl):
+			s.warnf("%s: %s; relaunching the job", pt.label(), rl.why)
+			s.endLaunch(rl.why)
+		case err != nil:
+			s.endLaunch("")
+			return cell, err
+		default:
+			return s.measureIn(ctx, pt, l, a, cell)
+		}
+	}
+	cell := s.newCell(pt)
+	if err := s.prepareCache(pt, cell.Stats); err != nil {
+		return cell, err
+	}
+	l, err := s.startLaunch(ctx, pt)
+	if err != nil {
+		if ctx.Err() != nil {
+			return cell, errInterrupted
+		}
+		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailStartFailed, Message: err.Error()}
+		return cell, nil
+	}
+	return s.measureIn(ctx, pt, l, anchor{start: l.run.start, ackIter: -1}, cell)
+}
+
+// newCell is pt's cell before it is measured.
+func (s *sweep) newCell(pt point) sensitivity.Cell {
+	return sensitivity.Cell{CPUs: pt.cpus, MemLimitBytes: pt.memLimit, Measured: true, Phase: pt.phase,
+		Stats: &sensitivity.PointStats{Workers: Workers(pt.cpus, s.cfg.GPUs), ColdStart: pt.cold}}
+}
+
+// measurePoint measures pt, or records why it is not launched: too slow
+// for its time cap (passtime.go), or a memory limit the job is predicted
+// to be OOM-killed under (memaxis.go).
+func (s *sweep) measurePoint(ctx context.Context, pt point) (sensitivity.Cell, error) {
+	if err := s.prepareScaled(pt); err != nil {
+		return sensitivity.Cell{}, err
+	}
+	if cell, skip := s.tooSlowForTimeout(pt); skip {
+		return cell, nil
+	}
+	if cell, skip := s.predictedOOM(pt); skip {
+		return cell, nil
+	}
+	cell, err := s.measurePointAt(ctx, pt)
+	s.markScaled(pt, &cell)
+	return cell, err
+}
+
+// sameLimits reports whether a and b set the same CPU budget and memory
+// limit (the read limit never changes in a launch).
+func sameLimits(a, b runner.Limits) bool {
+	return a.CPUs == b.CPUs && a.MemLimitBytes == b.MemLimitBytes
+}
