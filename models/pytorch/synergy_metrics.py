@@ -36,7 +36,8 @@ import os
 import time
 
 __all__ = ["SynergyMetrics", "add_contract_args", "add_emulation_args", "default_workers", "batch_size",
-           "GPUStep", "GPU_STEPS", "gpu_step", "emulated_step", "timed_wait", "ENV_METRICS_FILE", "ENV_POINT"]
+           "GPUStep", "GPU_STEPS", "gpu_step", "emulated_step", "timed_wait", "ENV_METRICS_FILE", "ENV_POINT",
+           "ENV_CONTROL_FILE", "ENV_CONTROL_ACK_FILE", "ControlChannel", "control_channel", "parse_control"]
 
 ENV_METRICS_FILE = "SYNERGY_METRICS_FILE"
 ENV_POINT = "SYNERGY_POINT"
@@ -278,10 +279,16 @@ class SynergyMetrics:
     # that writes the stream itself alone.
     enabled_instances = 0
 
-    def __init__(self, path=None, emulated=False, clock=time.perf_counter, wall=time.time):
+    def __init__(self, path=None, emulated=False, clock=time.perf_counter, wall=time.time, control=None):
         if path is None:
             path = os.environ.get(ENV_METRICS_FILE, "")
         self.path = path or None
+        # The control channel wrap() listens to: control_channel() of the
+        # environment, only while this object writes the stream (else the
+        # injected probe writes it and answers).
+        if control is None and self.path is not None:
+            control = control_channel()
+        self.control = LoaderControl(control, wall=wall) if control is not None else None
         if self.path is not None:
             SynergyMetrics.enabled_instances += 1
         self.point = os.environ.get(ENV_POINT, "")
@@ -331,19 +338,31 @@ class SynergyMetrics:
             epoch = self._wraps
             self._wraps += 1
         count = samples or batch_size
-        it = iter(iterable)
+        ctl = self.control
+        if ctl is None:
+            it = iter(iterable)
+            fetch = next
+        else:
+            # With the control channel: a torch DataLoader's workers can
+            # change mid-pass, and any loop's batch can be replayed.
+            it = loader_source(iterable)
+            fetch = ctl.fetch
         try:
             while True:
                 self._finish()
+                if ctl is not None:
+                    ctl.poll(it)
                 t0 = self._clock()
                 try:
-                    batch = next(it)
+                    batch = fetch(it)
                 except StopIteration:
                     return
                 t1 = self._clock()
                 n = count(batch)
                 self._open = {"samples": int(n) if n is not None else None, "data_wait_s": t1 - t0,
                               "start": t1, "epoch": epoch, "type": type(batch).__name__}
+                if ctl is not None:
+                    ctl.delivered(batch, self.iterations, it)
                 yield batch
         finally:
             # The loop ended, broke out or raised: its last step is over.
@@ -404,3 +423,474 @@ class SynergyMetrics:
         while data:  # a regular file takes it in one write; loop for safety
             n = os.write(self._fd, data)
             data = data[n:]
+
+
+# ---- The control channel (docs/job-contract.md, "The control channel") ----
+#
+# The profiler changes a running job's loader in place, so that one launch
+# serves every point of a profile: it appends command lines to
+# $SYNERGY_CONTROL_FILE ({"seq":1,"workers":4}, {"seq":2,"replay":true}),
+# the job looks for new complete lines between batches of its measured
+# loader (a stat; a read only when the file grew) and answers each on
+# $SYNERGY_CONTROL_ACK_FILE. SynergyMetrics.wrap() and the injected probe
+# both use what follows; one of them answers (ControlChannel.owner). The
+# protocol's Go side is jobcontract/control.go.
+
+ENV_CONTROL_FILE = "SYNERGY_CONTROL_FILE"
+ENV_CONTROL_ACK_FILE = "SYNERGY_CONTROL_ACK_FILE"
+MAX_CONTROL_LINE = 4 << 10  # bytes: jobcontract.MaxControlLine
+_CONTROL_KEYS = ("seq", "workers", "replay")
+_REGISTRY = "_synergy_control_channels"  # a sys.modules entry every copy of this module shares
+_DATALOADER_MODULE = "torch.utils.data.dataloader"
+
+
+class ControlError(Exception):
+    """A command that cannot be applied; its message is the answer's "error"."""
+
+
+def parse_control(line, last_seq=0):
+    """Decode one command line. Returns (command dict, None), or (None,
+    error answer dict) for a line that names its seq, or (None, message)
+    for one that does not (it cannot be answered)."""
+    try:
+        d = json.loads(line)
+    except ValueError as e:
+        return None, "control line %.80r: %s" % (line, e)
+    seq = d.get("seq") if isinstance(d, dict) else None
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+        return None, "control line %.80r: no positive seq to answer" % (line,)
+
+    def err(msg):
+        return None, {"seq": seq, "error": msg}
+
+    if seq <= last_seq:
+        return err("seq %d is not above the last one (%d)" % (seq, last_seq))
+    unknown = sorted(k for k in d if k not in _CONTROL_KEYS)
+    if unknown:
+        return err("unknown field %s (known: %s)" % (", ".join(unknown), ", ".join(_CONTROL_KEYS)))
+    w = d.get("workers")
+    if "workers" in d and (not isinstance(w, int) or isinstance(w, bool) or w < 0):
+        return err("workers %r is not an integer >= 0" % (w,))
+    if "replay" in d and not isinstance(d["replay"], bool):
+        return err("replay %r is not true or false" % (d["replay"],))
+    return d, None
+
+
+class ControlChannel:
+    """The job's end of the control channel: the complete lines appended to
+    the control file since the last look, and answers appended to the ack
+    file. One per process and pair of files (control_channel()); `owner` is
+    the LoaderControl that answers (the probe's or the script's helper's)
+    and `hello` the hello once written."""
+
+    def __init__(self, path, ack_path):
+        self.path, self.ack_path = path, ack_path
+        self.off = 0  # bytes of the control file read
+        self._part = b""  # a line still waiting for its newline
+        self._discard = False  # dropping an over-long line up to its newline
+        self.last_seq = 0
+        self.owner = None
+        self.hello = None
+        self.polls = 0  # looks at the file (stats)
+        self.reads = 0  # reads of new bytes
+
+    def lines(self):
+        """Complete lines appended since the last call (bytes, stripped);
+        a file not there yet holds none."""
+        self.polls += 1
+        try:
+            size = os.stat(self.path).st_size
+        except OSError:
+            return []
+        if size <= self.off:
+            return []
+        self.reads += 1
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.off)
+                data = f.read(min(size - self.off, 1 << 20))
+        except OSError:
+            return []
+        self.off += len(data)
+        pieces = (self._part + data).split(b"\n")
+        self._part = pieces.pop()
+        out = []
+        for p in pieces:
+            if self._discard:
+                self._discard = False
+                continue
+            p = p.strip()
+            if p:
+                out.append(p)
+        if len(self._part) > MAX_CONTROL_LINE:
+            _warn("%s: a line longer than %d bytes: dropped" % (ENV_CONTROL_FILE, MAX_CONTROL_LINE))
+            self._part, self._discard = b"", True
+        return out
+
+    def commands(self):
+        """The new commands: (command, None) or (None, error answer)."""
+        out = []
+        for line in self.lines():
+            cmd, err = parse_control(line.decode("utf-8", "replace"), self.last_seq)
+            if isinstance(err, str):
+                _warn(err)
+                continue
+            self.last_seq = max(self.last_seq, (cmd or err)["seq"])
+            out.append((cmd, err))
+        return out
+
+    def answer(self, ack):
+        """Append one answer line in a single write."""
+        data = (json.dumps(ack, separators=(",", ":")) + "\n").encode()
+        try:
+            fd = os.open(self.ack_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            _warn("%s: cannot answer: %s" % (ENV_CONTROL_ACK_FILE, e))
+
+
+def _warn(msg):
+    import sys
+    sys.stderr.write("synergy-control: %s\n" % msg)
+
+
+def control_channel(env=None):
+    """This process's ControlChannel for $SYNERGY_CONTROL_FILE and
+    $SYNERGY_CONTROL_ACK_FILE, or None unless both are set. Every copy of
+    this module in the process (the probe loads its own) gets the same
+    object, so the probe and the script's helper read the file once."""
+    import sys
+    import types
+    env = os.environ if env is None else env
+    path, ack = env.get(ENV_CONTROL_FILE, ""), env.get(ENV_CONTROL_ACK_FILE, "")
+    if not path or not ack:
+        return None
+    reg = sys.modules.get(_REGISTRY)
+    if reg is None:
+        reg = sys.modules[_REGISTRY] = types.ModuleType(_REGISTRY)
+        reg.channels = {}
+    key = (path, ack, os.getpid())
+    if key not in reg.channels:
+        reg.channels[key] = ControlChannel(path, ack)
+    return reg.channels[key]
+
+
+class LoaderControl:
+    """Applies the channel's commands to one training loop's batches.
+
+    poll(source) between batches reads new commands and applies them
+    (workers: source.set_workers; replay: hand the last batch out again);
+    fetch(source) gives the next batch; delivered(batch, iteration, source)
+    is called as a batch reaches the loop: the first one writes the hello,
+    later ones the answers to the commands applied before them. channel may
+    be None (no channel: only the probe's replay mode uses it then)."""
+
+    def __init__(self, channel, wall=time.time):
+        self.channel = channel
+        self._wall = wall
+        self.replay = False
+        self.last = None  # the batch last delivered (kept while it may be replayed)
+        self._pending = []  # (seq, note, workers before) of commands applied, unanswered
+
+    def _owns(self):
+        ch = self.channel
+        if ch is None:
+            return False
+        if ch.owner is None:
+            ch.owner = self
+        return ch.owner is self
+
+    def release(self):
+        """Stop answering (the probe stood down for the script's helper)."""
+        if self.channel is not None and self.channel.owner is self:
+            self.channel.owner = None
+
+    def poll(self, source):
+        ch = self.channel
+        if ch is None or ch.hello is None or ch.owner is not self:
+            return  # it listens from its hello on
+        for cmd, err in ch.commands():
+            if err is not None:
+                ch.answer(err)
+                continue
+            before, note = source.workers(), None
+            if "workers" in cmd:
+                try:
+                    note = source.set_workers(cmd["workers"])
+                except ControlError as e:
+                    ch.answer({"seq": cmd["seq"], "error": "workers %d: %s" % (cmd["workers"], e)})
+                    continue
+            if "replay" in cmd:
+                self.replay = cmd["replay"] and self.last is not None
+            self._pending.append((cmd["seq"], note, before if "workers" in cmd else None))
+
+    def fetch(self, source):
+        """The next batch: the last one again in replay, else the loader's.
+        A loader that fails before the first batch under new workers goes
+        back to the workers it had; the command is answered with the error."""
+        if self.replay:
+            return self.last
+        try:
+            return source.next()
+        except StopIteration:
+            raise
+        except Exception as e:
+            back = [p for p in self._pending if p[2] is not None]
+            if not back:
+                raise
+            seq, _, before = back[-1]
+            failed = source.workers()
+            try:
+                source.set_workers(before)
+            except ControlError:
+                raise e from None
+            self._pending = [p for p in self._pending if p[2] is None]
+            for s, _, _ in back:
+                self.channel.answer({"seq": s, "error": "workers %d: the loader failed before its first batch "
+                                                        "(%s: %s); back to %d workers" % (failed, type(e).__name__, e, before)})
+            return self.fetch(source)
+
+    def delivered(self, batch, iteration, source):
+        if self.channel is None:
+            if self.replay:
+                self.last = batch
+            return
+        if not self._owns():
+            return
+        self.last = batch
+        ch = self.channel
+        if ch.hello is None:
+            ch.hello = {"seq": 0, "workers": source.workers(), "ts": self._wall(), "iter": int(iteration)}
+            if self.replay:
+                ch.hello["replay"] = True
+            ch.answer(ch.hello)
+        if self._pending:
+            ts = self._wall()
+            for seq, note, _ in self._pending:
+                ack = {"seq": seq, "workers": source.workers(), "replay": self.replay, "ts": ts, "iter": int(iteration)}
+                if note:
+                    ack["note"] = note
+                ch.answer(ack)
+            self._pending = []
+
+
+class PlainSource:
+    """Batches from any iterable: replay works, workers cannot be changed."""
+
+    def __init__(self, iterable):
+        self.what = type(iterable).__name__
+        self.it = iter(iterable)
+
+    def workers(self):
+        return 0
+
+    def next(self):
+        return next(self.it)
+
+    def set_workers(self, n):
+        raise ControlError("the loop iterates a %s, not a torch DataLoader: its workers cannot be changed" % self.what)
+
+
+def _dataloader_module(obj):
+    import sys
+    mod = sys.modules.get(_DATALOADER_MODULE)
+    if mod is not None and isinstance(obj, mod.DataLoader):
+        return mod
+    return None
+
+
+def record_dispatch(mod):
+    """Patch torch's _BaseDataLoaderIter._next_index (once) to remember the
+    index batches an iterator sent to its workers and has not yet returned:
+    what a change of workers must fetch again. Kept on the iterator as
+    _synergy_dispatch = [sampler iterator, batches returned before the
+    list's first, list]; a new pass (a new sampler iterator) starts a new
+    list, and returned batches are dropped from it as it grows."""
+    base = mod._BaseDataLoaderIter
+    if getattr(base, "_synergy_records_dispatch", False):
+        return
+    orig = base._next_index
+
+    def _next_index(self):
+        idx = orig(self)
+        d = self.__dict__.get("_synergy_dispatch")
+        if d is None or d[0] is not self._sampler_iter:
+            d = self.__dict__["_synergy_dispatch"] = [self._sampler_iter, 0, []]
+        d[2].append(idx)
+        if len(d[2]) > 64:
+            k = min(self._num_yielded - d[1], len(d[2]))
+            if k > 0:
+                del d[2][:k]
+                d[1] += k
+        return idx
+
+    _next_index.__wrapped__ = orig
+    base._next_index = _next_index
+    base._synergy_records_dispatch = True
+
+
+def fresh_iter(loader, orig_iter):
+    """iter(loader) through orig_iter, except for a loader with persistent
+    workers whose iterator a change of workers replaced: its next iterator
+    is made afresh, and its workers' base seed is drawn from a private
+    generator so that the loader's own generator (the shuffle's) advances
+    exactly as it would have without the change."""
+    seed = loader.__dict__.pop("_synergy_fresh_seed", None)
+    if seed is None or getattr(loader, "_iterator", None) is not None:
+        return orig_iter(loader)
+    import torch
+    gen, private = loader.generator, torch.Generator()
+    private.manual_seed(seed)
+    loader.generator = private
+    try:
+        return orig_iter(loader)
+    finally:
+        loader.generator = gen
+
+
+class _Remaining:
+    """The rest of a pass as a one-shot batch sampler: the batches an old
+    iterator dispatched but never returned, then the rest of its sampler
+    iterator. `pulled` keeps what came from the latter (to give back if the
+    new iterator cannot start)."""
+
+    def __init__(self, head, rest):
+        self.head, self.rest, self.pulled = list(head), rest, []
+
+    def empty(self):
+        if self.head:
+            return False
+        try:
+            self.head.append(next(self.rest))
+        except StopIteration:
+            return True
+        self.pulled.append(self.head[0])
+        return False
+
+    def __iter__(self):
+        while self.head:
+            yield self.head.pop(0)
+        for b in self.rest:
+            self.pulled.append(b)
+            yield b
+
+
+class TorchSource:
+    """Batches from a torch DataLoader's iterator `it` (the one the training
+    loop holds), whose workers can be changed mid-pass: the pass goes on
+    from the batch after the last one returned, from a new iterator over the
+    same dataset with the new number of workers (`cur`). next_fn fetches
+    from a torch iterator (the probe passes torch's own __next__)."""
+
+    def __init__(self, loader, it, next_fn=next):
+        self.loader, self.it, self.cur, self.next_fn = loader, it, it, next_fn
+        self.mod = _dataloader_module(loader)
+
+    def workers(self):
+        return self.cur._num_workers if self.cur is not None else self.loader.num_workers
+
+    def next(self):
+        if self.cur is None:
+            raise StopIteration
+        return self.next_fn(self.cur)
+
+    def _clone(self, n, generator, **over):
+        """A plain DataLoader like self.loader with n workers (its
+        constructor unpatched: the probe does not list it)."""
+        import inspect
+        dl = self.mod.DataLoader
+        init = getattr(dl.__init__, "__wrapped__", dl.__init__)
+        params = inspect.signature(init).parameters
+        src = self.loader
+        kw = {"dataset": src.dataset, "num_workers": n, "collate_fn": src.collate_fn, "pin_memory": src.pin_memory,
+              "timeout": src.timeout, "worker_init_fn": src.worker_init_fn, "generator": generator}
+        if n > 0:
+            kw["multiprocessing_context"] = src.multiprocessing_context
+            if getattr(src, "prefetch_factor", None) is not None:
+                kw["prefetch_factor"] = src.prefetch_factor
+        for k in ("pin_memory_device", "in_order"):
+            if k in params and hasattr(src, k):
+                kw[k] = getattr(src, k)
+        kw.update(over)
+        obj = dl.__new__(dl)
+        init(obj, **kw)
+        return obj
+
+    def set_workers(self, n):
+        """Go on with n workers; returns a note for the answer, or None.
+        Raises ControlError, the loader unchanged, when it cannot."""
+        import torch
+        old, loader = self.cur, self.loader
+        if old is None:
+            loader.num_workers = n
+            return "the pass had ended: the next one starts with %d workers" % n
+        if n == old._num_workers:
+            return None
+        gen = torch.Generator()
+        gen.manual_seed(int(getattr(old, "_base_seed", 0)) & 0x7FFFFFFFFFFFFFFF)
+        note, rem = None, None
+        try:
+            if isinstance(loader.dataset, torch.utils.data.IterableDataset):
+                new = self._clone(n, gen, batch_size=loader.batch_size, drop_last=loader.drop_last)
+                note = "iterable dataset: its pass began again with %d workers (an IterableDataset cannot be resumed)" % n
+            else:
+                d = old.__dict__.get("_synergy_dispatch")
+                if d is not None and d[0] is old._sampler_iter:
+                    head = d[2][max(0, old._num_yielded - d[1]):]
+                elif old._num_workers == 0:
+                    head = []  # in-process: nothing fetched ahead
+                else:
+                    raise ControlError("the loader's iterator was made before synergy recorded its batches")
+                rem = _Remaining(head, old._sampler_iter)
+                if rem.empty():
+                    new = None
+                    note = "the pass had ended: the next one starts with %d workers" % n
+                elif loader._auto_collation:
+                    new = self._clone(n, gen, batch_sampler=rem)
+                else:
+                    new = self._clone(n, gen, sampler=rem, batch_size=None)
+            new_it = new._get_iterator() if new is not None else None
+        except ControlError:
+            raise
+        except Exception as e:
+            if rem is not None and rem.pulled:
+                self._give_back(old, rem.pulled)
+            raise ControlError("cannot start %d workers: %s: %s" % (n, type(e).__name__, e)) from None
+        if new_it is not None and hasattr(old, "_synergy_probe_record"):
+            new_it._synergy_probe_record = old._synergy_probe_record
+        if hasattr(old, "_shutdown_workers"):
+            old._shutdown_workers()
+        if loader.persistent_workers and getattr(loader, "_iterator", None) is self.it:
+            loader._iterator = None  # its workers are gone: the next pass makes a new one
+            loader.__dict__["_synergy_fresh_seed"] = int(getattr(old, "_base_seed", 0)) & 0x7FFFFFFFFFFFFFFF
+        loader.num_workers = n
+        self.cur, self._clone_loader = new_it, new
+        return note
+
+    @staticmethod
+    def _give_back(old, pulled):
+        """Put batches a failed new iterator took back in front of old's sampler iterator."""
+        import itertools
+        rest = itertools.chain(pulled, old._sampler_iter)
+        d = old.__dict__.get("_synergy_dispatch")
+        old._sampler_iter = rest
+        if d is not None:
+            d[0] = rest
+
+
+def loader_source(iterable, next_fn=next):
+    """A TorchSource for a torch DataLoader (recording its dispatched
+    batches from now on), a PlainSource for anything else."""
+    mod = _dataloader_module(iterable)
+    if mod is None:
+        return PlainSource(iterable)
+    record_dispatch(mod)
+    it = fresh_iter(iterable, type(iterable).__iter__)
+    if not isinstance(it, mod._BaseDataLoaderIter):
+        src = PlainSource(())
+        src.it, src.what = it, type(it).__name__
+        return src
+    return TorchSource(iterable, it, next_fn)

@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -521,6 +522,214 @@ class ProbeTorchTest(unittest.TestCase):
         self.assertTrue(all(l["step_source"] == "fixed 2.0 ms" for l in got))
         r = self.read_report()
         self.assertEqual((r["stream"], r["primary"], r["loaders"][0]["batches"]), ("script", None, 6))
+
+
+
+def dedup(batches):
+    """(epoch, items) of each batch, a batch replayed right after itself
+    counted once (the items are distinct, so only a replay repeats)."""
+    out = []
+    for b in batches:
+        if out and b["items"] == out[-1][1]:
+            continue
+        out.append((b["epoch"], b["items"]))
+    return out
+
+
+def read_jsonl(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(l) for l in f]
+
+
+@unittest.skipUnless(HAVE_TORCH, "torch and torchvision are not importable by %s" % sys.executable)
+class ControlTorchTest(unittest.TestCase):
+    """The control channel under real torch: testdata/control_loop.py (a
+    shuffled, seeded DataLoader over known items) sends itself commands
+    mid-pass; the probe (or, with --helper, synergy_metrics.wrap) applies
+    them. What the loop saw is compared with a run without commands."""
+
+    _baselines = {}
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+        self.n = 0
+
+    def run_loop(self, *args, probe=True, control=True, env=None):
+        """Run control_loop.py; returns (its record, the answers, the stream, the report, stderr)."""
+        self.n += 1
+        d = os.path.join(self.dir.name, str(self.n))
+        os.mkdir(d)
+        e = {"SYNERGY_METRICS_FILE": os.path.join(d, "m.jsonl"), "SYNERGY_PROBE_REPORT": os.path.join(d, "r.json")}
+        if control:
+            e.update({"SYNERGY_CONTROL_FILE": os.path.join(d, "c.jsonl"),
+                      "SYNERGY_CONTROL_ACK_FILE": os.path.join(d, "a.jsonl")})
+        if not probe:
+            e["SYNERGY_PROBE"] = "off"
+        e.update(env or {})
+        out = os.path.join(d, "out.json")
+        p = run_probed([sys.executable, os.path.join(TESTDATA, "control_loop.py"), out] + list(args), e, cwd=d)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(out) as f:
+            rec = json.load(f)
+        report = None
+        if os.path.exists(e["SYNERGY_PROBE_REPORT"]):
+            with open(e["SYNERGY_PROBE_REPORT"]) as f:
+                report = json.load(f)
+        return rec, read_jsonl(os.path.join(d, "a.jsonl")), read_jsonl(e["SYNERGY_METRICS_FILE"]), report, p.stderr
+
+    def baseline(self, *args):
+        """The batches a run without commands saw (once per arguments)."""
+        if args not in self._baselines:
+            rec, acks, _, _, _ = self.run_loop(*args, control=False)
+            self.assertEqual(acks, [])
+            self._baselines[args] = dedup(rec["batches"])
+        return self._baselines[args]
+
+    def check_acks(self, acks, want):
+        """want: (seq, workers, replay, iter) per answer, or (seq, "error text")."""
+        got = []
+        for a in acks:
+            if "error" in a:
+                got.append((a["seq"], a["error"]))
+            else:
+                got.append((a["seq"], a["workers"], a.get("replay", False), a["iter"]))
+        self.assertEqual(got, want)
+        ts = [a["ts"] for a in acks if "ts" in a]
+        self.assertEqual(ts, sorted(ts), "answers' ts go back")
+
+    def test_probe_workers_and_replay_mid_pass(self):
+        # 60 items in batches of 4: 15 batches a pass, 2 passes. Commands go
+        # in the body of batch K, so the first batch under them is K+1.
+        args = ("--epochs", "2")
+        sends = ['3:{"seq":1,"workers":1}', '6:{"seq":2,"workers":3}', '8:{"seq":3,"replay":true}',
+                 '11:{"seq":4,"replay":false,"workers":0}', '13:{"seq":5,"workers":2}',
+                 '13:{"seq":6,"workers":-1}', '13:not json', '13:{"seq":6,"bogus":1}', '13:{"seq":5,"workers":1}']
+        rec, acks, lines, report, stderr = self.run_loop(*args, *sum([["--send", s] for s in sends], []))
+        self.check_acks(acks, [
+            (0, 2, False, 0),  # the hello, at the first batch
+            (1, 1, False, 4), (2, 3, False, 7), (3, 3, True, 9), (4, 0, False, 12),
+            (6, "workers -1 is not an integer >= 0"),
+            (6, "seq 6 is not above the last one (6)"),  # answered as it is read, before seq 5's batch
+            (5, "seq 5 is not above the last one (6)"),
+            (5, 2, False, 14),
+        ])
+        self.assertIn("control line 'not json'", stderr)
+        b = rec["batches"]
+        # Every item of each pass once, in the order of the run without commands.
+        self.assertEqual(dedup(b), self.baseline(*args))
+        self.assertEqual(len(b), 30 + 3, "batch 8 handed out 3 more times in replay")
+        self.assertTrue(all(b[i]["items"] == b[8]["items"] for i in (9, 10, 11)))
+        # The worker processes changed: 2, then 1 from batch 4, 3 from 7
+        # (the replayed batches came from no worker), none from 12, 2 from 14.
+        self.assertEqual([x["children"] for x in b[:17]], [2] * 4 + [1] * 3 + [3] * 5 + [0] * 2 + [2] * 3)
+        self.assertEqual([x["wids"] for x in b[12:14]], [[-1], [-1]], "in-process after workers 0")
+        self.assertEqual(set(x["children"] for x in b[15:]), {2}, "the next pass keeps the new count")
+        self.assertEqual(rec["loader_workers"], 2)
+        # The stream goes on: one line per batch the loop saw, iter as acked.
+        self.assertEqual([l["iter"] for l in lines], list(range(len(b))))
+        self.assertEqual([l["epoch"] for l in lines], [x["epoch"] for x in b])
+        self.assertLess(max(l["data_wait_s"] for l in lines[9:12]), 0.01, "a replayed batch waits for nothing")
+        self.assertEqual((report["stream"], report["loaders"][0]["num_workers"], report["loaders"][0]["workers_changes"]),
+                         ("probe", 2, 4))
+
+    def test_probe_persistent_workers(self):
+        args = ("--epochs", "3", "--persistent")
+        rec, acks, _, _, _ = self.run_loop(*args, "--send", '3:{"seq":1,"workers":1}', "--send",
+                                           '20:{"seq":2,"workers":3}')
+        self.check_acks(acks, [(0, 2, False, 0), (1, 1, False, 4), (2, 3, False, 21)])
+        self.assertEqual(dedup(rec["batches"]), self.baseline(*args),
+                         "the next passes' order is the one without commands (the shuffle's generator untouched)")
+        self.assertEqual([x["children"] for x in rec["batches"]], [2] * 4 + [1] * 17 + [3] * 24)
+
+    def test_probe_workers_that_fail_go_back(self):
+        # A dataset that refuses to load in a worker: 0 -> 2 fails at the
+        # first batch, the job goes back in-process and loses no batch.
+        args = ("--workers", "0", "--epochs", "1", "--no-fork")
+        rec, acks, _, _, _ = self.run_loop(*args, "--send", '2:{"seq":1,"workers":2}', "--send",
+                                           '5:{"seq":2,"replay":true}', "--send", '6:{"seq":3,"replay":false}')
+        self.assertEqual([a["seq"] for a in acks], [0, 1, 2, 3])
+        self.assertIn("workers 2: the loader failed before its first batch (RuntimeError:", acks[1]["error"])
+        self.assertIn("back to 0 workers", acks[1]["error"])
+        self.assertEqual((acks[2]["workers"], acks[2]["iter"], acks[3]["iter"]), (0, 6, 7))
+        self.assertEqual(dedup(rec["batches"]), self.baseline(*args))
+        self.assertEqual(set(x["children"] for x in rec["batches"]), {0})
+
+    def test_probe_iterable_dataset_begins_again(self):
+        rec, acks, _, _, _ = self.run_loop("--iterable", "--epochs", "1", "--items", "24", "--send",
+                                           '2:{"seq":1,"workers":1}')
+        self.check_acks(acks, [(0, 2, False, 0), (1, 1, False, 3)])
+        self.assertIn("iterable dataset: its pass began again with 1 workers", acks[1]["note"])
+        items = [i for x in rec["batches"][3:] for i in x["items"]]
+        self.assertEqual(items, list(range(24)), "the pass from its start, one worker")
+
+    def test_no_channel_no_answers(self):
+        rec, acks, lines, report, _ = self.run_loop("--epochs", "1", control=False)
+        self.assertEqual((acks, len(lines), report["stream"]), ([], 15, "probe"))
+        self.assertIsNone(report["config"]["control_file"])
+
+    def test_loader_only_mode_takes_commands(self):
+        # The probe drives the loader itself (emulated step): the profiler
+        # sends commands from outside, as it will.
+        d = os.path.join(self.dir.name, "lo")
+        os.mkdir(d)
+        cmd, ack, out = os.path.join(d, "c.jsonl"), os.path.join(d, "a.jsonl"), os.path.join(d, "out.json")
+        env = dict(os.environ)
+        for k in list(env):
+            if k.startswith("SYNERGY_"):
+                del env[k]
+        env.update({"PYTHONPATH": PROBE_DIR, "PYTHONDONTWRITEBYTECODE": "1", "SYNERGY_PROBE_STEP_S": "0.01",
+                    "SYNERGY_METRICS_FILE": os.path.join(d, "m.jsonl"), "SYNERGY_CONTROL_FILE": cmd,
+                    "SYNERGY_CONTROL_ACK_FILE": ack, "SYNERGY_PROBE_REPORT": os.path.join(d, "r.json")})
+        p = subprocess.Popen([sys.executable, os.path.join(TESTDATA, "control_loop.py"), out, "--epochs", "1000"],
+                             env=env, cwd=d, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda: p.poll() is None and (p.kill(), p.wait()))
+
+        def answer(seq, timeout=60):
+            deadline = time.time() + timeout
+            while time.time() < deadline:
+                for a in read_jsonl(ack):
+                    if a["seq"] == seq:
+                        return a
+                self.assertIsNone(p.poll(), "the job ended")
+                time.sleep(0.02)
+            self.fail("no answer to seq %d" % seq)
+
+        def children():
+            out = set()
+            for t in os.listdir("/proc/%d/task" % p.pid):
+                with open("/proc/%d/task/%s/children" % (p.pid, t)) as f:
+                    out.update(f.read().split())
+            return len(out)
+
+        hello = answer(0)
+        self.assertEqual((hello["workers"], hello["iter"]), (2, 0))
+        last = hello
+        for seq, c in enumerate([{"workers": 1}, {"workers": 3}, {"replay": True}, {"replay": False, "workers": 2}], 1):
+            c["seq"] = seq
+            with open(cmd, "a") as f:
+                f.write(json.dumps(c) + "\n")
+            a = answer(seq)
+            self.assertNotIn("error", a)
+            self.assertEqual(a["workers"], c.get("workers", last["workers"]))
+            self.assertEqual(a["replay"], seq == 3)
+            self.assertGreater(a["iter"], last["iter"])
+            self.assertGreater(a["ts"], last["ts"])
+            if "workers" in c:
+                self.assertEqual(children(), c["workers"], "worker processes after workers %d" % c["workers"])
+            last = a
+        time.sleep(0.3)
+        p.kill()
+        p.wait()
+        lines = read_jsonl(os.path.join(d, "m.jsonl"))
+        self.assertGreater(len(lines), last["iter"])
+        self.assertEqual([l["iter"] for l in lines], list(range(len(lines))))
+        self.assertTrue(all(l["emulated"] for l in lines))
+        # Replayed batches (from seq 3's iter to seq 4's) waited for nothing.
+        a3, a4 = read_jsonl(ack)[3:5]
+        self.assertTrue(all(l["data_wait_s"] < 0.005 for l in lines[a3["iter"]:a4["iter"]]))
 
 
 if __name__ == "__main__":

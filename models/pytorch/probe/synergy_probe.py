@@ -59,6 +59,8 @@ ENV_EMULATE_GPU = "SYNERGY_PROBE_EMULATE_GPU"  # loader-only mode, step from the
 ENV_MODEL = "SYNERGY_PROBE_MODEL"  # the table's model, with SYNERGY_PROBE_EMULATE_GPU
 ENV_REPLAY = "SYNERGY_PROBE_REPLAY"  # "1": replay the primary's first batch, the loader idle (step alone)
 ENV_OWNER = "SYNERGY_PROBE_OWNER_PID"  # set by the probe for its children; never by the profiler
+ENV_CONTROL_FILE = "SYNERGY_CONTROL_FILE"  # the control channel's commands (docs/job-contract.md)
+ENV_CONTROL_ACK_FILE = "SYNERGY_CONTROL_ACK_FILE"  # and its answers
 
 EXIT_CONFIG = 2  # exit status for a bad SYNERGY_PROBE_* value
 
@@ -126,6 +128,10 @@ class Config:
             raise ConfigError("%s and %s: give one of them, not both" % (ENV_STEP_S, ENV_EMULATE_GPU))
         if self.gpu is not None and self.model is None:
             raise ConfigError("%s=%s: %s must name the model whose step time to use" % (ENV_EMULATE_GPU, self.gpu, ENV_MODEL))
+        self.control = env.get(ENV_CONTROL_FILE, "") or None
+        self.control_ack = env.get(ENV_CONTROL_ACK_FILE, "") or None
+        if (self.control is None) != (self.control_ack is None):
+            raise ConfigError("%s and %s: give both or neither" % (ENV_CONTROL_FILE, ENV_CONTROL_ACK_FILE))
         if self.gpu is not None:
             # Check the pair now (the batch is known only at the first batch).
             try:
@@ -140,7 +146,7 @@ class Config:
     def as_dict(self):
         return {"metrics_file": self.metrics_file, "max_iterations": self.max_iterations, "workers": self.workers,
                 "loader": self.loader, "step_s": self.step_s, "emulate_gpu": self.gpu, "model": self.model,
-                "replay": self.replay}
+                "replay": self.replay, "control_file": self.control}
 
 
 _HELPER = []
@@ -196,6 +202,8 @@ class LoaderRecord:
         self.first_batch_at = None
         self.cpus = None  # this process's CPU affinity at the first batch
         self.worker_cpus = None  # {pid: affinity} of the loader's worker processes then
+        self.workers_changes = 0  # changes of workers through the control channel
+        self.switched_to = None  # the iterator the last change put in place
 
     def note_affinity(self, it):
         """Record the CPUs this process and the iterator's worker processes
@@ -217,6 +225,8 @@ class LoaderRecord:
              "data_wait_s": round(self.data_wait_s, 6)}
         if self.workers_note:
             d["workers_note"] = self.workers_note
+        if self.workers_changes:
+            d["workers_changes"] = self.workers_changes
         if self.cpus is not None:
             d["cpus"] = self.cpus
             d["worker_cpus"] = self.worker_cpus
@@ -250,8 +260,12 @@ class Probe:
         self._open = None  # the primary's iteration in its step: (samples, data_wait_s, start, epoch)
         self._exiting = False
         self._exited = False
-        self._replay = None  # replay mode: the primary's first batch, handed out again
-        self._batch_size = _helper().batch_size
+        h = _helper()
+        self._batch_size = h.batch_size
+        # The control channel's commands and the replay mode, applied to
+        # the primary's batches (h.LoaderControl); channel None without one.
+        self.ctl = h.LoaderControl(h.control_channel({ENV_CONTROL_FILE: config.control or "",
+                                                      ENV_CONTROL_ACK_FILE: config.control_ack or ""}))
 
     # ---- report ----------------------------------------------------------
 
@@ -328,6 +342,9 @@ class Probe:
             return
         probe = self
         orig_init, orig_iter, orig_next = DataLoader.__init__, DataLoader.__iter__, BaseIter.__next__
+        fresh_iter = _helper().fresh_iter
+        if self.ctl.channel is not None:
+            _helper().record_dispatch(module)  # what a change of workers fetches again
         sig = inspect.signature(orig_init)
         # torch/utils/data/dataloader.py -> torch/
         torch_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(module.__file__))))
@@ -341,16 +358,17 @@ class Probe:
             probe.register(self, asked, used, note)
 
         def __iter__(self):
-            it = orig_iter(self)
+            it = fresh_iter(self, orig_iter)
             rec = self.__dict__.get("_synergy_probe_record")
             if rec is not None:
                 rec.passes += 1
                 try:
                     it._synergy_probe_record = rec
-                    if probe.cfg.emulate:
-                        # The loader-only mode starts new passes itself: keep
-                        # the loader alive as long as its iterator (in
-                        # `for b in DataLoader(...)` nothing else does).
+                    if probe.cfg.emulate or probe.ctl.channel is not None:
+                        # The loader-only mode starts new passes itself, and
+                        # a change of workers clones the loader: keep it
+                        # alive as long as its iterator (in `for b in
+                        # DataLoader(...)` nothing else does).
                         it._synergy_probe_loader = self
                 except AttributeError:
                     pass
@@ -431,26 +449,54 @@ class Probe:
                 return False
         return False
 
+    def source(self, it, rec, orig_next):
+        """The primary iterator's batches as the control channel sees them
+        (a TorchSource kept on the script's iterator: after a change of
+        workers it fetches from the new one)."""
+        src = it.__dict__.get("_synergy_source")
+        if src is None:
+            loader = getattr(it, "_synergy_probe_loader", None)
+            if loader is None:  # never `or`: that asks the loader for its len()
+                loader = rec.ref()
+            src = it.__dict__["_synergy_source"] = _helper().TorchSource(loader, it, orig_next)
+        return src
+
+    @staticmethod
+    def note_switch(rec, it, src):
+        """After the control channel changed the primary's workers (src
+        fetches from another iterator than the script's it): record them."""
+        if src.cur is not it and src.cur is not rec.switched_to:
+            rec.switched_to = src.cur
+            rec.workers = src.workers()
+            rec.workers_changes += 1
+            if src.cur is not None:
+                rec.note_affinity(src.cur)
+
     def next_batch(self, it, rec, orig_next):
         t0 = self.clock()
         primary = rec is self.primary or (self.stream != "script" and self.primary is None and self.is_primary(rec))
         if primary:
             self.end_step(t0)
             self.check_cap()
-        if primary and self._replay is not None:
-            batch = self._replay  # replay mode: the step alone, the loader idle
-        else:
+            src = self.source(it, rec, orig_next)
+            self.ctl.poll(src)
             try:
-                batch = orig_next(it)
+                # Replay mode: the last batch again (the step alone, the
+                # loader idle); else the loader's, from the iterator a
+                # change of workers put in place of the script's.
+                batch = self.ctl.fetch(src)
             except StopIteration:
-                if primary:
-                    self.write_report()  # a pass ended (its last step ended at t0)
+                self.write_report()  # a pass ended (its last step ended at t0)
                 raise
+        else:
+            batch = orig_next(it)
         t1 = self.clock()
         n = self.samples(batch)
         rec.batches += 1
         rec.samples += n or 0
         rec.data_wait_s += t1 - t0
+        if primary:
+            self.note_switch(rec, it, src)
         if rec.first_batch_at is None:
             rec.first_batch_at = t1
             rec.note_affinity(it)
@@ -458,13 +504,14 @@ class Probe:
                 self.stand_down()
                 primary = False
             if primary and self.cfg.replay:
-                self._replay = batch
+                self.ctl.replay = True
                 self.notes.append("replay mode: the first batch is handed out again and again, the loader idle: "
                                   "the rate is the script's step alone")
                 sys.stderr.write("synergy-probe: replay mode: timing the step alone on the first batch\n")
             self.write_report()
         if primary:
             self._open = (n, t1 - t0, t1, rec.passes - 1)
+            self.ctl.delivered(batch, self.iterations, src)
             if self.cfg.emulate:
                 self.drive(it, rec, orig_next)  # never returns
         return batch
@@ -497,6 +544,7 @@ class Probe:
     def stand_down(self):
         self.stream = "script"
         self._open = None
+        self.ctl.release()  # the script's helper answers the control channel, if anyone
         if self.primary is not None:
             self.primary.primary = False
             self.primary = None
@@ -538,28 +586,36 @@ class Probe:
         sys.stderr.write("synergy-probe: loader-only mode: the model never runs; each step is a %.1f ms wait (%s)%s\n" % (
             self.step.step_s * 1e3, self.step.label, "" if self.cfg.max_iterations else "; no iteration cap: runs until killed"))
         self.write_report()
-        loader = getattr(it, "_synergy_probe_loader", None) or rec.ref()
+        loader = getattr(it, "_synergy_probe_loader", None)
+        if loader is None:
+            loader = rec.ref()
+        src = self.source(it, rec, orig_next)
         while True:
             self.step.wait()
             t0 = self.clock()
             self.end_step(t0)
             self.check_cap()
+            self.ctl.poll(src)
             try:
-                batch = orig_next(it)
+                batch = self.ctl.fetch(src)
             except StopIteration:
                 if loader is None:
                     self.fail("the loader of the loader-only mode is gone")
-                it = self._orig_iter(loader)
+                it = _helper().fresh_iter(loader, self._orig_iter)
+                it._synergy_probe_loader = loader
+                src = self.source(it, rec, orig_next)
                 rec.passes += 1
                 self.write_report()
                 t0 = self.clock()
-                batch = orig_next(it)
+                batch = self.ctl.fetch(src)
             t1 = self.clock()
             n = self.samples(batch)
             rec.batches += 1
             rec.samples += n
             rec.data_wait_s += t1 - t0
             self._open = (n, t1 - t0, t1, rec.passes - 1)
+            self.note_switch(rec, it, src)
+            self.ctl.delivered(batch, self.iterations, src)
             del batch
 
     def fail(self, msg):
