@@ -164,3 +164,121 @@ func TestSynthtrain_SIGTERMStopsAnEndlessRun(t *testing.T) {
 		t.Errorf("%d lines, want >= 3", n)
 	}
 }
+
+// The control channel end to end: the real binary, the environment the
+// profiler sets, commands appended while it runs.
+func TestSynthtrain_ControlChannel(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "lang")
+	if code, out, errs := run(t, nil, "gen", "--dir", data, "--bytes", "64KiB", "--preset", "language", "--classes", "2"); code != 0 {
+		t.Fatalf("gen: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	dir := t.TempDir()
+	metrics, ctlPath, ackPath := filepath.Join(dir, "m.jsonl"), filepath.Join(dir, "control.jsonl"), filepath.Join(dir, "control-ack.jsonl")
+	cmd := command(t, []string{jobcontract.EnvMetricsFile + "=" + metrics, jobcontract.EnvControlFile + "=" + ctlPath,
+		jobcontract.EnvControlAckFile + "=" + ackPath},
+		"--preset", "language", "--data", data, "-b", "2", "-j", "2", "--gpu-step", "3ms", "--max-iterations", "1000000")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+
+	acks := jobcontract.NewLineReader(ackPath)
+	var got []jobcontract.ControlAck
+	// wait reads answers until one to seq arrives (a guard against
+	// hanging, not a timing check).
+	wait := func(seq int) jobcontract.ControlAck {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			lines, err := acks.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range lines {
+				a, err := jobcontract.ParseAck(l)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, a)
+			}
+			for _, a := range got {
+				if a.Seq == seq {
+					return a
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no answer to %d after 30s; answers %+v; stderr %q", seq, got, errb.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if h := wait(0); h.Workers != 2 {
+		t.Errorf("hello %+v, want workers 2", h)
+	}
+	one, yes, no, three := 1, true, false, 3
+	for _, c := range []jobcontract.ControlCommand{
+		{Seq: 1, Workers: &one}, {Seq: 2, Replay: &yes}, {Seq: 3, Replay: &no, Workers: &three},
+	} {
+		if err := jobcontract.AppendControl(ctlPath, c); err != nil {
+			t.Fatal(err)
+		}
+		a := wait(c.Seq)
+		if a.Error != "" || (c.Workers != nil && a.Workers != *c.Workers) || (c.Replay != nil && a.Replay != *c.Replay) {
+			t.Errorf("answer %+v to seq %d", a, c.Seq)
+		}
+	}
+	f, err := os.OpenFile(ctlPath, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("{\"seq\":4,\"workers\":-2}\n{\"seq\":5,\"workers\":2}\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if a := wait(4); !strings.Contains(a.Error, "negative") || a.Workers != 3 {
+		t.Errorf("answer to a bad command %+v, want an error and workers 3 kept", a)
+	}
+	last := wait(5)
+	if last.Error != "" || last.Workers != 2 {
+		t.Errorf("answer %+v, want workers 2: the job went on after the bad command", last)
+	}
+	// An answer is written when its batch reaches the loop, before the
+	// iteration's line: wait for that line.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(metrics); bytes.Count(b, []byte("\n")) > last.Iter {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no line for iteration %d after 30s", last.Iter)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	// Every answer's iteration is in the stream, and its ts inside it.
+	b, err := os.ReadFile(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var its []jobcontract.Iteration
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		it, err := jobcontract.ParseIteration(sc.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		its = append(its, it)
+	}
+	for _, a := range got {
+		if a.Error != "" {
+			continue
+		}
+		if a.Iter >= len(its) || its[a.Iter].Iter != a.Iter || a.TS > its[a.Iter].TS || (a.Iter > 0 && a.TS < its[a.Iter-1].TS) {
+			t.Errorf("answer %+v: not within its iteration of the stream (%d lines)", a, len(its))
+		}
+	}
+}

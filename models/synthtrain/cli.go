@@ -31,6 +31,9 @@ const (
 	exitUsage         = 2
 	defaultPreset     = "image"
 	defaultGenClasses = 10
+	// defaultPrefetchPerWorker is the queue's bound per worker when
+	// --prefetch is not given (PyTorch's prefetch_factor default).
+	defaultPrefetchPerWorker = 2
 )
 
 // UsageError is a bad command line; Main exits 2 on it.
@@ -87,13 +90,14 @@ func ParseTrainArgs(args []string) (TrainConfig, error) {
 		cfg.Workers = runtime.NumCPU()
 	}
 	if !set[FlagPrefetch] {
-		cfg.Prefetch = 2 * max(cfg.Workers, 1)
+		cfg.PrefetchPerWorker = defaultPrefetchPerWorker
+		cfg.Prefetch = defaultPrefetchPerWorker * max(cfg.Workers, 1)
 	}
 	switch {
 	case cfg.Batch < 1:
 		return cfg, usageErrorf("--%s: %d must be >= 1", jobcontract.FlagBatch, cfg.Batch)
-	case cfg.Workers < 1:
-		return cfg, usageErrorf("--%s: %d must be >= 1", jobcontract.FlagWorkers, cfg.Workers)
+	case cfg.Workers < 1 || cfg.Workers > MaxWorkers:
+		return cfg, usageErrorf("--%s: %d must be in [1, %d]", jobcontract.FlagWorkers, cfg.Workers, MaxWorkers)
 	case cfg.MaxIterations < 0:
 		return cfg, usageErrorf("--%s: %d must be >= 0 (0: until stopped)", jobcontract.FlagMaxIterations, cfg.MaxIterations)
 	case cfg.Prefetch < 1:
@@ -182,7 +186,8 @@ train flags (repeatable, the last wins; -x and --x are the same):
   --synthetic-data           read no files; feed one pre-made batch (still emulates the GPU step)
   --preset ` + PresetNames() + `   workload kind (default image)
   --gpu-step DURATION        emulated GPU time per batch, e.g. 8ms (default: the preset's)
-  --prefetch N               batches queued ahead of the loop (default 2 x workers)
+  --prefetch N               batches queued ahead of the loop (default 2 x workers, following
+                             a worker count changed through the control channel)
   --seed N                   shuffle and augmentation seed (default 1)
 
 gen flags:
@@ -197,6 +202,10 @@ environment:
   ` + jobcontract.EnvMetricsFile + `   append one JSON line per iteration (iter, samples, data_wait_s,
                          step_s, ts, epoch, step_intended_s, emulated)
   ` + jobcontract.EnvPoint + `          label of the profiling point, echoed in the log
+  ` + jobcontract.EnvControlFile + `   with ` + jobcontract.EnvControlAckFile + `: the control channel. Between
+                         batches, apply the JSON commands appended to it ({"seq":1,"workers":4},
+                         {"seq":2,"replay":true}) and answer each, and a hello (seq 0) at the
+                         first batch, in the ack file (docs/job-contract.md)
 
 exit status: 0 done, 1 failed, 2 bad command line.
 `
@@ -275,6 +284,18 @@ func runTrain(ctx context.Context, args []string, getenv func(string) string, st
 		defer f.Close()
 		metrics = f
 	}
+	cmdFile, ackFile := getenv(jobcontract.EnvControlFile), getenv(jobcontract.EnvControlAckFile)
+	switch {
+	case cmdFile != "" && ackFile != "":
+		cfg.Control = &Control{CommandFile: cmdFile, AckFile: ackFile, Log: stderr}
+		if getenv("GOMAXPROCS") == "" {
+			// As above, for a worker count the profiler changes.
+			cfg.Control.OnWorkers = func(n int) { runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), n+1)) }
+		}
+	case cmdFile != "" || ackFile != "":
+		fmt.Fprintf(stderr, "synthtrain: %s and %s go together; only one is set, so the control channel is off\n",
+			jobcontract.EnvControlFile, jobcontract.EnvControlAckFile)
+	}
 	point := getenv(jobcontract.EnvPoint)
 	if point == "" {
 		point = "-"
@@ -283,8 +304,8 @@ func runTrain(ctx context.Context, args []string, getenv func(string) string, st
 	if cfg.Synthetic {
 		data = "synthetic"
 	}
-	fmt.Fprintf(stderr, "synthtrain: point=%q preset=%s batch=%d workers=%d prefetch=%d gpu-step=%s max-iterations=%d data=%s cpus=%d\n",
-		point, cfg.Preset.Name, cfg.Batch, cfg.Workers, cfg.Prefetch, cfg.GPUStep, cfg.MaxIterations, data, runtime.NumCPU())
+	fmt.Fprintf(stderr, "synthtrain: point=%q preset=%s batch=%d workers=%d prefetch=%d gpu-step=%s max-iterations=%d data=%s cpus=%d control=%v\n",
+		point, cfg.Preset.Name, cfg.Batch, cfg.Workers, cfg.Prefetch, cfg.GPUStep, cfg.MaxIterations, data, runtime.NumCPU(), cfg.Control != nil)
 	sum, err := Train(ctx, cfg, metrics)
 	fmt.Fprintln(stderr, summaryLine(sum))
 	return err

@@ -13,6 +13,27 @@
 // a batch (data_wait_s), sleeps on a timer for --gpu-step (step_s measured,
 // step_intended_s asked; a timer burns no CPU) and appends one JSON line.
 //
+// The control channel (jobcontract/control.go; on when
+// $SYNERGY_CONTROL_FILE and $SYNERGY_CONTROL_ACK_FILE are both set) lets
+// one launch serve every profiling point. The loop answers with a hello
+// (seq 0) when the loader's first batch reaches it, then, before every
+// batch, applies the command lines appended since (a stat; a read only
+// when the file grew), in order. "workers": N replaces the loader's worker
+// set in the running pass: the old workers finish the batch each holds and
+// exit, N new goroutines build the batches after the last one handed out,
+// prefetched batches stay queued, and the loop gets every batch of the pass
+// once, in the seeded order; later epochs use N, and without --prefetch the
+// queue's bound follows (2 × N). "replay": true hands the last delivered
+// batch to the loop again and again while the loader idles once its queue
+// is full (the step alone); false goes back to the loader where it was.
+// Each command is answered when the first batch under its settings reaches
+// the loop — for a new worker count, the first batch the new set built
+// (batches carry their builder's generation), not a prefetched one —
+// with that moment (ts) and the metrics line that consumes it (iter). A
+// command it cannot apply (bad JSON, workers 0 or over 1024, workers under
+// --synthetic-data) is answered at once with an error and changes nothing.
+// --max-iterations still ends the run.
+//
 // Presets and their defaults, calibrated on a 2-core machine:
 //
 //	preset    batch  gpu-step  sample file                            work per sample                       bound by

@@ -2,10 +2,16 @@ package synthtrain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 )
+
+// MaxWorkers bounds the loader's worker goroutines (--workers and a
+// control channel's "workers").
+const MaxWorkers = 1024
 
 // Batch is one batch handed to the training loop.
 type Batch struct {
@@ -18,6 +24,10 @@ type Batch struct {
 	Samples int
 	// Data holds Samples × the preset's per-sample tensor, channel-major.
 	Data []float32
+
+	// gen is the worker set that built the batch: 0 for the first, +1 at
+	// every SetWorkers that changed the count.
+	gen int
 }
 
 // LoaderConfig sets up a Loader.
@@ -28,19 +38,44 @@ type LoaderConfig struct {
 	// the most finished-or-in-progress batches queued ahead of the
 	// training loop. All must be >= 1.
 	Batch, Workers, Prefetch int
-	Seed                     uint64
+	// PrefetchPerWorker, when > 0, makes the queue's bound follow the
+	// worker count (PyTorch's prefetch_factor): PrefetchPerWorker × workers
+	// after every SetWorkers. 0 keeps Prefetch whatever the count.
+	PrefetchPerWorker int
+	Seed              uint64
 }
 
 // Loader reads, decodes and augments samples on Workers goroutines, each
 // building whole batches as a PyTorch DataLoader worker does, and hands
 // them to the training loop in order through a bounded queue. Every epoch
 // visits every file once in a seeded shuffled order.
+//
+// One dispatcher walks the epochs' batches in order; for each it queues a
+// future (so the queue bounds the batches in flight and fixes their order)
+// and hands the batch to whichever worker is free. SetWorkers replaces the
+// worker set in the running pass: the old workers finish the batch they
+// hold and exit, new ones take the next batch the dispatcher hands out, so
+// no batch is lost, built twice or reordered, and prefetched batches stay
+// queued.
 type Loader struct {
 	cfg    LoaderConfig
+	ctx    context.Context
+	cancel context.CancelFunc
+	stop   func() bool // unregisters the wake-up on ctx's end
+	jobs   chan batchJob
 	queue  chan chan loaded // futures, in batch order
 	free   chan []float32   // batch tensors given back by the loop
-	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// running counts worker goroutines that have not exited.
+	running atomic.Int32
+
+	mu   sync.Mutex
+	room *sync.Cond // the dispatcher waits on it while the queue is full
+	// queued is the futures in queue, prefetch their bound.
+	queued, prefetch int
+	workers, gen     int
+	quit             chan struct{} // closed to retire the current worker set
+	closed           bool
 }
 
 type loaded struct {
@@ -56,37 +91,93 @@ type batchJob struct {
 
 // StartLoader starts the loader's goroutines; Close stops them.
 func StartLoader(ctx context.Context, cfg LoaderConfig) (*Loader, error) {
+	prefetch := cfg.Prefetch
+	if cfg.PrefetchPerWorker > 0 {
+		prefetch = cfg.PrefetchPerWorker * cfg.Workers
+	}
 	switch {
 	case cfg.Batch < 1:
 		return nil, fmt.Errorf("start loader: batch %d < 1", cfg.Batch)
-	case cfg.Workers < 1:
-		return nil, fmt.Errorf("start loader: workers %d < 1", cfg.Workers)
-	case cfg.Prefetch < 1:
-		return nil, fmt.Errorf("start loader: prefetch %d < 1", cfg.Prefetch)
+	case cfg.Workers < 1 || cfg.Workers > MaxWorkers:
+		return nil, fmt.Errorf("start loader: workers %d not in [1, %d]", cfg.Workers, MaxWorkers)
+	case prefetch < 1:
+		return nil, fmt.Errorf("start loader: prefetch %d < 1", prefetch)
 	case len(cfg.Dataset.Files) == 0:
 		return nil, fmt.Errorf("start loader: dataset %s is empty", cfg.Dataset.Root)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	l := &Loader{
-		cfg:    cfg,
-		queue:  make(chan chan loaded, cfg.Prefetch),
-		free:   make(chan []float32, cfg.Prefetch+cfg.Workers+2),
-		cancel: cancel,
+		cfg:      cfg,
+		ctx:      ctx,
+		cancel:   cancel,
+		jobs:     make(chan batchJob),
+		queue:    make(chan chan loaded, max(prefetch, cfg.PrefetchPerWorker*MaxWorkers)),
+		free:     make(chan []float32, prefetch+cfg.Workers+2),
+		prefetch: prefetch,
+		quit:     make(chan struct{}),
 	}
-	jobs := make(chan batchJob)
-	l.wg.Add(1 + cfg.Workers)
-	go l.dispatch(ctx, jobs)
-	for range cfg.Workers {
-		go l.work(ctx, jobs)
-	}
+	l.room = sync.NewCond(&l.mu)
+	l.stop = context.AfterFunc(ctx, func() {
+		l.mu.Lock()
+		l.room.Broadcast()
+		l.mu.Unlock()
+	})
+	l.wg.Add(1)
+	go l.dispatch(ctx)
+	l.startWorkers(cfg.Workers, 0, l.quit)
+	l.workers = cfg.Workers
 	return l, nil
 }
 
-// dispatch walks epochs and batches, queueing a future for each batch before
-// handing it to a worker, so the queue bounds the batches in flight.
-func (l *Loader) dispatch(ctx context.Context, jobs chan<- batchJob) {
+func (l *Loader) startWorkers(n, gen int, quit <-chan struct{}) {
+	l.wg.Add(n)
+	l.running.Add(int32(n))
+	for range n {
+		go l.work(l.ctx, gen, quit)
+	}
+}
+
+// Workers returns the worker count in force (the last SetWorkers').
+func (l *Loader) Workers() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.workers
+}
+
+// SetWorkers replaces the worker set with n new workers, from the batch
+// after the last one handed to a worker; the old workers finish the batch
+// each holds and exit. With PrefetchPerWorker the queue's bound follows.
+// It returns the new set's generation: batches it builds carry it (the
+// same count keeps the set and its generation). Call it from the
+// goroutine that calls Close.
+func (l *Loader) SetWorkers(n int) (gen int, err error) {
+	if n < 1 || n > MaxWorkers {
+		return 0, fmt.Errorf("workers %d not in [1, %d]", n, MaxWorkers)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, errors.New("loader closed")
+	}
+	if n == l.workers {
+		return l.gen, nil
+	}
+	close(l.quit)
+	l.quit = make(chan struct{})
+	l.gen++
+	l.workers = n
+	if l.cfg.PrefetchPerWorker > 0 {
+		l.prefetch = l.cfg.PrefetchPerWorker * n
+		l.room.Broadcast()
+	}
+	l.startWorkers(n, l.gen, l.quit)
+	return l.gen, nil
+}
+
+// dispatch walks epochs and batches, queueing a future for each batch
+// before handing it to a worker, so the queue bounds the batches in flight.
+func (l *Loader) dispatch(ctx context.Context) {
 	defer l.wg.Done()
-	defer close(jobs)
 	n := len(l.cfg.Dataset.Files)
 	index := 0
 	for epoch := 0; ; epoch++ {
@@ -98,13 +189,13 @@ func (l *Loader) dispatch(ctx context.Context, jobs chan<- batchJob) {
 				files: files,
 				out:   make(chan loaded, 1),
 			}
-			select {
-			case l.queue <- job.out:
-			case <-ctx.Done():
+			if !l.waitRoom(ctx) {
 				return
 			}
+			// Never blocks: queued <= prefetch <= the channel's capacity.
+			l.queue <- job.out
 			select {
-			case jobs <- job:
+			case l.jobs <- job:
 			case <-ctx.Done():
 				return
 			}
@@ -113,13 +204,44 @@ func (l *Loader) dispatch(ctx context.Context, jobs chan<- batchJob) {
 	}
 }
 
-func (l *Loader) work(ctx context.Context, jobs <-chan batchJob) {
+// waitRoom waits until the queue holds fewer than prefetch futures and
+// counts one more; false when ctx ended.
+func (l *Loader) waitRoom(ctx context.Context) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.queued >= l.prefetch && ctx.Err() == nil {
+		l.room.Wait()
+	}
+	if ctx.Err() != nil {
+		return false
+	}
+	l.queued++
+	return true
+}
+
+func (l *Loader) work(ctx context.Context, gen int, quit <-chan struct{}) {
 	defer l.wg.Done()
+	defer l.running.Add(-1)
 	codec := l.cfg.Preset.codec
 	per := codec.tensorLen()
 	var buf []byte
-	for job := range jobs {
+	for {
+		// A retired worker takes no new batch, even when one is ready.
+		select {
+		case <-quit:
+			return
+		default:
+		}
+		var job batchJob
+		select {
+		case <-quit:
+			return
+		case <-ctx.Done():
+			return
+		case job = <-l.jobs:
+		}
 		b := job.b
+		b.gen = gen
 		b.Data = l.tensor(b.Samples * per)
 		var err error
 		for j, fi := range job.files {
@@ -162,6 +284,10 @@ func (l *Loader) Next(ctx context.Context) (Batch, error) {
 	case <-ctx.Done():
 		return Batch{}, ctx.Err()
 	}
+	l.mu.Lock()
+	l.queued--
+	l.room.Broadcast()
+	l.mu.Unlock()
 	select {
 	case r := <-fut:
 		if r.err != nil {
@@ -184,6 +310,10 @@ func (l *Loader) Release(b Batch) {
 
 // Close stops the goroutines and waits for them (at most one sample each).
 func (l *Loader) Close() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
 	l.cancel()
+	l.stop()
 	l.wg.Wait()
 }

@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // idCodec is a fake codec for loader logic: each file holds its id as text,
@@ -183,5 +185,175 @@ func TestStartLoader_Validates(t *testing.T) {
 			l.Close()
 			t.Errorf("StartLoader(%+v) succeeded, want an error", cfg)
 		}
+	}
+}
+
+// wantIDs is the ids of the files in the order the seeded epochs visit
+// them, epochs 0..epochs-1 concatenated.
+func wantIDs(t *testing.T, ds Dataset, seed uint64, epochs int) []int {
+	t.Helper()
+	var ids []int
+	for e := range epochs {
+		for _, fi := range epochOrder(len(ds.Files), seed, e) {
+			b, err := os.ReadFile(filepath.Join(ds.Root, ds.Files[fi]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, err := strconv.Atoi(string(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// waitRunning waits until n worker goroutines run (a guard against
+// hanging, not a timing check).
+func waitRunning(t *testing.T, l *Loader, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for int(l.running.Load()) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d worker goroutines running after 10s, want %d", l.running.Load(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestLoader_SetWorkersMidPassKeepsEveryBatchInOrder(t *testing.T) {
+	const files, batch, seed = 30, 2, 7 // 15 batches a pass
+	root := writeIDDataset(t, files)
+	ds, err := ScanDataset(root, ".id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := StartLoader(context.Background(), LoaderConfig{Dataset: ds, Preset: idPreset(), Batch: batch, Workers: 2, PrefetchPerWorker: 2, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	waitRunning(t, l, 2)
+
+	var ids, gens []int
+	take := func(n int) {
+		for range n {
+			b, err := l.Next(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.Index != len(gens) {
+				t.Fatalf("batch index %d, want %d", b.Index, len(gens))
+			}
+			for j := range b.Samples {
+				ids = append(ids, int(b.Data[2*j]))
+			}
+			gens = append(gens, b.gen)
+			l.Release(b)
+		}
+	}
+	// Workers 2 -> 1 -> 3 mid-pass, then past the end of the pass: later
+	// epochs use the last count.
+	take(3)
+	if gen, err := l.SetWorkers(1); err != nil || gen != 1 {
+		t.Fatalf("SetWorkers(1) = %d, %v; want generation 1", gen, err)
+	}
+	waitRunning(t, l, 1)
+	take(4)
+	if gen, err := l.SetWorkers(3); err != nil || gen != 2 {
+		t.Fatalf("SetWorkers(3) = %d, %v; want generation 2", gen, err)
+	}
+	waitRunning(t, l, 3)
+	if gen, err := l.SetWorkers(3); err != nil || gen != 2 {
+		t.Errorf("SetWorkers(3) again = %d, %v; want generation 2 kept", gen, err)
+	}
+	take(2*15 - 7)
+	waitRunning(t, l, 3)
+	if l.Workers() != 3 {
+		t.Errorf("Workers() = %d, want 3", l.Workers())
+	}
+
+	if want := wantIDs(t, ds, seed, 2); !slices.Equal(ids, want) {
+		t.Errorf("two passes gave\n%v\nwant each file once a pass in the seeded order\n%v", ids, want)
+	}
+	// Batches prefetched by an old set come first, then the new set's.
+	if !slices.IsSorted(gens) || gens[0] != 0 || gens[len(gens)-1] != 2 {
+		t.Errorf("generations %v: want non-decreasing from 0 to 2", gens)
+	}
+	for _, bad := range []int{0, -1, MaxWorkers + 1} {
+		if _, err := l.SetWorkers(bad); err == nil {
+			t.Errorf("SetWorkers(%d) succeeded", bad)
+		}
+	}
+}
+
+// gateCodec is idCodec whose process blocks until gate is closed,
+// counting the calls in progress.
+type gateCodec struct {
+	idCodec
+	active *atomic.Int32
+	gate   chan struct{}
+}
+
+func (c gateCodec) process(data []byte, r *rng, dst []float32) error {
+	c.active.Add(1)
+	defer c.active.Add(-1)
+	<-c.gate
+	return c.idCodec.process(data, r, dst)
+}
+
+// More workers build more batches at once: the queue's bound follows the
+// count, and an old worker finishes the batch it holds before it exits.
+func TestLoader_SetWorkersRunsTheNewSetInParallel(t *testing.T) {
+	root := writeIDDataset(t, 12)
+	ds, err := ScanDataset(root, ".id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var active atomic.Int32
+	codec := gateCodec{active: &active, gate: make(chan struct{})}
+	p := idPreset()
+	p.codec = codec
+	l, err := StartLoader(context.Background(), LoaderConfig{Dataset: ds, Preset: p, Batch: 1, Workers: 1, PrefetchPerWorker: 1, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	waitActive := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for int(active.Load()) != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d samples in progress after 10s, want %d", active.Load(), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitActive(1) // one worker, one batch in flight
+	time.Sleep(20 * time.Millisecond)
+	if n := active.Load(); n != 1 {
+		t.Fatalf("%d samples in progress with 1 worker and prefetch 1, want 1", n)
+	}
+	if _, err := l.SetWorkers(3); err != nil {
+		t.Fatal(err)
+	}
+	// The old worker still holds batch 0; the queue's bound is now 3
+	// batches, so two new workers take batches 1 and 2 and the third waits.
+	waitActive(3)
+	waitRunning(t, l, 4)
+	close(codec.gate)
+	waitRunning(t, l, 3)
+	var ids []int
+	for range 12 {
+		b, err := l.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, int(b.Data[0]))
+		l.Release(b)
+	}
+	if want := wantIDs(t, ds, 3, 1); !slices.Equal(ids, want) {
+		t.Errorf("pass gave %v, want %v", ids, want)
 	}
 }

@@ -15,6 +15,10 @@ type TrainConfig struct {
 	// Batch is samples per batch (--batch), Workers the loader goroutines
 	// (--workers), Prefetch the bounded queue of batches (--prefetch).
 	Batch, Workers, Prefetch int
+	// PrefetchPerWorker, when > 0, makes the queue's bound follow a worker
+	// count changed through the control channel (2 when --prefetch is not
+	// given); 0 keeps Prefetch.
+	PrefetchPerWorker int
 	// MaxIterations stops the run with success after that many
 	// iterations; 0 runs until the context is cancelled.
 	MaxIterations int
@@ -26,6 +30,9 @@ type TrainConfig struct {
 	// (--synthetic-data): the GPU step's ingestion rate.
 	Synthetic bool
 	Seed      uint64
+	// Control, when set, is the control channel the job listens to
+	// between batches (from the environment, not a flag).
+	Control *Control
 }
 
 // Summary totals a run, for the human summary at exit.
@@ -62,11 +69,16 @@ type batchSource interface {
 // data_wait_s), emulate the GPU step with a timed wait (a timer, which burns
 // no CPU; step_s is the wait measured, step_intended_s the wait asked for),
 // and append one Iteration to metrics (nil: none) in a single write per line.
-// It returns when MaxIterations are done, or with ctx's error.
+// With cfg.Control it also reads control commands before each batch (from
+// the first batch's hello on) and answers them (control.go). It returns
+// when MaxIterations are done, or with ctx's error.
 func Train(ctx context.Context, cfg TrainConfig, metrics io.Writer) (Summary, error) {
 	var sum Summary
 	start := time.Now()
-	var src batchSource
+	var (
+		src batchSource
+		k   knobs = noKnobs{}
+	)
 	if cfg.Synthetic {
 		src = newSyntheticSource(cfg)
 	} else {
@@ -77,40 +89,74 @@ func Train(ctx context.Context, cfg TrainConfig, metrics io.Writer) (Summary, er
 		sum.Files, sum.DatasetBytes = len(ds.Files), ds.Bytes
 		l, err := StartLoader(ctx, LoaderConfig{
 			Dataset: ds, Preset: cfg.Preset, Batch: cfg.Batch,
-			Workers: cfg.Workers, Prefetch: cfg.Prefetch, Seed: cfg.Seed,
+			Workers: cfg.Workers, Prefetch: cfg.Prefetch, PrefetchPerWorker: cfg.PrefetchPerWorker, Seed: cfg.Seed,
 		})
 		if err != nil {
 			return sum, fmt.Errorf("train: %w", err)
 		}
-		src = l
+		src, k = l, loaderKnobs{l}
 	}
 	defer src.Close()
+	var ctl *controller
+	if cfg.Control != nil {
+		ctl = newController(*cfg.Control, k)
+	}
+	err := loop(ctx, cfg, src, ctl, metrics, &sum)
+	sum.Wall = time.Since(start)
+	return sum, err
+}
 
-	var line []byte
+// loop is the training loop over src, answering ctl (nil: no control
+// channel); it adds to sum.
+func loop(ctx context.Context, cfg TrainConfig, src batchSource, ctl *controller, metrics io.Writer, sum *Summary) error {
+	var (
+		line []byte
+		// last is the batch delivered last: replay hands it again, so its
+		// tensor goes back to the loader only when the next one arrives.
+		last     Batch
+		haveLast bool
+	)
 	for i := 0; cfg.MaxIterations == 0 || i < cfg.MaxIterations; i++ {
+		if ctl != nil {
+			if err := ctl.poll(i); err != nil {
+				return fmt.Errorf("train: iteration %d: %w", i, err)
+			}
+		}
+		replayed := ctl != nil && ctl.replay
 		t0 := time.Now()
-		b, err := src.Next(ctx)
-		if err != nil {
-			return sum, fmt.Errorf("train: iteration %d: wait for data: %w", i, err)
+		b := last
+		if !replayed {
+			var err error
+			if b, err = src.Next(ctx); err != nil {
+				return fmt.Errorf("train: iteration %d: wait for data: %w", i, err)
+			}
+			if haveLast {
+				src.Release(last)
+			}
+			last, haveLast = b, true
 		}
 		t1 := time.Now()
+		if ctl != nil {
+			if err := ctl.delivered(b, replayed, t1, i); err != nil {
+				return fmt.Errorf("train: iteration %d: %w", i, err)
+			}
+		}
 		if err := sleepCtx(ctx, cfg.GPUStep); err != nil {
-			return sum, fmt.Errorf("train: iteration %d: gpu step: %w", i, err)
+			return fmt.Errorf("train: iteration %d: gpu step: %w", i, err)
 		}
 		t2 := time.Now()
-		src.Release(b)
 
 		epoch, intended := b.Epoch, cfg.GPUStep.Seconds()
 		it := jobcontract.Iteration{
 			Iter: i, Samples: b.Samples, Epoch: &epoch,
 			DataWaitS: t1.Sub(t0).Seconds(), StepS: t2.Sub(t1).Seconds(),
 			StepIntendedS: &intended, Emulated: true,
-			TS: float64(t2.UnixMicro()) / 1e6,
+			TS: unixSeconds(t2),
 		}
 		if metrics != nil {
 			line = jobcontract.AppendIteration(line[:0], it)
 			if _, err := metrics.Write(line); err != nil {
-				return sum, fmt.Errorf("train: iteration %d: write metrics: %w", i, err)
+				return fmt.Errorf("train: iteration %d: write metrics: %w", i, err)
 			}
 		}
 		sum.Iterations++
@@ -119,9 +165,8 @@ func Train(ctx context.Context, cfg TrainConfig, metrics io.Writer) (Summary, er
 		sum.DataWait += t1.Sub(t0)
 		sum.Step += t2.Sub(t1)
 		sum.StepIntended += cfg.GPUStep
-		sum.Wall = time.Since(start)
 	}
-	return sum, nil
+	return nil
 }
 
 // sleepCtx waits d on a timer, or until ctx is done.
