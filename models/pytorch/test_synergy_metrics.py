@@ -6,15 +6,20 @@ fast this machine is.
 """
 
 import argparse
+import importlib.util
 import io
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import unittest
 from unittest import mock
 
 import synergy_metrics
 from synergy_metrics import SynergyMetrics, add_contract_args, batch_size
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 class FakeClock:
@@ -375,6 +380,195 @@ class TrainImagenetArgsTest(unittest.TestCase):
                     train_imagenet.parse_args(argv)
                 self.assertEqual(cm.exception.code, 2)
                 self.assertIn(flag, err.getvalue())
+
+
+
+class ControlChannelTest(unittest.TestCase):
+    """The job's end of the control channel (docs/job-contract.md, "The
+    control channel"), no torch: the file reader, the command parser, and
+    wrap() over a plain iterable with a fake clock."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+        self.cmd = os.path.join(self.dir.name, "control.jsonl")
+        self.ack = os.path.join(self.dir.name, "ack.jsonl")
+        self.clock = FakeClock()
+
+    def send(self, text):
+        with open(self.cmd, "a") as f:
+            f.write(text)
+
+    def acks(self):
+        if not os.path.exists(self.ack):
+            return []
+        with open(self.ack) as f:
+            return [json.loads(l) for l in f]
+
+    def test_reads_complete_appended_lines(self):
+        ch = synergy_metrics.ControlChannel(self.cmd, self.ack)
+        self.assertEqual(ch.lines(), [], "a file not there yet holds nothing")
+        self.send('{"seq":1,"workers":4}\n{"seq":2,')
+        self.assertEqual(ch.lines(), [b'{"seq":1,"workers":4}'])
+        self.assertEqual(ch.lines(), [], "a partial line waits for its newline")
+        self.send('"replay":true}\n\n')
+        self.assertEqual(ch.lines(), [b'{"seq":2,"replay":true}'])
+        self.assertEqual((ch.polls, ch.reads), (4, 2), "read only when the file grew")
+        self.send("x" * (synergy_metrics.MAX_CONTROL_LINE + 1))
+        with mock.patch("sys.stderr", io.StringIO()) as err:
+            self.assertEqual(ch.lines(), [])
+        self.assertIn("longer than 4096 bytes", err.getvalue())
+        self.send('xx\n{"seq":3}\n')
+        self.assertEqual(ch.lines(), [b'{"seq":3}'], "the over-long line is dropped up to its newline")
+
+    def test_poll_costs_a_stat(self):
+        # The job looks between every two batches: with nothing new that is
+        # one os.stat, no read.
+        import time
+        self.send("".join('{"seq":%d,"replay":false}\n' % i for i in range(1, 21)))
+        ch = synergy_metrics.ControlChannel(self.cmd, self.ack)
+        self.assertEqual(len(ch.commands()), 20)
+        n, t0 = 2000, time.perf_counter()
+        for _ in range(n):
+            ch.commands()
+        per = (time.perf_counter() - t0) / n
+        self.assertEqual(ch.reads, 1)
+        self.assertLess(per, 200e-6, "%.1f us per look" % (per * 1e6))  # a stat is a few us; loose for a loaded host
+
+    def test_parse_control(self):
+        ok = [('{"seq":1,"workers":4}', {"seq": 1, "workers": 4}), ('{"seq":2,"replay":true}', {"seq": 2, "replay": True}),
+              ('{"seq":3,"replay":false,"workers":0}', {"seq": 3, "replay": False, "workers": 0}), ('{"seq":4}', {"seq": 4})]
+        for line, want in ok:
+            self.assertEqual(synergy_metrics.parse_control(line), (want, None), line)
+        bad = [('{"seq":5,"workers":-1}', 0, "workers -1 is not an integer >= 0"),
+               ('{"seq":5,"workers":true}', 0, "workers True is not an integer >= 0"),
+               ('{"seq":5,"workers":"2"}', 0, "workers '2' is not an integer >= 0"),
+               ('{"seq":5,"replay":1}', 0, "replay 1 is not true or false"),
+               ('{"seq":5,"cpus":2}', 0, "unknown field cpus"),
+               ('{"seq":5,"workers":2}', 5, "seq 5 is not above the last one (5)")]
+        for line, last, want in bad:
+            cmd, err = synergy_metrics.parse_control(line, last)
+            self.assertIsNone(cmd, line)
+            self.assertEqual(err["seq"], 5, line)
+            self.assertIn(want, err["error"], line)
+        for line in ("nope", "[1]", '{"workers":2}', '{"seq":0}', '{"seq":-3}'):
+            cmd, err = synergy_metrics.parse_control(line)
+            self.assertIsNone(cmd)
+            self.assertIsInstance(err, str, "no seq to answer: %s" % line)
+
+    def metrics(self):
+        ch = synergy_metrics.ControlChannel(self.cmd, self.ack)
+        return SynergyMetrics(os.path.join(self.dir.name, "m.jsonl"), clock=self.clock.perf, wall=self.clock.time,
+                              control=ch)
+
+    def test_wrap_plain_iterable_replay_and_workers_error(self):
+        seen, t = [], []
+        with self.metrics() as m:
+            for i, batch in enumerate(m.wrap(SlowLoader(self.clock, [4, 4, 4, 4, 2], wait_s=0.25))):
+                seen.append(batch)
+                t.append(self.clock.time())
+                if i == 1:
+                    self.send('{"seq":1,"replay":true}\n{"seq":2,"workers":3}\n')
+                if i == 3:
+                    self.send('{"seq":3,"replay":false}\n')
+                self.clock.advance(0.5)
+        # Batch 1 came from the loader, 2 and 3 are it again, then the
+        # loader resumes where it was: 5 batches of its own, 2 replayed.
+        self.assertEqual(len(seen), 7)
+        self.assertTrue(seen[2] is seen[1] and seen[3] is seen[1])
+        self.assertEqual([len(b) for b in seen], [4, 4, 4, 4, 4, 4, 2])
+        acks = self.acks()
+        self.assertEqual(acks[0], {"seq": 0, "workers": 0, "ts": t[0], "iter": 0})
+        self.assertEqual(acks[1]["seq"], 2)
+        self.assertIn("workers 3: the loop iterates a SlowLoader, not a torch DataLoader", acks[1]["error"])
+        self.assertEqual(acks[2], {"seq": 1, "workers": 0, "replay": True, "ts": t[2], "iter": 2})
+        self.assertEqual(acks[3], {"seq": 3, "workers": 0, "replay": False, "ts": t[4], "iter": 4})
+        self.assertEqual(len(acks), 4, "one hello, one answer per command")
+        with open(os.path.join(self.dir.name, "m.jsonl")) as f:
+            lines = [json.loads(l) for l in f]
+        self.assertEqual([l["iter"] for l in lines], list(range(7)))
+        self.assertEqual([l["data_wait_s"] for l in lines], [0.25, 0.25, 0, 0, 0.25, 0.25, 0.25])
+
+    def test_hello_once_over_passes(self):
+        with self.metrics() as m:
+            for _ in range(3):
+                for _ in m.wrap(SlowLoader(self.clock, [2, 2], wait_s=0.1)):
+                    pass
+        self.assertEqual([a["seq"] for a in self.acks()], [0])
+
+    def test_disabled_helper_does_not_listen(self):
+        # Without a metrics file the probe writes the stream, and answers.
+        with mock.patch.dict(os.environ, {"SYNERGY_CONTROL_FILE": self.cmd, "SYNERGY_CONTROL_ACK_FILE": self.ack}):
+            os.environ.pop("SYNERGY_METRICS_FILE", None)
+            m = SynergyMetrics()
+            self.assertIsNone(m.control)
+            for _ in m.wrap([[1], [2]]):
+                pass
+        self.assertEqual(self.acks(), [])
+
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+
+
+@unittest.skipUnless(HAVE_TORCH, "torch is not importable by %s" % sys.executable)
+class ControlWrapTorchTest(unittest.TestCase):
+    """wrap() over a real DataLoader: testdata/control_loop.py --helper, with
+    the probe injected (it stands down and leaves the channel to the helper)
+    and without it."""
+
+    def run_loop(self, d, args, probe):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SYNERGY_")}
+        env.update({"PYTHONDONTWRITEBYTECODE": "1", "SYNERGY_METRICS_FILE": os.path.join(d, "m.jsonl"),
+                    "SYNERGY_PROBE_REPORT": os.path.join(d, "r.json")})
+        if probe:
+            env["PYTHONPATH"] = os.path.join(HERE, "probe")
+        if args[-1] != "--no-control":
+            env.update({"SYNERGY_CONTROL_FILE": os.path.join(d, "c.jsonl"),
+                        "SYNERGY_CONTROL_ACK_FILE": os.path.join(d, "a.jsonl")})
+        else:
+            args = args[:-1]
+        out = os.path.join(d, "out.json")
+        p = subprocess.run([sys.executable, os.path.join(HERE, "testdata", "control_loop.py"), out, "--helper"] + args,
+                           env=env, cwd=d, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(out) as f:
+            rec = json.load(f)
+        acks = []
+        if os.path.exists(os.path.join(d, "a.jsonl")):
+            with open(os.path.join(d, "a.jsonl")) as f:
+                acks = [json.loads(l) for l in f]
+        return rec, acks
+
+    def test_workers_and_replay_mid_pass(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        base = ["--epochs", "2"]
+        os.mkdir(os.path.join(tmp.name, "base"))
+        ref, acks = self.run_loop(os.path.join(tmp.name, "base"), base + ["--no-control"], probe=False)
+        self.assertEqual(acks, [])
+        want = [(b["epoch"], b["items"]) for b in ref["batches"]]
+        sends = ['3:{"seq":1,"workers":1}', '5:{"seq":2,"replay":true}', '7:{"seq":3,"replay":false,"workers":0}',
+                 '9:{"seq":4,"workers":3}', '20:{"seq":5,"workers":1}']
+        for probe in (False, True):
+            with self.subTest(probe=probe):
+                d = os.path.join(tmp.name, "probe" if probe else "alone")
+                os.mkdir(d)
+                rec, acks = self.run_loop(d, base + sum([["--send", s] for s in sends], []), probe)
+                got = [(a["seq"], a["workers"], a.get("replay", False), a["iter"]) for a in acks]
+                self.assertEqual(got, [(0, 2, False, 0), (1, 1, False, 4), (2, 1, True, 6), (3, 0, False, 8),
+                                       (4, 3, False, 10), (5, 1, False, 21)], "exactly one hello and one answer each")
+                b = rec["batches"]
+                self.assertEqual(b[6]["items"], b[5]["items"])
+                self.assertEqual(b[7]["items"], b[5]["items"])
+                seen = [(x["epoch"], x["items"]) for i, x in enumerate(b) if i not in (6, 7)]
+                self.assertEqual(seen, want, "every item once a pass, in the order without commands")
+                self.assertEqual([x["children"] for x in b[:12]], [2] * 4 + [1] * 4 + [0] * 2 + [3] * 2)
+                with open(os.path.join(d, "m.jsonl")) as f:
+                    lines = [json.loads(l) for l in f]
+                self.assertEqual([l["iter"] for l in lines], list(range(len(b))))
+                if probe:
+                    with open(os.path.join(d, "r.json")) as f:
+                        self.assertEqual(json.load(f)["stream"], "script")
 
 
 if __name__ == "__main__":
