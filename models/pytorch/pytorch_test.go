@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/synergy-sched/synergy/internal/testreq"
 	"github.com/synergy-sched/synergy/jobcontract"
@@ -239,4 +240,134 @@ func TestPython_LinesParse(t *testing.T) {
 	if len(its) != len(lines) || tl.Bad != 0 {
 		t.Errorf("profiler's tailer read %d iterations and %d bad lines (%v), want %d and 0", len(its), tl.Bad, tl.Errors, len(lines))
 	}
+}
+
+// TestProbe_ControlChannel drives a running job as the profiler will: the
+// probe's loader-only mode (emulated step) over testdata/control_loop.py,
+// commands appended with jobcontract.AppendControl, answers read with the
+// profiler's LineReader and ParseAck. Each command's answer names its
+// settings and a later iteration than the one before; the loader's worker
+// processes (the job's children) follow the workers asked for.
+func TestProbe_ControlChannel(t *testing.T) {
+	if ok, why := hasTorch(t); !ok {
+		testreq.Skip(t, "torch", why)
+	}
+	dir := t.TempDir()
+	probeDir, err := filepath.Abs("probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmdPath, ackPath := filepath.Join(dir, "control.jsonl"), filepath.Join(dir, "control-ack.jsonl")
+	cmd := pyCmd(t, []string{"PYTHONPATH=" + probeDir, "SYNERGY_METRICS_FILE=" + filepath.Join(dir, "m.jsonl"),
+		"SYNERGY_PROBE_STEP_S=0.01", jobcontract.EnvControlFile + "=" + cmdPath, jobcontract.EnvControlAckFile + "=" + ackPath},
+		"testdata/control_loop.py", filepath.Join(dir, "out.json"), "--epochs", "1000", "--workers", "2")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		cmd.Process.Kill()
+		<-done
+	}()
+	acks := jobcontract.NewLineReader(ackPath)
+	got := map[int]jobcontract.ControlAck{}
+	wait := func(seq int) jobcontract.ControlAck {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for time.Now().Before(deadline) {
+			lines, err := acks.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range lines {
+				a, err := jobcontract.ParseAck(l)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, dup := got[a.Seq]; dup {
+					// Only a repeated seq is answered again, with an error.
+					if a.Error == "" {
+						t.Fatalf("seq %d answered twice: %s", a.Seq, l)
+					}
+					continue
+				}
+				got[a.Seq] = a
+			}
+			if a, ok := got[seq]; ok {
+				return a
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("the job ended (%v) before answering seq %d:\n%s", err, seq, stderr.String())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		t.Fatalf("no answer to seq %d in a minute:\n%s", seq, stderr.String())
+		return jobcontract.ControlAck{}
+	}
+	hello := wait(0)
+	if hello.Workers != 2 || hello.Iter != 0 || hello.Error != "" {
+		t.Fatalf("hello %+v, want workers 2 at iter 0", hello)
+	}
+	intp := func(n int) *int { return &n }
+	boolp := func(b bool) *bool { return &b }
+	steps := []struct {
+		cmd         jobcontract.ControlCommand
+		workers     int
+		replay      bool
+		errContains string
+	}{
+		{jobcontract.ControlCommand{Seq: 1, Workers: intp(1)}, 1, false, ""},
+		{jobcontract.ControlCommand{Seq: 2, Workers: intp(3)}, 3, false, ""},
+		{jobcontract.ControlCommand{Seq: 3, Replay: boolp(true)}, 3, true, ""},
+		{jobcontract.ControlCommand{Seq: 4, Replay: boolp(false), Workers: intp(0)}, 0, false, ""},
+		{jobcontract.ControlCommand{Seq: 4, Workers: intp(2)}, 0, false, "seq 4 is not above the last one (4)"},
+		{jobcontract.ControlCommand{Seq: 5, Workers: intp(2)}, 2, false, ""},
+	}
+	prev := hello
+	for _, s := range steps {
+		if err := jobcontract.AppendControl(cmdPath, s.cmd); err != nil {
+			t.Fatal(err)
+		}
+		if s.errContains != "" {
+			// An error answer is written as the command is read: the
+			// next command's answer comes after it.
+			continue
+		}
+		a := wait(s.cmd.Seq)
+		if a.Error != "" || a.Workers != s.workers || a.Replay != s.replay || a.Iter <= prev.Iter || a.TS <= prev.TS {
+			t.Errorf("answer %+v after %+v, want workers %d replay %v, a later iter and ts", a, prev, s.workers, s.replay)
+		}
+		if n := children(t, cmd.Process.Pid); n != s.workers {
+			t.Errorf("seq %d: %d worker processes, want %d", s.cmd.Seq, n, s.workers)
+		}
+		prev = a
+	}
+	lines, err := os.ReadFile(ackPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(lines), `"seq":4,"error":"seq 4 is not above the last one (4)"`) {
+		t.Errorf("no error answer for the repeated seq 4:\n%s", lines)
+	}
+}
+
+// children counts the live child processes of pid (its loader workers).
+func children(t *testing.T, pid int) int {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+		if err == nil {
+			n += len(strings.Fields(string(b)))
+		}
+	}
+	return n
 }
