@@ -30,6 +30,11 @@ func TestScheduleTypedCluster(t *testing.T) {
 	if res18.Choice == nil || res18.Type != "k80" || res18.Source != "profile" || !strings.HasPrefix(res18.Servers[0].Server, "k-") {
 		t.Errorf("res18: %s", out)
 	}
+	// Type, CPUs and memory together: res18 holds its ideal 9 CPUs and
+	// 62.5 GB per GPU on the K80 it was chosen for, as its rate was read.
+	if at := res18.RateAt["k80"]; res18.CPUs != 18 || res18.MemBytes != 125e9 || at.CPUs != 9 || at.MemBytes != 62.5e9 {
+		t.Errorf("res18 CPUs %v memory %v, rate read at %+v", res18.CPUs, res18.MemBytes, at)
+	}
 	if gnmt.Choice == nil || gnmt.Type != "v100" || gnmt.Source != "throughputs" || !strings.Contains(gnmt.TypeReason, "3.00× the k80 rate") {
 		t.Errorf("gnmt: %s", out)
 	}
@@ -37,8 +42,15 @@ func TestScheduleTypedCluster(t *testing.T) {
 		t.Errorf("lstm: %s", out)
 	}
 	table, _, err := runCLI(t, "schedule", "--cluster", cluster, "zoo:res18:gpus=2")
-	if err != nil || !strings.Contains(table, "GPU type") || !strings.Contains(table, "type: job 0 (res18) → k80 (rates from profile): 2.40× the v100 rate") {
-		t.Errorf("table (%v):\n%s", err, table)
+	// The joint rule reads each type's rate at what TUNE gives res18 there:
+	// 6 CPUs per GPU on the empty V100 servers (0.729 of its ideal), its
+	// ideal 9 on the K80s (1): 1/0.729 = 1.37×, not the 2.40× the two
+	// types' shares (3 and 12 CPUs per GPU) would say.
+	for _, want := range []string{"GPU type", "type: job 0 (res18) → k80 (rates from profile): 1.37× the v100 rate",
+		"rate per type at CPUs, GB per GPU: v100 0.729 at 6, 62.50; k80 1 at 9, 62.50", "│     k-0×2 │      k80 │    2 │   18 │"} {
+		if err != nil || !strings.Contains(table, want) {
+			t.Errorf("table (%v) lacks %q:\n%s", err, want, table)
+		}
 	}
 }
 

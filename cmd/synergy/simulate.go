@@ -378,7 +378,11 @@ func (x recording) Next() (*scheduler.Job, bool) {
 }
 
 func runSimulate(ctx context.Context, c *cli.Command) error {
-	if gavelMode(c) {
+	typed, err := typedRun(c)
+	if err != nil {
+		return err
+	}
+	if typed {
 		return runGavelSimulate(ctx, c)
 	}
 	o, err := parseSimulateFlags(ctx, c)

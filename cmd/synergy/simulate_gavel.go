@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -18,11 +19,14 @@ import (
 	"github.com/synergy-sched/synergy/report"
 	"github.com/synergy-sched/synergy/scheduler"
 	"github.com/synergy-sched/synergy/scheduler/gavel"
+	"github.com/synergy-sched/synergy/scheduler/joint"
 )
 
-// Flag names of `synergy simulate` in Gavel mode (with --gavel-trace or
-// --gavel-generate); --policies, --seed, --loads, --num-jobs, --multi-gpu,
-// --window, --round, --out, --json and --workers are shared.
+// Flag names of `synergy simulate` on typed GPUs (Gavel's round mechanism:
+// Gavel's policies, the joint policy, Synergy's fair and tune; typedRun
+// chooses it by the names); --policies, --strategies, --seed, --loads,
+// --num-jobs, --multi-gpu, --window, --round, --out, --json and --workers
+// are shared.
 const (
 	gvFlagTrace        = "gavel-trace"
 	gvFlagGenerate     = "gavel-generate"
@@ -39,36 +43,39 @@ const (
 	gvFlagEntities     = "gavel-entities"
 	gvFlagFromProfiles = "throughputs-from-profiles"
 	gvFlagProfileFrac  = "gavel-profiling-fraction"
+	gvFlagSensitivity  = "sensitivity"
 )
 
 func gavelFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: gvFlagTrace, Usage: "Gavel mode: replay a Gavel trace (10 tab-separated fields per job) with Gavel's round mechanism"},
-		&cli.StringFlag{Name: gvFlagGenerate, Usage: "Gavel mode: Gavel's generator, continuous (Poisson at --loads jobs/h, measured on --window, default 4000-4999) or static (--num-jobs at t = 0)"},
-		&cli.StringFlag{Name: gvFlagThroughputs, Usage: "Gavel mode: Gavel's throughputs JSON (worker type → \"('<model>', <scale factor>)\" → \"null\": steps/s)"},
-		&cli.StringFlag{Name: gvFlagFromProfiles, Usage: "Gavel mode: throughput rows from profiles (comma-separated files or directories of *.json): one job per job.name, one row entry per gpu.type, read at the type's GPU-proportional CPUs and memory (the cluster JSON's, else 3 CPUs and 62.5 GB per GPU); with or instead of --throughputs"},
-		&cli.StringFlag{Name: gvFlagClusterSpec, Value: "36:36:36", Usage: "Gavel mode: GPUs per type, V100:P100:K80 (36:36:36; physical = 8:16:24), name=count:… for any types in priority order, or a cluster JSON whose servers have gpu_type"},
-		&cli.StringFlag{Name: gvFlagPerServer, Usage: "Gavel mode: GPUs per server per type, same shape as --cluster-spec (default 1 each, as Gavel)"},
+		&cli.StringFlag{Name: gvFlagTrace, Usage: "typed runs: replay a Gavel trace (10 tab-separated fields per job) with Gavel's round mechanism"},
+		&cli.StringFlag{Name: gvFlagGenerate, Usage: "typed runs: Gavel's generator, continuous (Poisson at --loads jobs/h, measured on --window, default 4000-4999) or static (--num-jobs at t = 0)"},
+		&cli.StringFlag{Name: gvFlagThroughputs, Usage: "typed runs: Gavel's throughputs JSON (worker type → \"('<model>', <scale factor>)\" → \"null\": steps/s)"},
+		&cli.StringFlag{Name: gvFlagFromProfiles, Usage: "typed runs: throughput rows from profiles (comma-separated files or directories of *.json): one job per job.name, one row entry per gpu.type, read at the type's GPU-proportional CPUs and memory (the cluster JSON's, else 3 CPUs and 62.5 GB per GPU); with or instead of --throughputs"},
+		&cli.StringFlag{Name: gvFlagClusterSpec, Value: "36:36:36", Usage: "typed runs: GPUs per type, V100:P100:K80 (36:36:36; physical = 8:16:24), name=count:… for any types in priority order, or a cluster JSON whose servers have gpu_type"},
+		&cli.StringFlag{Name: gvFlagPerServer, Usage: "typed runs: GPUs per server per type, same shape as --cluster-spec (default 1 each, as Gavel)"},
 		&cli.BoolFlag{Name: gvFlagPriorities, Usage: "Gavel generator: priority 5 for 20% of jobs"},
 		&cli.BoolFlag{Name: gvFlagSLOs, Usage: "Gavel generator: SLOs of 1.2×, 2× or 10× the V100 duration (counted as violations in the results)"},
-		&cli.BoolFlag{Name: gvFlagCorrected, Usage: "Gavel mode: agnostic finish_time_fairness and min_total_duration see every type's real throughput (default: Gavel's baseline, which copies the V100 throughput to every type, its issue #248)"},
-		&cli.BoolFlag{Name: gvFlagIdeal, Usage: "Gavel mode: apply each allocation exactly (fluid, no rounds), to measure what the round mechanism loses"},
-		&cli.FloatFlag{Name: gvFlagMaxHours, Usage: "Gavel mode: end a run after this much simulated time (hours; 0: none), for saturated loads that never finish their window; the result says truncated"},
-		&cli.StringFlag{Name: gvFlagPrices, Usage: "Gavel mode: price file (JSON: hourly price per GPU of each type, optionally changing over time; docs/gavel.md): each job's cost and the total in the results, and the prices max_sum_throughput_normalized_by_cost_perf reads"},
-		&cli.StringFlag{Name: gvFlagEntities, Usage: "Gavel mode: entities JSON for max_min_fairness_water_filling[_perf] (entity names, weights, fairness or fifo inside, job ids; docs/gavel.md)"},
+		&cli.BoolFlag{Name: gvFlagCorrected, Usage: "typed runs: agnostic finish_time_fairness and min_total_duration see every type's real throughput (default: Gavel's baseline, which copies the V100 throughput to every type, its issue #248)"},
+		&cli.BoolFlag{Name: gvFlagIdeal, Usage: "typed runs: apply each allocation exactly (fluid, no rounds), to measure what the round mechanism loses"},
+		&cli.FloatFlag{Name: gvFlagMaxHours, Usage: "typed runs: end a run after this much simulated time (hours; 0: none), for saturated loads that never finish their window; the result says truncated"},
+		&cli.StringFlag{Name: gvFlagPrices, Usage: "typed runs: price file (JSON: hourly price per GPU of each type, optionally changing over time; docs/gavel.md): each job's cost and the total in the results, and the prices max_sum_throughput_normalized_by_cost_perf reads"},
+		&cli.StringFlag{Name: gvFlagEntities, Usage: "typed runs: entities JSON for max_min_fairness_water_filling[_perf] (entity names, weights, fairness or fifo inside, job ids; docs/gavel.md)"},
 		&cli.StringFlag{Name: gvFlagRecord, Usage: "Gavel generator: write the jobs of the (single) run as a Gavel trace"},
-		&cli.FloatFlag{Name: gvFlagProfileFrac, Usage: "Gavel mode, packing policies: each new job is profiled on this `FRACTION` (0–1) of the co-located cells and its pair throughputs are estimated by Gavel's throughput estimator (matrix completion; Gavel's --profiling_percentage); pairs still run at the file's. Default: every pair known from the file"},
+		&cli.StringFlag{Name: gvFlagSensitivity, Usage: "typed runs: each job type's CPU and memory sensitivity, JOBTYPE=zoo:MODEL or JOBTYPE=PROFILE.json, comma-separated (JOBTYPE a Gavel job type or its model, e.g. ResNet-50=zoo:res50): jobs then run at the file's rate × their matrix at the CPUs and memory they hold over it at their ideal (docs/joint.md); job types not named are insensitive"},
+		&cli.FloatFlag{Name: gvFlagProfileFrac, Usage: "typed runs, packing policies: each new job is profiled on this `FRACTION` (0–1) of the co-located cells and its pair throughputs are estimated by Gavel's throughput estimator (matrix completion; Gavel's --profiling_percentage); pairs still run at the file's. Default: every pair known from the file"},
 	}
 }
 
-// gavelMode says whether the command runs Gavel's simulator.
-func gavelMode(c *cli.Command) bool { return c.IsSet(gvFlagTrace) || c.IsSet(gvFlagGenerate) }
-
-// gavelHelp is the Gavel part of `synergy simulate --help`.
+// gavelHelp is the typed part of `synergy simulate --help`.
 func gavelHelp() string {
-	return "Gavel mode (--gavel-trace FILE or --gavel-generate continuous|static, with --throughputs FILE): Gavel's\n" +
-		"round mechanism (360 s rounds, priorities = allocation / share received, allocation recomputed at most every\n" +
-		"1920 s) on a typed cluster (--cluster-spec). Policies: " + strings.Join(gavelPolicyNames(), ", ") + ".\n" +
+	return "Typed GPUs (chosen by the names: a Gavel policy or joint in --policies; fifo with --gavel-trace or\n" +
+		"--gavel-generate): Gavel's round mechanism (360 s rounds, priorities = allocation / share received, allocation\n" +
+		"recomputed at most every 1920 s) on a typed cluster (--cluster-spec), over --gavel-trace FILE or\n" +
+		"--gavel-generate continuous|static (default continuous), with --throughputs FILE. Policies: " + strings.Join(gavelPolicyNames(), ", ") + ",\n" +
+		"and joint (GPU type, CPUs and memory together: max_min_fairness_perf on each job's rate at the CPUs and memory\n" +
+		"TUNE gives it on each type, TUNE inside servers; --sensitivity gives the jobs' matrices). --strategies fair,tune\n" +
+		"there adds Synergy's strategies under its FIFO, blind to GPU types, to the same table.\n" +
 		"Defaults there: --seed 0, --round 6m. Jobs are numbered from 0 in arrival order, as Gavel numbers them."
 }
 
@@ -82,9 +89,12 @@ type gavelOptions struct {
 	// with the results.
 	profileRows []gavel.ProfileRow
 	record      string
-	out         string
-	json        bool
-	plot        string
+	// typedCols: the table shows each row's CPU and memory placement
+	// (joint, Synergy's strategies or sensitivities are in the run).
+	typedCols bool
+	out       string
+	json      bool
+	plot      string
 }
 
 func parseGavelFlags(c *cli.Command) (gavelOptions, error) {
@@ -95,11 +105,14 @@ func parseGavelFlags(c *cli.Command) (gavelOptions, error) {
 	}
 	for _, f := range []string{simFlagTrace, simFlagPhilly} {
 		if c.IsSet(f) {
-			return o, badFlag(f, errors.New("is Synergy's workload; Gavel mode takes --gavel-trace or --gavel-generate"))
+			return o, badFlag(f, errors.New("is Synergy's workload; typed runs take --gavel-trace or --gavel-generate"))
 		}
 	}
 	share := gavel.Share(gavel.DefaultShare)
 	spec := c.String(gvFlagClusterSpec)
+	if !c.IsSet(gvFlagClusterSpec) && c.IsSet(simFlagCluster) {
+		spec = c.String(simFlagCluster) // a typed cluster JSON given as Synergy's --cluster
+	}
 	if spec == "physical" {
 		spec = "8:16:24"
 	}
@@ -128,7 +141,39 @@ func parseGavelFlags(c *cli.Command) (gavelOptions, error) {
 	if err := o.parseGavelSweep(c); err != nil {
 		return o, err
 	}
+	if err := o.parseTyped(c, share); err != nil {
+		return o, err
+	}
 	return o, s.Check()
+}
+
+// parseTyped reads what the typed placement adds to Gavel's mechanism:
+// Synergy's strategies (--strategies, when given), the job types'
+// sensitivities, and the hook that builds joint and Synergy's points.
+func (o *gavelOptions) parseTyped(c *cli.Command, share gavel.Share) error {
+	s := &o.sweep
+	if c.IsSet(simFlagStrategies) {
+		for _, st := range splitList(c.String(simFlagStrategies)) {
+			if !slices.Contains(joint.StrategyNames(), st) {
+				return badFlag(simFlagStrategies, fmt.Errorf("%q does not run on typed GPUs (%s do, under Synergy's fifo)", st, strings.Join(joint.StrategyNames(), ", ")))
+			}
+			s.Strategies = append(s.Strategies, st)
+		}
+		s.SynergyPolicy = joint.SynergyFIFO
+	}
+	sens, err := parseSensitivities(c.String(gvFlagSensitivity))
+	if err != nil {
+		return badFlag(gvFlagSensitivity, err)
+	}
+	o.typedCols = len(sens) > 0 || len(s.Strategies) > 0 || slices.Contains(s.Policies, joint.Policy)
+	if !o.typedCols {
+		return nil // Gavel exactly: no CPUs or memory modelled
+	}
+	if s.Config.Ideal {
+		return badFlag(gvFlagIdeal, errors.New("applies allocations fluidly, without servers: not with joint, --strategies or --sensitivity"))
+	}
+	s.Plugins = joint.Plugins(joint.NewCluster(s.Config.Cluster, share), sens)
+	return nil
 }
 
 // parseGavelThroughputs reads --throughputs (Gavel's file) and/or
@@ -139,7 +184,7 @@ func (o *gavelOptions) parseGavelThroughputs(c *cli.Command, share gavel.Share) 
 	s := &o.sweep
 	path, profs := c.String(gvFlagThroughputs), c.String(gvFlagFromProfiles)
 	if path == "" && profs == "" {
-		return badFlag(gvFlagThroughputs, fmt.Errorf("required in Gavel mode (Gavel's throughputs JSON), unless --%s gives the rows", gvFlagFromProfiles))
+		return badFlag(gvFlagThroughputs, fmt.Errorf("required on typed GPUs (Gavel's throughputs JSON), unless --%s gives the rows", gvFlagFromProfiles))
 	}
 	var err error
 	if path != "" {
@@ -216,7 +261,7 @@ func (o *gavelOptions) parseGavelWorkload(c *cli.Command) error {
 	g := &gavel.GeneratorConfig{MultiGPU: c.Bool(simFlagMultiGPU), MultiPriority: c.Bool(gvFlagPriorities), SLOs: c.Bool(gvFlagSLOs)}
 	s.Generator = g
 	switch c.String(gvFlagGenerate) {
-	case "continuous":
+	case "continuous", "": // a typed run without a workload flag: Gavel's generator
 		loads, err := parsePositiveList(c.String(simFlagLoads))
 		if err != nil {
 			return badFlag(simFlagLoads, err)
@@ -251,6 +296,9 @@ func (o *gavelOptions) parseGavelSweep(c *cli.Command) error {
 		return badFlag(simFlagPolicies, errors.New("no policies given"))
 	}
 	for _, p := range s.Policies {
+		if p == joint.Policy {
+			continue
+		}
 		if _, err := gavel.NewPolicy(p, 0, false); err != nil {
 			return badFlag(simFlagPolicies, err)
 		}
@@ -367,7 +415,7 @@ func runGavelSimulate(ctx context.Context, c *cli.Command) error {
 	if err := printProfileRows(stdout, res.ProfileRows); err != nil {
 		return err
 	}
-	return printGavelSweep(stdout, res)
+	return printGavelSweep(stdout, res, o.typedCols)
 }
 
 // writeRecordedTrace draws the run's jobs again (the generator is
@@ -418,7 +466,9 @@ func printProfileRows(w io.Writer, rows []gavel.ProfileRow) error {
 	return err
 }
 
-func printGavelSweep(w io.Writer, res *gavel.SweepResult) error {
+// printGavelSweep prints one row per run; typed adds the column of each
+// row's CPUs and memory (placement).
+func printGavelSweep(w io.Writer, res *gavel.SweepResult, typed bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	costs := len(res.Runs) > 0 && res.Runs[0].Result.TotalCost != nil
 	slos := false
@@ -426,6 +476,9 @@ func printGavelSweep(w io.Writer, res *gavel.SweepResult) error {
 		slos = slos || r.Result.SLOJobs > 0
 	}
 	head := "policy\tjobs/h\tseed\tfinished\tmean JCT h\tmakespan h\tutilisation\tlease ext.\trounds\t"
+	if typed {
+		head = "policy\tCPUs, memory\t" + strings.TrimPrefix(head, "policy\t")
+	}
 	if costs {
 		head += "cost\t"
 	}
@@ -446,7 +499,12 @@ func printGavelSweep(w io.Writer, res *gavel.SweepResult) error {
 		if x.LeaseExtensions[1] > 0 {
 			ext = fmt.Sprintf("%.1f%%", 100*float64(x.LeaseExtensions[0])/float64(x.LeaseExtensions[1]))
 		}
-		fmt.Fprintf(tw, "%s\t%g\t%d\t%d/%d\t%.3f\t%.3f\t%.3f\t%s\t%d\t", r.Point.Policy, r.Point.JobsPerHour, r.Point.Seed,
+		if typed {
+			fmt.Fprintf(tw, "%s\t%s\t", rowPolicy(r.Point), rowPlacement(r.Point))
+		} else {
+			fmt.Fprintf(tw, "%s\t", r.Point.Policy)
+		}
+		fmt.Fprintf(tw, "%g\t%d\t%d/%d\t%.3f\t%.3f\t%.3f\t%s\t%d\t", r.Point.JobsPerHour, r.Point.Seed,
 			x.NumFinished, windowSize(x), x.MeanJCTS/3600, x.MakespanS/3600, x.Utilization, ext, x.Rounds)
 		if costs {
 			fmt.Fprintf(tw, "%.2f\t", *x.TotalCost)
@@ -464,4 +522,25 @@ func windowSize(r *gavel.Result) int {
 		return r.NumJobs
 	}
 	return r.Window.Last - r.Window.First + 1
+}
+
+// rowPolicy names a typed run's policy: Synergy's rows say so.
+func rowPolicy(p gavel.Point) string {
+	if p.Strategy != "" {
+		return p.Policy + " (Synergy)"
+	}
+	return p.Policy
+}
+
+// rowPlacement is how a typed run gives CPUs and memory: Synergy's
+// strategy, TUNE for the joint policy, the GPU-proportional share for
+// Gavel's policies.
+func rowPlacement(p gavel.Point) string {
+	switch {
+	case p.Strategy != "":
+		return p.Strategy
+	case p.Policy == joint.Policy:
+		return joint.Tune
+	}
+	return "proportional"
 }

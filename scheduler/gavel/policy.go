@@ -23,6 +23,7 @@ type State struct {
 // StateJob is one active job.
 type StateJob struct {
 	ID             int
+	Key            JobType   // the job's throughputs key
 	Throughput     []float64 // steps/s on each of State.Types
 	ScaleFactor    int
 	PriorityWeight float64

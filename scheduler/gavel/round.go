@@ -42,13 +42,14 @@ func (s *simulator) scheduleRound() ([]assignment, error) {
 
 // stepsAndFinish is Gavel's _get_job_steps_and_finish_times: per member,
 // int(throughput × round) steps, at most what remains; the entry finishes
-// when its slowest member does.
-func (s *simulator) stepsAndFinish(e *entry, t int) ([]float64, float64, error) {
+// when its slowest member does. factor scales the throughput (a Shaper's;
+// 1 without one).
+func (s *simulator) stepsAndFinish(e *entry, t int, factor float64) ([]float64, float64, error) {
 	finish := s.now
 	var steps []float64
 	for i, m := range e.key.members() {
 		js := s.jobs[m]
-		tp := e.tput[t][i]
+		tp := e.tput[t][i] * factor
 		if tp <= 0 {
 			return nil, 0, fmt.Errorf("job %d has throughput %v on %s", m, tp, s.types[t])
 		}

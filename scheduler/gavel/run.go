@@ -28,6 +28,9 @@ func Run(ctx context.Context, cfg Config, tp *Throughputs, w Workload, policy Po
 			return nil, err
 		}
 	}
+	if cfg.Shaper != nil && (cfg.Ideal || s.packing != nil) {
+		return nil, fmt.Errorf("CPUs and memory per job (a shaper) need the round mechanism with single jobs: not with ideal mode or the packing policy %s", policy.Name())
+	}
 	run := s.loop
 	if cfg.Ideal {
 		run = s.runIdeal
@@ -206,8 +209,16 @@ func (s *simulator) dispatch(l *loopState) error {
 		}
 	}
 	s.cur = out
-	for _, a := range out {
-		steps, fin, err := s.stepsAndFinish(s.byKey[a.key], s.wtype[a.workers[0]])
+	factors, err := s.shape(out)
+	if err != nil {
+		return err
+	}
+	for i, a := range out {
+		f := 1.0
+		if factors != nil {
+			f = factors[i]
+		}
+		steps, fin, err := s.stepsAndFinish(s.byKey[a.key], s.wtype[a.workers[0]], f)
 		if err != nil {
 			return err
 		}

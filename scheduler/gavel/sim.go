@@ -46,6 +46,10 @@ type Config struct {
 	// policies see (Gavel's throughput estimator, *Estimator); pairs still
 	// run at the throughputs file's values, as in Gavel's simulator.
 	PairEstimator PairEstimator
+	// Shaper, when set, gives each round's jobs their CPUs and memory and
+	// scales their throughput by it (scheduler/joint); nil: the file's
+	// rates, as Gavel.
+	Shaper Shaper
 }
 
 // PairEstimator estimates co-located throughputs ([a's, b's] steps/s per
@@ -127,6 +131,7 @@ type simulator struct {
 	workers            []int    // GPUs per sorted type
 	servers            [][][]int
 	wtype              []int // worker id → sorted type index
+	wserver            []int // worker id → server index within its type
 	cumBusy            []float64
 	wtime              []float64 // worker time so far per type, since the last reset
 	jobs               map[int]*jobState
@@ -173,6 +178,7 @@ func newSimulator(cfg Config, p Policy) *simulator {
 			for g := 0; g < per; g++ {
 				ids = append(ids, len(s.wtype))
 				s.wtype = append(s.wtype, ti)
+				s.wserver = append(s.wserver, k)
 			}
 			s.servers[ti] = append(s.servers[ti], ids)
 			s.workers[ti] += per
@@ -281,7 +287,7 @@ func (s *simulator) state() *State {
 	}
 	for _, id := range s.active {
 		js := s.jobs[id]
-		sj := StateJob{ID: id, Throughput: js.tput, ScaleFactor: js.job.ScaleFactor,
+		sj := StateJob{ID: id, Key: js.job.Key(), Throughput: js.tput, ScaleFactor: js.job.ScaleFactor,
 			PriorityWeight: js.job.PriorityWeight, RemainingSteps: js.job.TotalSteps - js.stepsRun,
 			TotalSteps: js.job.TotalSteps, TimeSinceStart: s.now - js.start}
 		if d := s.res.Jobs[id].DeadlineS; d != nil {

@@ -10,7 +10,11 @@ import (
 
 // Point is one run of a sweep.
 type Point struct {
-	Policy      string  `json:"policy"`
+	Policy string `json:"policy"`
+	// Strategy is the CPU and memory placement of one of Synergy's
+	// strategies (fair, tune) run under Policy on the typed cluster
+	// (Sweep.Strategies); empty for Gavel's policies.
+	Strategy    string  `json:"strategy,omitempty"`
 	JobsPerHour float64 `json:"jobs_per_hour,omitempty"`
 	Seed        uint64  `json:"seed"`
 }
@@ -47,16 +51,43 @@ type Sweep struct {
 	Trace       []Job            // a trace, or
 	Generator   *GeneratorConfig // the generator (MeanInterarrivalS is set from each load; static: Loads = [0])
 	Policies    []string
-	Loads       []float64 // jobs per hour; 0 for a static workload
-	Seeds       []uint64
-	Corrected   bool
-	Workers     int
+	// Strategies are Synergy's strategies to run beside the policies,
+	// each under SynergyPolicy (points with Strategy set; Plugins builds
+	// them).
+	Strategies    []string
+	SynergyPolicy string
+	Loads         []float64 // jobs per hour; 0 for a static workload
+	Seeds         []uint64
+	Corrected     bool
+	Workers       int
 	// Entities, when set, is the hierarchy of the water-filling policies (nil: every job its
 	// own entity).
 	Entities *Entities
 	// Estimate, when set, has packing policies see pair throughputs from Gavel's throughput
 	// estimator (Config.PairEstimator), one estimator per run seeded with the run's seed.
 	Estimate *EstimatorConfig
+	// Plugins, when set, is asked first for a point's policy and shaper
+	// (scheduler/joint: the joint policy, Synergy's strategies, CPUs and
+	// memory per job); a nil policy leaves the point to NewPolicy, with
+	// the shaper returned.
+	Plugins func(p Point) (Policy, Shaper, error)
+}
+
+// build makes a point's policy and shaper.
+func (s *Sweep) build(p Point) (Policy, Shaper, error) {
+	var sh Shaper
+	if s.Plugins != nil {
+		pol, shp, err := s.Plugins(p)
+		if err != nil || pol != nil {
+			return pol, shp, err
+		}
+		sh = shp
+	}
+	if p.Strategy != "" {
+		return nil, nil, fmt.Errorf("strategy %s: Synergy's strategies need the typed placement of scheduler/joint", p.Strategy)
+	}
+	pol, err := s.newPolicy(p)
+	return pol, sh, err
 }
 
 // newPolicy builds a point's policy.
@@ -73,17 +104,23 @@ func (s *Sweep) newPolicy(p Point) (Policy, error) {
 
 // Points lists the sweep's runs.
 func (s *Sweep) Points() []Point {
-	var ps []Point
+	var runs []Point
+	for _, st := range s.Strategies {
+		runs = append(runs, Point{Policy: s.SynergyPolicy, Strategy: st})
+	}
 	for _, p := range s.Policies {
-		if s.Trace != nil {
+		runs = append(runs, Point{Policy: p})
+	}
+	loads := s.Loads
+	if s.Trace != nil {
+		loads = []float64{0}
+	}
+	var ps []Point
+	for _, r := range runs {
+		for _, l := range loads {
 			for _, seed := range s.Seeds {
-				ps = append(ps, Point{Policy: p, Seed: seed})
-			}
-			continue
-		}
-		for _, l := range s.Loads {
-			for _, seed := range s.Seeds {
-				ps = append(ps, Point{Policy: p, JobsPerHour: l, Seed: seed})
+				r.JobsPerHour, r.Seed = l, seed
+				ps = append(ps, r)
 			}
 		}
 	}
@@ -94,7 +131,7 @@ func (s *Sweep) Points() []Point {
 // options fail before any run.
 func (s *Sweep) Check() error {
 	for _, p := range s.Points() {
-		if _, err := s.newPolicy(p); err != nil {
+		if _, _, err := s.build(p); err != nil {
 			return err
 		}
 		if _, err := s.workload(p); err != nil {
@@ -194,7 +231,7 @@ feed:
 }
 
 func (s *Sweep) run1(ctx context.Context, p Point) (*Result, error) {
-	pol, err := s.newPolicy(p)
+	pol, sh, err := s.build(p)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +240,7 @@ func (s *Sweep) run1(ctx context.Context, p Point) (*Result, error) {
 		return nil, err
 	}
 	cfg := s.Config
-	cfg.Seed = p.Seed
+	cfg.Seed, cfg.Shaper = p.Seed, sh
 	if cfg.PairEstimator, err = s.estimator(p); err != nil {
 		return nil, err
 	}

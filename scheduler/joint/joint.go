@@ -1,91 +1,115 @@
-// Package joint is the policy issue 14 item 6 asks for, which neither Gavel nor Synergy has: a
-// Gavel-style max-min-fairness LP over GPU types whose throughput for job m on type j is read
-// from the job's Synergy sensitivity matrix at the CPU and memory a GPU of type j's servers can
-// give, with placement inside each type by a fluid Synergy-TUNE (jobs get CPU and memory by
-// their matrices rather than GPU-proportional shares).
-//
-// It is a fluid simulation: each round the LP's time fractions X are applied exactly (Gavel's
-// `ideal` mode) and each type's CPU and memory are one pool (no server fragmentation). The
-// comparison against Gavel alone and Synergy alone uses the same simulator, so the three differ
-// only in how they allocate. See docs/joint.md.
 package joint
 
 import (
 	"fmt"
+	"strings"
 
-	"github.com/synergy-sched/synergy/models/zoo"
+	"github.com/synergy-sched/synergy/scheduler"
+	"github.com/synergy-sched/synergy/scheduler/gavel"
 )
 
-// GPUType is one GPU type of a mixed cluster: its GPUs and the CPU cores and memory (GB) its
-// servers carry per GPU.
-type GPUType struct {
-	Name         string
-	GPUs         int
-	CPUsPerGPU   float64
-	MemGBPerGPU  float64
-	SpeedByClass map[string]float64 // GPU speed-up vs V100 per zoo class (1 = V100)
+// Names of what this package adds to a typed simulation.
+const (
+	// Policy is the joint policy's name in --policies.
+	Policy = "joint"
+	// Fair and Tune are Synergy's strategies that run on a typed cluster:
+	// the GPU-proportional share, and TUNE (ideal CPUs and memory where the
+	// server holds them, never less than min(ideal, share)).
+	Fair = "fair"
+	Tune = "tune"
+	// SynergyFIFO is the policy Synergy's strategies run under there.
+	SynergyFIFO = "fifo"
+)
+
+// StrategyNames lists the strategies a typed simulation runs.
+func StrategyNames() []string { return []string{Fair, Tune} }
+
+// Type is one GPU type as the placement sees it: its GPUs per server and
+// the CPUs and memory its servers carry per GPU.
+type Type struct {
+	Name           string
+	GPUsPerServer  int
+	CPUsPerGPU     float64
+	MemBytesPerGPU float64
 }
 
-// MixedCluster is the comparison's cluster: 32 GPUs of each of V100, P100 and K80. Newer types
-// sit in CPU- and memory-poor servers (V100 3 CPUs and 62.5 GB per GPU, as Synergy's default
-// server; P100 6 and 125; K80 12 and 187.5). The speed-ups per class are illustrative, in the
-// range of Gavel's measured throughputs (K80 3–12× slower than V100, P100 about 2×).
-func MixedCluster() []GPUType {
-	return []GPUType{
-		{Name: "v100", GPUs: 32, CPUsPerGPU: 3, MemGBPerGPU: 62.5,
-			SpeedByClass: map[string]float64{zoo.ClassImage: 1, zoo.ClassLanguage: 1, zoo.ClassSpeech: 1}},
-		{Name: "p100", GPUs: 32, CPUsPerGPU: 6, MemGBPerGPU: 125,
-			SpeedByClass: map[string]float64{zoo.ClassImage: 0.55, zoo.ClassLanguage: 0.45, zoo.ClassSpeech: 0.6}},
-		{Name: "k80", GPUs: 32, CPUsPerGPU: 12, MemGBPerGPU: 187.5,
-			SpeedByClass: map[string]float64{zoo.ClassImage: 0.25, zoo.ClassLanguage: 0.15, zoo.ClassSpeech: 0.3}},
+// Cluster is a typed cluster's types, in the spec's order (the order in
+// which Synergy's first fit meets their servers).
+type Cluster []Type
+
+// NewCluster is spec's types with each type's share per GPU.
+func NewCluster(spec gavel.ClusterSpec, share gavel.Share) Cluster {
+	c := make(Cluster, len(spec.Types))
+	for i, t := range spec.Types {
+		cpus, mem := share(t)
+		c[i] = Type{Name: t, GPUsPerServer: spec.GPUsPerServer[i], CPUsPerGPU: cpus, MemBytesPerGPU: mem}
 	}
+	return c
 }
 
-// Sensitivity reads model's normalised throughput (1 = Synergy's fair share of 3 CPUs and
-// 62.5 GB per GPU) at cpus and memGB per GPU: the value at the largest grid point that does not
-// exceed the request in each axis (a request below the grid reads the first row/column).
-func Sensitivity(m zoo.Model, cpus, memGB float64) float64 {
-	return m.Table[gridIndex(zoo.CPUsPerGPU(), cpus)][gridIndex(zoo.MemGBPerGPU(), memGB)]
-}
-
-func gridIndex(axis []float64, v float64) int {
-	i := 0
-	for k, a := range axis {
-		if a <= v+1e-9 {
-			i = k
+func (c Cluster) byName(name string) (Type, bool) {
+	for _, t := range c {
+		if t.Name == name {
+			return t, true
 		}
 	}
-	return i
+	return Type{}, false
 }
 
-// GPUSpeed is the type's speed-up for model m's class (1 = V100).
-func GPUSpeed(t GPUType, m zoo.Model) (float64, error) {
-	s, ok := t.SpeedByClass[m.Class]
-	if !ok || s <= 0 {
-		return 0, fmt.Errorf("joint: type %s has no speed for class %q", t.Name, m.Class)
+// Sensitivities maps a Gavel job type ("ResNet-50 (batch size 64)") or its
+// model ("ResNet-50") to a job whose matrix and ideal per-GPU CPUs and
+// memory are that job type's sensitivity (a zoo model or a profile). Job
+// types it lacks are taken as insensitive: they run at the file's rate
+// whatever they hold.
+type Sensitivities map[string]*scheduler.Job
+
+// Of is the sensitivity of jobType: by its full name, else by its model
+// (the name without " (batch size N)"); nil when neither is known.
+func (s Sensitivities) Of(jobType string) *scheduler.Job {
+	if j, ok := s[jobType]; ok {
+		return j
 	}
-	return s, nil
+	if model, _, ok := strings.Cut(jobType, " (batch size "); ok {
+		return s[model]
+	}
+	return nil
 }
 
-// JointThroughput is T[m][j] of the joint policy, in fair-share-V100 steps per second per GPU:
-//
-//	T[m][j] = speed_j(m) · S_m(ideal) · min(1, S_m(c_j, g_j) / S_m(ideal))
-//
-// where S_m is the job's sensitivity matrix, (c_j, g_j) the CPUs and GB per GPU of type j's
-// servers and S_m(ideal) its value at the job's ideal per-GPU CPU and memory. It is the rate
-// the job reaches on type j with the type's GPU-proportional CPU and memory, capped at its ideal.
-func JointThroughput(t GPUType, m zoo.Model) (float64, error) {
-	sp, err := GPUSpeed(t, m)
-	if err != nil {
-		return 0, err
+// Check refuses a sensitivity without a usable matrix, naming it.
+func (s Sensitivities) Check() error {
+	for name, j := range s {
+		if j == nil || j.Matrix == nil {
+			return fmt.Errorf("sensitivity of %q: no matrix", name)
+		}
+		if v, _ := j.Matrix.At(j.IdealCPUsPerGPU, j.IdealMemBytesPerGPU); !(v > 0) {
+			return fmt.Errorf("sensitivity of %q (%s): throughput %v at its ideal allocation", name, j.Model, v)
+		}
 	}
-	ideal := Sensitivity(m, m.IdealCPUsPerGPU, float64(m.IdealMemBytesPerGPU)/zoo.GB)
-	if ideal <= 0 {
-		return 0, fmt.Errorf("joint: model %s has zero throughput at its ideal allocation", m.Name)
+	return nil
+}
+
+// Factor is j's throughput with cpus and memBytes per GPU as a fraction
+// of its throughput at its ideal per-GPU allocation: S(cpus, mem) /
+// S(ideal), capped at 1, where S is j's matrix (bilinear between grid
+// points, clamped at its edges). Range (0, 1]; 1 for a nil j (no
+// sensitivity known). Source: docs/joint.md, "Throughput".
+func Factor(j *scheduler.Job, cpus, memBytes float64) float64 {
+	if j == nil || j.Matrix == nil {
+		return 1
 	}
-	r := Sensitivity(m, t.CPUsPerGPU, t.MemGBPerGPU) / ideal
-	if r > 1 {
-		r = 1
+	ideal, _ := j.Matrix.At(j.IdealCPUsPerGPU, j.IdealMemBytesPerGPU)
+	v, _ := j.Matrix.At(cpus, memBytes)
+	if !(ideal > 0) {
+		return 1
 	}
-	return sp * ideal * r, nil
+	return min(1, max(v/ideal, 1e-9))
+}
+
+// floor is the per-GPU allocation TUNE never goes below for j on t:
+// min(ideal, share) in each resource (the share for an insensitive job).
+func floor(j *scheduler.Job, t Type) (cpus, memBytes float64) {
+	if j == nil || j.Matrix == nil {
+		return t.CPUsPerGPU, t.MemBytesPerGPU
+	}
+	return min(j.IdealCPUsPerGPU, t.CPUsPerGPU), min(j.IdealMemBytesPerGPU, t.MemBytesPerGPU)
 }

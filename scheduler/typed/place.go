@@ -15,9 +15,14 @@ type Choice struct {
 	Type string `json:"gpu_type"`
 	// Source says where Rates came from: throughputs, profile or equal.
 	Source string `json:"rate_source"`
-	// Rates is the job's throughput per type (steps/s from a throughputs
-	// file; normalised throughput from a profile; 1 when equal).
+	// Rates is the job's throughput per type at RateAt (steps/s from a
+	// throughputs file × its matrix's factor; the factor alone, 0–1 of its
+	// ideal, from a profile or zoo matrix; 1 when equal).
 	Rates map[string]float64 `json:"rates"`
+	// RateAt is, per type, the CPUs and memory per GPU the rate was read
+	// at: what the strategy gave the job there, or the type's share where
+	// the type had no room.
+	RateAt map[string]scheduler.PerGPU `json:"rate_at_per_gpu"`
 	// TypeReason compares the chosen type's rate with the others'.
 	TypeReason string `json:"type_reason"`
 }
@@ -49,10 +54,12 @@ func (e *ThroughputsError) Error() string { return e.Err.Error() }
 func (e *ThroughputsError) Unwrap() error { return e.Err }
 
 // Place answers q on a typed cluster (types from Types(q.Cluster)): each
-// job, in queue order, gets the type with its highest rate among those
-// with enough free GPUs (after q.InUse and the jobs before it; ties go to
-// the type listed first), and each type's jobs are then placed on that
-// type's servers by scheduler.PlaceQueue with q's strategy and policy. thr
+// job, in queue order, gets the type with its highest rate at the CPUs and
+// memory the strategy gives it there (joint's rule: see the package
+// comment) among those with enough free GPUs and room (after q.InUse and
+// the jobs before it; ties go to the type listed first), and each type's
+// jobs are then placed on that type's servers by scheduler.PlaceQueue with
+// q's strategy and policy. thr
 // (may be nil) is a Gavel throughputs file. Errors: an invalid job, a
 // *ThroughputsError, and a *scheduler.InUseError for q.InUse.
 func Place(q scheduler.Queue, types []Type, thr *gavel.Throughputs) (*Plan, error) {
@@ -84,14 +91,20 @@ func Place(q scheduler.Queue, types []Type, thr *gavel.Throughputs) (*Plan, erro
 		if err := j.Validate(); err != nil {
 			return nil, err
 		}
-		r, err := JobRates(j, types, thr)
+		r, err := baseRates(j, types, thr)
 		if err != nil {
 			return nil, &ThroughputsError{err}
 		}
-		k := choose(j, r, free)
-		choices[n] = Choice{Source: r.Source, Rates: map[string]float64{}, TypeReason: reason(j, k, r, types, free)}
+		room, err := tentative(q, j, types, inUse, assigned, free, &r)
+		if err != nil {
+			return nil, err
+		}
+		k := choose(r, room)
+		choices[n] = Choice{Source: r.Source, Rates: map[string]float64{}, RateAt: map[string]scheduler.PerGPU{},
+			TypeReason: reason(j, k, r, types, free, room)}
 		for i, t := range types {
 			choices[n].Rates[t.Name] = r.Values[i]
+			choices[n].RateAt[t.Name] = r.Grants[i]
 		}
 		if k >= 0 {
 			choices[n].Type = types[k].Name
@@ -148,12 +161,39 @@ func splitInUse(inUse []scheduler.Usage, types []Type) ([][]scheduler.Usage, []i
 	return out, free, nil
 }
 
-// choose returns the index of the type with j's highest rate among those
-// with j.GPUs free, the first on ties; −1 when none has room.
-func choose(j *scheduler.Job, r Rates, free []int) int {
+// tentative places j on every type with j.GPUs free, after the jobs
+// already given the type, and reads r there at what j got; on a type
+// without room (GPUs, or CPUs and memory for the strategy) r is read at
+// the type's share. room[i] says whether j was placed on type i.
+func tentative(q scheduler.Queue, j *scheduler.Job, types []Type, inUse [][]scheduler.Usage, assigned [][]*scheduler.Job, free []int, r *Rates) ([]bool, error) {
+	room := make([]bool, len(types))
+	for i, t := range types {
+		g := scheduler.PerGPU{CPUs: t.CPUsPerGPU, MemBytes: t.MemBytesPerGPU}
+		if free[i] >= j.GPUs {
+			sub := q
+			sub.Cluster, sub.InUse, sub.Jobs = &types[i].cluster, inUse[i], append(append([]*scheduler.Job(nil), assigned[i]...), j)
+			p, err := scheduler.PlaceQueue(sub)
+			if err != nil {
+				return nil, fmt.Errorf("gpu type %s: %w", t.Name, err)
+			}
+			for _, o := range p.Jobs {
+				if o.JobID == j.ID && o.Placed {
+					room[i] = true
+					g = scheduler.PerGPU{CPUs: o.CPUs / float64(o.GPUs), MemBytes: o.MemBytes / float64(o.GPUs)}
+				}
+			}
+		}
+		r.at(i, j, g)
+	}
+	return room, nil
+}
+
+// choose returns the index of the type with the highest rate among those
+// with room, the first on ties; −1 when none has room.
+func choose(r Rates, room []bool) int {
 	best := -1
-	for k, f := range free {
-		if f >= j.GPUs && (best < 0 || r.Values[k] > r.Values[best]) {
+	for k, ok := range room {
+		if ok && (best < 0 || r.Values[k] > r.Values[best]) {
 			best = k
 		}
 	}
@@ -161,8 +201,9 @@ func choose(j *scheduler.Job, r Rates, free []int) int {
 }
 
 // reason says why j got type k (or none): its rate against every other
-// type with room, and the faster types that were full.
-func reason(j *scheduler.Job, k int, r Rates, types []Type, free []int) string {
+// type with room, the faster types that were full, and the CPUs and
+// memory per GPU each rate was read at.
+func reason(j *scheduler.Job, k int, r Rates, types []Type, free []int, room []bool) string {
 	if k < 0 {
 		return fmt.Sprintf("no type has %d free GPUs (%s)", j.GPUs, freeText(types, free))
 	}
@@ -170,8 +211,10 @@ func reason(j *scheduler.Job, k int, r Rates, types []Type, free []int) string {
 	for i, t := range types {
 		switch {
 		case i == k:
-		case free[i] >= j.GPUs:
+		case room[i]:
 			vs = append(vs, ratio(r.Values[k], r.Values[i], t.Name))
+		case free[i] >= j.GPUs && r.Values[i] > r.Values[k]:
+			full = append(full, fmt.Sprintf("%s would be %s but its servers lack the CPUs or memory", t.Name, faster(r.Values[i], r.Values[k])))
 		case r.Values[i] > r.Values[k]:
 			full = append(full, fmt.Sprintf("%s would be %s but has %d of %d GPUs free", t.Name, faster(r.Values[i], r.Values[k]), max(free[i], 0), j.GPUs))
 		default:
@@ -190,7 +233,17 @@ func reason(j *scheduler.Job, k int, r Rates, types []Type, free []int) string {
 	if len(full) > 0 {
 		s += "; " + strings.Join(full, ", ")
 	}
-	return s
+	return s + "; " + ratesText(r, types)
+}
+
+// ratesText is each type's rate and the CPUs and memory per GPU it was
+// read at: "rate per type at CPUs, GB per GPU: v100 0.42 at 3, 62.50; …".
+func ratesText(r Rates, types []Type) string {
+	parts := make([]string, len(types))
+	for i, t := range types {
+		parts[i] = fmt.Sprintf("%s %.3g at %.3g, %.2f", t.Name, r.Values[i], r.Grants[i].CPUs, r.Grants[i].MemBytes/1e9)
+	}
+	return "rate per type at CPUs, GB per GPU: " + strings.Join(parts, "; ")
 }
 
 // ratio is "2.0× the k80 rate", "same rate as k80", or "k80's rate is 0".

@@ -1,25 +1,27 @@
 // Package typed places a queue on a cluster whose servers carry more than
-// one GPU type (Server.GPUType): it picks each job's type as Gavel's
-// fifo_perf greedy does — in queue order, the type with the highest
-// throughput for the job among the types with enough free GPUs — and then
-// places the job on that type's servers with scheduler.PlaceQueue and the
-// queue's strategy. Every job's outcome says which type it got and why.
+// one GPU type (Server.GPUType) with the joint policy's rule
+// (scheduler/joint): each job, in queue order, gets the GPU type, CPUs and
+// memory together — on every type with enough free GPUs it is placed
+// tentatively with the queue's strategy (scheduler.PlaceQueue on that type's
+// servers, after the jobs already given the type), its rate there is its GPU
+// rate × joint.Factor at the CPUs and memory per GPU it got, and the type
+// with the highest rate wins. Every job's outcome says which type, CPUs and
+// memory it got and why: its rate on each type at what it would hold there.
 //
-// A job's throughput on a type comes, in order of preference, from a Gavel
-// throughputs file (the job's model name at its GPU count, else at scale
-// factor 1), from the job's sensitivity matrix read at the CPUs and memory
-// per GPU of the type's servers (scheduler/joint's T[m][j] with every GPU
-// type equally fast: the file is the only source of GPU speed), or equal on
-// every type. See docs/gavel.md, "synergy schedule on typed clusters".
+// A job's GPU rate on a type comes from a Gavel throughputs file (the job's
+// model name at its GPU count, else at scale factor 1; taken as its rate at
+// its ideal CPUs and memory), else it is equal on every type; its matrix
+// (a profile's, or a zoo model's) gives the factor, 1 without one. See
+// docs/joint.md, "synergy schedule".
 package typed
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/synergy-sched/synergy/scheduler"
 	"github.com/synergy-sched/synergy/scheduler/gavel"
+	"github.com/synergy-sched/synergy/scheduler/joint"
 )
 
 // Rate sources, as Choice.Source names them.
@@ -79,21 +81,28 @@ func Types(c *scheduler.Cluster) ([]Type, error) {
 	return out, nil
 }
 
-// Rates is a job's throughput on each type (in Types' order) and where it
-// came from.
+// Rates is a job's throughput on each type (in Types' order), where it
+// came from, and the CPUs and memory per GPU it was read at.
 type Rates struct {
 	Values []float64
 	Source string
+	// Grants are the CPUs and memory per GPU each value was read at: what
+	// the strategy gave the job on the type, or the type's share where the
+	// type had no room.
+	Grants []scheduler.PerGPU
 }
 
-// JobRates returns j's rates on types: from thr when it holds j's model
-// (at j's GPU count, else at scale factor 1), else from j's matrix at each
-// type's CPUs and memory per GPU, else equal. thr may be nil. An error
-// names the throughputs key a type lacks.
-func JobRates(j *scheduler.Job, types []Type, thr *gavel.Throughputs) (Rates, error) {
+// baseRates returns j's GPU rate on types: from thr when it holds j's
+// model (at j's GPU count, else at scale factor 1), else 1 on every type.
+// thr may be nil. An error names the throughputs key a type lacks.
+func baseRates(j *scheduler.Job, types []Type, thr *gavel.Throughputs) (Rates, error) {
 	names := make([]string, len(types))
 	for i, t := range types {
 		names[i] = t.Name
+	}
+	src := SourceEqual
+	if j.Matrix != nil {
+		src = SourceProfile
 	}
 	if thr != nil {
 		for _, key := range []gavel.JobType{{Model: j.Model, ScaleFactor: j.GPUs}, {Model: j.Model, ScaleFactor: 1}} {
@@ -104,25 +113,21 @@ func JobRates(j *scheduler.Job, types []Type, thr *gavel.Throughputs) (Rates, er
 			if err != nil {
 				return Rates{}, fmt.Errorf("job %d (%s): %w", j.ID, j.Model, err)
 			}
-			return Rates{Values: row, Source: SourceThroughputs}, nil
+			return Rates{Values: row, Source: SourceThroughputs, Grants: make([]scheduler.PerGPU, len(types))}, nil
 		}
 	}
-	r := Rates{Values: make([]float64, len(types)), Source: SourceEqual}
-	if j.Matrix == nil {
-		for i := range r.Values {
-			r.Values[i] = 1
-		}
-		return r, nil
+	r := Rates{Values: make([]float64, len(types)), Source: src, Grants: make([]scheduler.PerGPU, len(types))}
+	for i := range r.Values {
+		r.Values[i] = 1
 	}
-	// joint's T[m][j] with speed 1: the rate at the type's GPU-proportional
-	// CPUs and memory, capped at the job's ideal.
-	ideal, _ := j.Matrix.At(j.IdealCPUsPerGPU, j.IdealMemBytesPerGPU)
-	for i, t := range types {
-		v, _ := j.Matrix.At(t.CPUsPerGPU, t.MemBytesPerGPU)
-		r.Values[i] = math.Min(v, ideal)
-	}
-	r.Source = SourceProfile
 	return r, nil
+}
+
+// at scales r's value on type i by j's joint.Factor at g per GPU and
+// records g.
+func (r *Rates) at(i int, j *scheduler.Job, g scheduler.PerGPU) {
+	r.Grants[i] = g
+	r.Values[i] *= joint.Factor(j, g.CPUs, g.MemBytes)
 }
 
 // hasKey says whether any worker type of thr has key.

@@ -82,7 +82,7 @@ func TestFullTypeFallsBackWithReason(t *testing.T) {
 	p := place(t, twoTypes(), nil, held, zooJob(t, 0, "res18", 2), zooJob(t, 1, "res18", 8))
 	o := p.Jobs[0]
 	onType(t, o, "v100", "v-")
-	if !strings.Contains(o.TypeReason, "only type with 2 free GPUs") || !strings.Contains(o.TypeReason, "k80 would be 2.40× faster") ||
+	if !strings.Contains(o.TypeReason, "only type with 2 free GPUs") || !strings.Contains(o.TypeReason, "k80 would be 1.37× faster") ||
 		!strings.Contains(o.TypeReason, "has 1 of 2 GPUs free") {
 		t.Errorf("reason %q", o.TypeReason)
 	}
