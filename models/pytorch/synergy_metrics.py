@@ -333,6 +333,12 @@ class SynergyMetrics:
         epoch: the pass this is, for the metrics' "epoch"; default: how many
         times wrap() was called before without an epoch. samples: a function
         from a batch to its sample count (default: batch_size()).
+
+        With the control channel ($SYNERGY_CONTROL_FILE and
+        $SYNERGY_CONTROL_ACK_FILE, while this object writes the stream) it
+        looks for commands between batches: a torch DataLoader's workers
+        change mid-pass, and any loop's last batch can be replayed
+        (docs/job-contract.md, "The control channel").
         """
         if epoch is None:
             epoch = self._wraps

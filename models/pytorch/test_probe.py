@@ -109,6 +109,7 @@ class ConfigTest(unittest.TestCase):
             ({"SYNERGY_PROBE_STEP_S": "0.1", "SYNERGY_PROBE_EMULATE_GPU": "v100", "SYNERGY_PROBE_MODEL": "m5"},
              "give one of them, not both"),
             ({"SYNERGY_PROBE_EMULATE_GPU": "v100"}, "SYNERGY_PROBE_MODEL must name the model"),
+            ({"SYNERGY_CONTROL_FILE": "/c"}, "SYNERGY_CONTROL_FILE and SYNERGY_CONTROL_ACK_FILE: give both or neither"),
             ({"SYNERGY_PROBE_EMULATE_GPU": "h100", "SYNERGY_PROBE_MODEL": "resnet18"},
              "no measured step time for model 'resnet18' on GPU 'h100'"),
         ]

@@ -26,6 +26,13 @@ ask for synthetic data) the primary's first batch is handed out again and
 again without the loader, so the script's own step is timed alone: the
 step's ceiling, for the stall breakdown.
 
+With SYNERGY_CONTROL_FILE and SYNERGY_CONTROL_ACK_FILE the probe listens
+to the control channel (docs/job-contract.md, "The control channel") between
+the primary's batches, in the script's loop and in the loader-only mode:
+it changes the loader's workers mid-pass and replays the last batch, through
+synergy_metrics.LoaderControl and TorchSource; when it stands down the
+script's own SynergyMetrics.wrap() answers instead.
+
 Configuration is environment variables only (docs/job-contract.md, "For the
 profiler (Go side)"); a bad value stops the job at start-up with exit status
 2 and a message naming the variable. The probe leaves a script that writes
