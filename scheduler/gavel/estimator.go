@@ -29,7 +29,7 @@ const (
 	pmfMaxIterations     = 100
 )
 
-// EstimatorConfig configures an Estimator. Zero values take Gavel's defaults.
+// EstimatorConfig configures the throughput estimator. Zero values take Gavel's defaults.
 type EstimatorConfig struct {
 	// WorkerTypes are the matrix's worker types (default: the file's types without
 	// "_unconsolidated", sorted, as Gavel's _initialize_throughput_estimator).
@@ -46,24 +46,24 @@ type EstimatorConfig struct {
 	Seed            uint64
 }
 
-// Estimator holds the reference matrix.
-type Estimator struct {
+// estimator holds the reference matrix.
+type estimator struct {
 	tp    *Throughputs
 	cfg   EstimatorConfig
 	refs  []JobType
 	ref   [][]float64 // len(refs) × cols
 	rng   *rand.Rand
-	cache map[JobType]*JobEstimate // PairThroughputs' per-job-type matches
+	cache map[JobType]*jobEstimate // PairThroughputs' per-job-type matches
 }
 
-// Cell is one column of the matrix: a worker type and a reference partner.
-type Cell struct {
+// cell is one column of the matrix: a worker type and a reference partner.
+type cell struct {
 	WorkerType string
 	Partner    JobType
 }
 
-// NewEstimator builds the reference matrix from a throughputs file (Gavel's offline profiles).
-func NewEstimator(tp *Throughputs, cfg EstimatorConfig) (*Estimator, error) {
+// newEstimator builds the reference matrix from a throughputs file (Gavel's offline profiles).
+func newEstimator(tp *Throughputs, cfg EstimatorConfig) (*estimator, error) {
 	if tp == nil {
 		return nil, fmt.Errorf("estimator: no throughputs")
 	}
@@ -94,10 +94,10 @@ func NewEstimator(tp *Throughputs, cfg EstimatorConfig) (*Estimator, error) {
 		return nil, fmt.Errorf("estimator: %d reference job types and %d worker types; want >= 2 and >= 1",
 			len(cfg.References), len(cfg.WorkerTypes))
 	}
-	e := &Estimator{tp: tp, cfg: cfg, refs: cfg.References, rng: rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)),
-		cache: map[JobType]*JobEstimate{}}
+	e := &estimator{tp: tp, cfg: cfg, refs: cfg.References, rng: rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)),
+		cache: map[JobType]*jobEstimate{}}
 	for _, r := range e.refs {
-		row, err := e.TrueRow(r)
+		row, err := e.trueRow(r)
 		if err != nil {
 			return nil, fmt.Errorf("estimator: reference %s: %w", r, err)
 		}
@@ -139,24 +139,24 @@ func completeTypes(tp *Throughputs, wts []string) []JobType {
 	return out
 }
 
-// Columns lists the matrix columns in order (worker type major, then reference partner).
-func (e *Estimator) Columns() []Cell {
-	var cs []Cell
+// columns lists the matrix columns in order (worker type major, then reference partner).
+func (e *estimator) columns() []cell {
+	var cs []cell
 	for _, wt := range e.cfg.WorkerTypes {
 		for _, r := range e.refs {
-			cs = append(cs, Cell{wt, r})
+			cs = append(cs, cell{wt, r})
 		}
 	}
 	return cs
 }
 
-// References returns the reference job types (the matrix's rows).
-func (e *Estimator) References() []JobType { return e.refs }
+// references returns the reference job types (the matrix's rows).
+func (e *estimator) references() []JobType { return e.refs }
 
-// TrueRow is a job type's full normalised row from the throughputs file (the oracle).
-func (e *Estimator) TrueRow(jt JobType) ([]float64, error) {
+// trueRow is a job type's full normalised row from the throughputs file (the oracle).
+func (e *estimator) trueRow(jt JobType) ([]float64, error) {
 	var row []float64
-	for _, c := range e.Columns() {
+	for _, c := range e.columns() {
 		v, err := e.normalised(c.WorkerType, jt, c.Partner)
 		if err != nil {
 			return nil, err
@@ -166,7 +166,7 @@ func (e *Estimator) TrueRow(jt JobType) ([]float64, error) {
 	return row, nil
 }
 
-func (e *Estimator) normalised(wt string, jt, partner JobType) (float64, error) {
+func (e *estimator) normalised(wt string, jt, partner JobType) (float64, error) {
 	iso, ok := e.tp.Isolated[wt][jt]
 	if !ok || !(iso > 0) {
 		return 0, fmt.Errorf("no isolated throughput for %s on %s", jt, wt)
@@ -178,20 +178,20 @@ func (e *Estimator) normalised(wt string, jt, partner JobType) (float64, error) 
 	return math.Min(math.Max(pair[0]/iso, 0), 1), nil
 }
 
-// JobEstimate is one job's estimate: its measured cells, its completed row and the reference
+// jobEstimate is one job's estimate: its measured cells, its completed row and the reference
 // job type it is matched to.
-type JobEstimate struct {
-	e         *Estimator
+type jobEstimate struct {
+	e         *estimator
 	measured  map[int]float64 // column → normalised throughput
 	Row       []float64       // completed normalised row (measured cells kept)
 	Reference JobType         // nearest reference row by cosine distance
 	Distance  float64
 }
 
-// Profile starts a job's estimate the way Gavel's simulator does: every cell of the job's row
+// profile starts a job's estimate the way Gavel's simulator does: every cell of the job's row
 // is profiled (read from the throughputs file, the oracle) with probability ProfileFraction.
-func (e *Estimator) Profile(jt JobType) (*JobEstimate, error) {
-	truth, err := e.TrueRow(jt)
+func (e *estimator) profile(jt JobType) (*jobEstimate, error) {
+	truth, err := e.trueRow(jt)
 	if err != nil {
 		return nil, fmt.Errorf("estimator: %w", err)
 	}
@@ -201,12 +201,12 @@ func (e *Estimator) Profile(jt JobType) (*JobEstimate, error) {
 			m[c] = v
 		}
 	}
-	return e.Estimate(m)
+	return e.estimate(m)
 }
 
-// ProfileCells is Profile with exactly k cells drawn uniformly without replacement.
-func (e *Estimator) ProfileCells(jt JobType, k int) (*JobEstimate, error) {
-	truth, err := e.TrueRow(jt)
+// profileCells is profile with exactly k cells drawn uniformly without replacement.
+func (e *estimator) profileCells(jt JobType, k int) (*jobEstimate, error) {
+	truth, err := e.trueRow(jt)
 	if err != nil {
 		return nil, fmt.Errorf("estimator: %w", err)
 	}
@@ -215,23 +215,23 @@ func (e *Estimator) ProfileCells(jt JobType, k int) (*JobEstimate, error) {
 	for _, c := range perm[:min(k, len(perm))] {
 		m[c] = truth[c]
 	}
-	return e.Estimate(m)
+	return e.estimate(m)
 }
 
-// Estimate completes a job's row from measured cells (column index → normalised co-located
+// estimate completes a job's row from measured cells (column index → normalised co-located
 // throughput in [0, 1], see Columns) and matches it to a reference.
-func (e *Estimator) Estimate(measured map[int]float64) (*JobEstimate, error) {
-	cols := len(e.Columns())
+func (e *estimator) estimate(measured map[int]float64) (*jobEstimate, error) {
+	cols := len(e.columns())
 	for c, v := range measured {
 		if c < 0 || c >= cols {
 			return nil, fmt.Errorf("estimator: cell %d: want 0..%d", c, cols-1)
 		}
 		if !(v >= 0 && v <= 1) {
 			return nil, fmt.Errorf("estimator: cell %d (%s with %s): normalised throughput %v; want in [0, 1]",
-				c, e.Columns()[c].WorkerType, e.Columns()[c].Partner, v)
+				c, e.columns()[c].WorkerType, e.columns()[c].Partner, v)
 		}
 	}
-	j := &JobEstimate{e: e, measured: map[int]float64{}}
+	j := &jobEstimate{e: e, measured: map[int]float64{}}
 	for c, v := range measured {
 		j.measured[c] = v
 	}
@@ -239,15 +239,15 @@ func (e *Estimator) Estimate(measured map[int]float64) (*JobEstimate, error) {
 	return j, nil
 }
 
-// Observe refines the estimate with a measurement taken while the job runs: its normalised
+// observe refines the estimate with a measurement taken while the job runs: its normalised
 // throughput when co-located with partner on worker type wt. A partner that is a reference type
 // updates that cell (an exponential moving average with α = 0.5 over repeated measurements, as
 // Gavel's physical scheduler folds in measured throughputs) and the match is recomputed.
-func (j *JobEstimate) Observe(wt string, partner JobType, normalised float64) error {
+func (j *jobEstimate) observe(wt string, partner JobType, normalised float64) error {
 	if !(normalised >= 0 && normalised <= 1) {
 		return fmt.Errorf("estimator: observed normalised throughput %v; want in [0, 1]", normalised)
 	}
-	for c, cell := range j.e.Columns() {
+	for c, cell := range j.e.columns() {
 		if cell.WorkerType == wt && cell.Partner == partner {
 			if old, ok := j.measured[c]; ok {
 				normalised = 0.5*normalised + 0.5*old
@@ -260,12 +260,12 @@ func (j *JobEstimate) Observe(wt string, partner JobType, normalised float64) er
 	return nil // not a reference partner: nothing in the matrix to update
 }
 
-// Measured returns how many cells have been measured.
-func (j *JobEstimate) Measured() int { return len(j.measured) }
+// numMeasured returns how many cells have been measured.
+func (j *jobEstimate) numMeasured() int { return len(j.measured) }
 
-func (j *JobEstimate) refresh() {
+func (j *jobEstimate) refresh() {
 	e := j.e
-	n, cols := len(e.refs), len(e.Columns())
+	n, cols := len(e.refs), len(e.columns())
 	a := make([][]float64, n+1)
 	mask := make([][]bool, n+1)
 	for i := 0; i < n; i++ {
@@ -427,11 +427,11 @@ func product(u, v [][]float64) [][]float64 {
 	return out
 }
 
-// EstimatedPair is Gavel's estimated co-located throughput of two jobs on a worker type
+// estimatedPair is Gavel's estimated co-located throughput of two jobs on a worker type
 // (_populate_job_combination_metadata): the matched references' normalised pair throughputs
 // times each job's own isolated throughput (steps/s). A measured cell of a (the job's row
 // against b's reference type) is used for a's side when there is one.
-func (e *Estimator) EstimatedPair(wt string, a, b *JobEstimate, isoA, isoB float64) ([2]float64, error) {
+func (e *estimator) estimatedPair(wt string, a, b *jobEstimate, isoA, isoB float64) ([2]float64, error) {
 	na, err := a.normalisedWith(wt, b.Reference)
 	if err != nil {
 		return [2]float64{}, err
@@ -445,8 +445,8 @@ func (e *Estimator) EstimatedPair(wt string, a, b *JobEstimate, isoA, isoB float
 
 // normalisedWith is the job's normalised throughput next to a reference partner on wt: the
 // measured cell if any, else its matched reference's entry.
-func (j *JobEstimate) normalisedWith(wt string, partner JobType) (float64, error) {
-	for c, cell := range j.e.Columns() {
+func (j *jobEstimate) normalisedWith(wt string, partner JobType) (float64, error) {
+	for c, cell := range j.e.columns() {
 		if cell.WorkerType == wt && cell.Partner == partner {
 			if v, ok := j.measured[c]; ok {
 				return v, nil
@@ -459,9 +459,9 @@ func (j *JobEstimate) normalisedWith(wt string, partner JobType) (float64, error
 
 // PairThroughputs is the small entry point for packing policies and the simulator: the
 // estimated co-located throughputs [a's, b's] (steps/s) of job types a and b on each of types.
-// Each job type is profiled once (Profile, then cached, so every job of a type shares its
+// Each job type is profiled once (profile, then cached, so every job of a type shares its
 // match, as Gavel's reference_job_map does per job); isolated throughputs are the file's.
-func (e *Estimator) PairThroughputs(a, b JobType, types []string) ([][2]float64, error) {
+func (e *estimator) PairThroughputs(a, b JobType, types []string) ([][2]float64, error) {
 	ea, err := e.cached(a)
 	if err != nil {
 		return nil, err
@@ -472,7 +472,7 @@ func (e *Estimator) PairThroughputs(a, b JobType, types []string) ([][2]float64,
 	}
 	out := make([][2]float64, len(types))
 	for i, wt := range types {
-		out[i], err = e.EstimatedPair(wt, ea, eb, e.tp.Isolated[wt][a], e.tp.Isolated[wt][b])
+		out[i], err = e.estimatedPair(wt, ea, eb, e.tp.Isolated[wt][a], e.tp.Isolated[wt][b])
 		if err != nil {
 			return nil, fmt.Errorf("estimator: %s with %s on %s: %w", a, b, wt, err)
 		}
@@ -480,11 +480,11 @@ func (e *Estimator) PairThroughputs(a, b JobType, types []string) ([][2]float64,
 	return out, nil
 }
 
-func (e *Estimator) cached(jt JobType) (*JobEstimate, error) {
+func (e *estimator) cached(jt JobType) (*jobEstimate, error) {
 	if j, ok := e.cache[jt]; ok {
 		return j, nil
 	}
-	j, err := e.Profile(jt)
+	j, err := e.profile(jt)
 	if err != nil {
 		return nil, err
 	}

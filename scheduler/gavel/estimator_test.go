@@ -13,13 +13,13 @@ import (
 	"github.com/synergy-sched/synergy/internal/testreq"
 )
 
-func syntheticEstimator(t *testing.T, cfg EstimatorConfig) (*Throughputs, *Estimator) {
+func syntheticEstimator(t *testing.T, cfg EstimatorConfig) (*Throughputs, *estimator) {
 	t.Helper()
 	tp, err := LoadThroughputs("testdata/reference/synthetic/throughputs.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := NewEstimator(tp, cfg)
+	e, err := newEstimator(tp, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,11 +72,11 @@ func TestCholSolve(t *testing.T) {
 // throughputs are the file's.
 func TestEstimator_FullProfileMatchesItself(t *testing.T) {
 	tp, e := syntheticEstimator(t, EstimatorConfig{Seed: 3})
-	if len(e.References()) < 5 {
-		t.Fatalf("%d references, want the synthetic single-GPU types with pair data on every type", len(e.References()))
+	if len(e.references()) < 5 {
+		t.Fatalf("%d references, want the synthetic single-GPU types with pair data on every type", len(e.references()))
 	}
-	for _, jt := range e.References() {
-		j, err := e.ProfileCells(jt, len(e.Columns()))
+	for _, jt := range e.references() {
+		j, err := e.profileCells(jt, len(e.columns()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,10 +84,10 @@ func TestEstimator_FullProfileMatchesItself(t *testing.T) {
 			t.Errorf("%s matched %s at distance %g, want itself at 0", jt, j.Reference, j.Distance)
 		}
 	}
-	a, b := e.References()[0], e.References()[3]
-	ea, _ := e.ProfileCells(a, len(e.Columns()))
-	eb, _ := e.ProfileCells(b, len(e.Columns()))
-	got, err := e.EstimatedPair("v100", ea, eb, tp.Isolated["v100"][a], tp.Isolated["v100"][b])
+	a, b := e.references()[0], e.references()[3]
+	ea, _ := e.profileCells(a, len(e.columns()))
+	eb, _ := e.profileCells(b, len(e.columns()))
+	got, err := e.estimatedPair("v100", ea, eb, tp.Isolated["v100"][a], tp.Isolated["v100"][b])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,27 +102,27 @@ func TestEstimator_FullProfileMatchesItself(t *testing.T) {
 // row and the match is the reference nearest to that true row.
 func TestEstimator_ObserveRefines(t *testing.T) {
 	tp, all := syntheticEstimator(t, EstimatorConfig{Seed: 1})
-	held := all.References()[2]
+	held := all.references()[2]
 	var refs []JobType
-	for _, r := range all.References() {
+	for _, r := range all.references() {
 		if r != held {
 			refs = append(refs, r)
 		}
 	}
-	e, err := NewEstimator(tp, EstimatorConfig{References: refs, Seed: 1})
+	e, err := newEstimator(tp, EstimatorConfig{References: refs, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := e.ProfileCells(held, 3)
+	j, err := e.profileCells(held, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.Measured() != 3 {
-		t.Fatalf("%d cells measured, want 3", j.Measured())
+	if j.numMeasured() != 3 {
+		t.Fatalf("%d cells measured, want 3", j.numMeasured())
 	}
-	truth, _ := e.TrueRow(held)
-	for c, cell := range e.Columns() {
-		if err := j.Observe(cell.WorkerType, cell.Partner, truth[c]); err != nil {
+	truth, _ := e.trueRow(held)
+	for c, cell := range e.columns() {
+		if err := j.observe(cell.WorkerType, cell.Partner, truth[c]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -140,14 +140,14 @@ func TestEstimator_ObserveRefines(t *testing.T) {
 	if j.Reference != best {
 		t.Errorf("after full observation matched %s, want the true nearest %s", j.Reference, best)
 	}
-	if err := j.Observe("v100", refs[0], 1.5); err == nil || !strings.Contains(err.Error(), "want in [0, 1]") {
+	if err := j.observe("v100", refs[0], 1.5); err == nil || !strings.Contains(err.Error(), "want in [0, 1]") {
 		t.Errorf("observing 1.5: got %v, want a range error", err)
 	}
 }
 
 func TestEstimator_PairThroughputsForSimulator(t *testing.T) {
 	tp, e := syntheticEstimator(t, EstimatorConfig{Seed: 7, ProfileFraction: 0.3})
-	a, b := e.References()[0], e.References()[1]
+	a, b := e.references()[0], e.references()[1]
 	types := []string{"k80", "p100", "v100"}
 	got, err := e.PairThroughputs(a, b, types)
 	if err != nil {
@@ -176,32 +176,32 @@ func TestEstimator_PairThroughputsForSimulator(t *testing.T) {
 // of the completed row, and of the references' mean row (a baseline that profiles nothing).
 func heldOutErrors(t *testing.T, tp *Throughputs, k int, seeds []uint64) (rel, abs [3]float64) {
 	t.Helper()
-	all, err := NewEstimator(tp, EstimatorConfig{})
+	all, err := newEstimator(tp, EstimatorConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	count := 0.0
 	for _, seed := range seeds {
-		for _, held := range all.References() {
+		for _, held := range all.references() {
 			var refs []JobType
-			for _, r := range all.References() {
+			for _, r := range all.references() {
 				if r != held {
 					refs = append(refs, r)
 				}
 			}
-			e, err := NewEstimator(tp, EstimatorConfig{References: refs, Seed: seed})
+			e, err := newEstimator(tp, EstimatorConfig{References: refs, Seed: seed})
 			if err != nil {
 				t.Fatal(err)
 			}
-			truth, err := e.TrueRow(held)
+			truth, err := e.trueRow(held)
 			if err != nil {
 				t.Fatal(err)
 			}
-			j, err := e.ProfileCells(held, k)
+			j, err := e.profileCells(held, k)
 			if err != nil {
 				t.Fatal(err)
 			}
-			mrow, _ := e.TrueRow(j.Reference)
+			mrow, _ := e.trueRow(j.Reference)
 			mean := make([]float64, len(truth))
 			for _, r := range e.ref {
 				for c, v := range r {
@@ -272,9 +272,9 @@ func (r *recordingPacker) AllocatePacked(s *State, pairs []PairState) (Allocatio
 // With Config.PairEstimator, a packing policy sees the estimator's pair throughputs.
 func TestSimulator_PairEstimatorFeedsPackingPolicies(t *testing.T) {
 	tp, all := syntheticEstimator(t, EstimatorConfig{})
-	refs := all.References()
+	refs := all.references()
 	// The two jobs' types are not references, so their estimates differ from the file's.
-	e, err := NewEstimator(tp, EstimatorConfig{References: append(append([]JobType(nil), refs[1:4]...), refs[5:]...),
+	e, err := newEstimator(tp, EstimatorConfig{References: append(append([]JobType(nil), refs[1:4]...), refs[5:]...),
 		Seed: 2, ProfileFraction: 0.2})
 	if err != nil {
 		t.Fatal(err)

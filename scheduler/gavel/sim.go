@@ -43,7 +43,7 @@ type Config struct {
 	// <type> workers <ids>") for debugging against Gavel's log.
 	Log io.Writer
 	// PairEstimator, when set, gives the pair throughputs that packing
-	// policies see (Gavel's throughput estimator, *Estimator); pairs still
+	// policies see (Gavel's throughput estimator, *estimator); pairs still
 	// run at the throughputs file's values, as in Gavel's simulator.
 	PairEstimator PairEstimator
 	// Shaper, when set, gives each round's jobs their CPUs and memory and
@@ -53,7 +53,7 @@ type Config struct {
 }
 
 // PairEstimator estimates co-located throughputs ([a's, b's] steps/s per
-// worker type); *Estimator is one.
+// worker type); *estimator is one.
 type PairEstimator interface {
 	PairThroughputs(a, b JobType, types []string) ([][2]float64, error)
 }

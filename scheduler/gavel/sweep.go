@@ -151,7 +151,7 @@ func (s *Sweep) estimator(p Point) (PairEstimator, error) {
 	}
 	c := *s.Estimate
 	c.Seed = p.Seed
-	e, err := NewEstimator(s.Throughputs, c)
+	e, err := newEstimator(s.Throughputs, c)
 	if err != nil {
 		return nil, err
 	}
