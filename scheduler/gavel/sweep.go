@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sync"
+
+	"github.com/synergy-sched/synergy/internal/pool"
 )
 
 // Point is one run of a sweep.
@@ -175,56 +176,27 @@ func (s *Sweep) workload(p Point) (Workload, error) {
 	return Workload{Generator: gen}, nil
 }
 
-// Run runs the points on up to Workers goroutines; progress (may be nil)
-// is called after each run. Results are in Points order whatever the
-// parallelism, so one seed gives byte-identical output.
+// Run runs the points on up to Workers goroutines (internal/pool: the
+// first failed run stops the sweep and is the error; a cancelled ctx
+// returns its error); progress (may be nil) is called after each run.
+// Results are in Points order whatever the parallelism, so one seed gives
+// byte-identical output.
 func (s *Sweep) Run(ctx context.Context, progress func(done, total int, p Point)) (*SweepResult, error) {
 	points := s.Points()
 	out := &SweepResult{Runs: make([]Run1, len(points))}
-	workers := max(1, min(s.Workers, len(points)))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		mu       sync.Mutex
-		firstErr error
-		done     int
-		wg       sync.WaitGroup
-	)
-	next := make(chan int)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				r, err := s.run1(ctx, points[i])
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = fmt.Errorf("%s (seed %d, %g jobs/h): %w", points[i].Policy, points[i].Seed, points[i].JobsPerHour, err)
-					cancel()
-				}
-				out.Runs[i] = Run1{Point: points[i], Result: r}
-				done++
-				if progress != nil && err == nil {
-					progress(done, len(points), points[i])
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-feed:
-	for i := range points {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+	_, err := pool.Run(ctx, len(points), s.Workers, func(ctx context.Context, i int) error {
+		r, err := s.run1(ctx, points[i])
+		if err != nil {
+			return fmt.Errorf("%s (seed %d, %g jobs/h): %w", points[i].Policy, points[i].Seed, points[i].JobsPerHour, err)
 		}
-	}
-	close(next)
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	if err := ctx.Err(); err != nil {
+		out.Runs[i] = Run1{Point: points[i], Result: r}
+		return nil
+	}, func(i, done int) {
+		if progress != nil {
+			progress(done, len(points), points[i])
+		}
+	})
+	if err != nil {
 		return nil, err
 	}
 	return out, nil

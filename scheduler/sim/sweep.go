@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sync"
 
+	"github.com/synergy-sched/synergy/internal/pool"
 	"github.com/synergy-sched/synergy/scheduler"
 )
 
@@ -75,7 +75,8 @@ func (r *SweepResult) WriteJSON(w io.Writer) error {
 	return err
 }
 
-// Sweep runs every point on up to workers goroutines. base is copied for
+// Sweep runs every point on up to workers goroutines (internal/pool: the
+// first failed run stops the sweep and is the error). base is copied for
 // each point with the point's strategy and policy; source makes the point's
 // workload (called once per point, so each run has its own generator).
 // Results come back in the order of points whatever the scheduling, so the
@@ -84,58 +85,25 @@ func (r *SweepResult) WriteJSON(w io.Writer) error {
 // every round: once it is done, Sweep returns within a round of every
 // running simulation, with the runs that finished and ctx's error.
 func Sweep(ctx context.Context, base Config, points []Point, workers int, source func(Point) (Source, error), progress func(done, total int, p Point)) (*SweepResult, error) {
-	if workers < 1 {
-		workers = 1
-	}
 	out := &SweepResult{Runs: make([]Run1, len(points))}
-	errs := make([]error, len(points))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	done := 0
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if ctx.Err() != nil {
-					continue // cancelled: start no further run
-				}
-				p := points[i]
-				res, err := runPoint(ctx, base, p, source)
-				if err != nil {
-					err = fmt.Errorf("%s+%s load %v seed %d: %w", p.Policy, p.Strategy, p.JobsPerHour, p.Seed, err)
-				}
-				out.Runs[i], errs[i] = Run1{Point: p, Result: res}, err
-				if err != nil && ctx.Err() != nil {
-					continue // cut short: not done
-				}
-				mu.Lock()
-				done++
-				if progress != nil {
-					progress(done, len(points), p)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-feed:
-	for i := range points {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return out.finished(), fmt.Errorf("simulate: %w (%d of %d runs finished)", err, len(out.finished().Runs), len(points))
-	}
-	for _, err := range errs {
+	_, err := pool.Run(ctx, len(points), workers, func(ctx context.Context, i int) error {
+		p := points[i]
+		res, err := runPoint(ctx, base, p, source)
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("%s+%s load %v seed %d: %w", p.Policy, p.Strategy, p.JobsPerHour, p.Seed, err)
 		}
+		out.Runs[i] = Run1{Point: p, Result: res}
+		return nil
+	}, func(i, done int) {
+		if progress != nil {
+			progress(done, len(points), points[i])
+		}
+	})
+	if cerr := ctx.Err(); cerr != nil {
+		return out.finished(), fmt.Errorf("simulate: %w (%d of %d runs finished)", cerr, len(out.finished().Runs), len(points))
+	}
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
