@@ -56,7 +56,10 @@ func (c *control) poll() {
 			c.broken = err.Error()
 			return
 		}
-		if a.Seq == 0 && c.hello == nil {
+		if _, seen := c.got[a.Seq]; seen {
+			continue // the first answer to a seq is its answer
+		}
+		if a.Seq == 0 {
 			c.hello = &a
 		}
 		c.got[a.Seq] = a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/runner"
@@ -40,6 +41,9 @@ type launch struct {
 	dataDir   string
 	synthetic bool
 	points    int // points it measured
+	// readCold: a point under a memory limit read the dataset into the
+	// job's own cgroup, whose page cache a warm point must not count.
+	readCold bool
 	startupOK bool
 }
 
@@ -92,7 +96,7 @@ func (s *sweep) startLaunch(ctx context.Context, pt point) (*launch, error) {
 	}
 	l := &launch{id: s.prof.Cost.Launches, first: pt, run: run, u: runner.AsUpdater(run.h), ctl: ctl,
 		waitCh: make(chan pointEnd, 1), ended: make(chan struct{}),
-		limits: s.limitsFor(pt), workers: pt.launchWorkers, dataDir: s.dataDirFor(pt), synthetic: pt.synthetic}
+		limits: s.limitsFor(pt), workers: pt.launchWorkers, dataDir: s.dataDirFor(pt), synthetic: pt.synthetic, readCold: pt.cold}
 	go func() {
 		res, err := run.h.Wait()
 		l.waitCh <- pointEnd{res: res, err: err}
@@ -181,9 +185,11 @@ func (s *sweep) endLaunch(why string) {
 		l.run.sampling.stop(s, &sensitivity.PointStats{}, nil)
 		l.run.sampling = nil
 	}
-	s.keepMetrics(l.first, l.run.metricsPath)
-	if t := l.run.tailer; t != nil && t.Bad > 0 && t.Broken(len(l.run.m.all)) == "" {
-		s.warnf("launch %d: %d malformed metrics lines", l.id, t.Bad)
+	if t := l.run.tailer; t != nil && t.Bad > 0 {
+		s.keepMetrics(fmt.Sprintf("launch%d.raw-metrics.jsonl", l.id), l.first.label(), l.run.metricsPath)
+		if t.Broken(len(l.run.m.all)) == "" {
+			s.warnf("launch %d (%s): %d malformed metrics lines (first: %s)", l.id, l.first.label(), t.Bad, strings.Join(t.Errors, "; "))
+		}
 	}
 	l.run.close()
 }

@@ -98,6 +98,7 @@ func (s *sweep) measureIn(ctx context.Context, pt point, l *launch, a anchor, ce
 	}
 	run.sampling.stop(s, st, win)
 	run.sampling = nil
+	s.keepPointMetrics(pt, since)
 	// The counters at the point's end: the cgroup sampler's last read, the
 	// point's one reader of them where there is one.
 	after, err := view.live.last, error(nil)

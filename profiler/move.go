@@ -89,15 +89,28 @@ func (s *sweep) move(ctx context.Context, l *launch, pt point, st *sensitivity.P
 		case err != nil:
 			return a, errRelaunch{"the job did not change its loader in place: " + err.Error()}
 		}
-		l.replay = ack.Replay
-		if !replay {
-			l.workers = ack.Workers
+		if cmd.Workers != nil && ack.Workers != workers {
+			return a, errRelaunch{fmt.Sprintf("the job answered with %d loader workers, not the %d asked", ack.Workers, workers)}
 		}
+		if cmd.Workers != nil {
+			l.workers = workers
+		}
+		l.replay = ack.Replay
 		a.ackIter = ack.Iter
+	}
+	if !pt.cold && l.readCold && s.cfg.Cache != nil && s.cfg.DataDir != "" && !pt.synthetic {
+		// The cold point before read the dataset into the job's cgroup:
+		// evicted, it is warmed again by the profiler (prepareCache), as
+		// for a new launch, so the job's page cache is its own again.
+		if _, err := s.cfg.Cache.Evict(l.dataDir); err != nil {
+			return a, fmt.Errorf("evict dataset before %s: %w", pt.label(), err)
+		}
+		l.readCold = false
 	}
 	if err := s.prepareCache(pt, st); err != nil {
 		return a, err
 	}
+	l.readCold = l.readCold || pt.cold
 	a.t0 = unixSeconds(time.Now())
 	if c, err := l.run.h.Stats(); err == nil {
 		a.counts = c

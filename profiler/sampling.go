@@ -243,11 +243,14 @@ func (s *sweep) addHealth(h sample.Health) {
 	s.prof.Samplers = append(s.prof.Samplers, sensitivity.SamplerRun{Name: h.Name, Samples: h.Samples, Errors: append([]string(nil), h.Errors...)})
 }
 
-// keepMetrics copies a point's metrics stream next to its samples:
-// the job's file, opened as the tailer opens it (jobcontract.OpenJobFile),
-// line by line, leaving out the lines the tailer refuses as too long and
-// stopping at maxTimelineMetrics bytes, with a warning for either.
-func (s *sweep) keepMetrics(pt point, src string) {
+// keepMetrics copies a launch's metrics stream, as the job wrote it, to
+// the timeline as name: the job's file, opened as the tailer opens it
+// (jobcontract.OpenJobFile), line by line, leaving out the lines the
+// tailer refuses as too long and stopping at maxTimelineMetrics bytes,
+// with a warning for either. The sweep keeps it for a stream with
+// malformed lines, which the points' own files (keepPointMetrics) leave
+// out.
+func (s *sweep) keepMetrics(name, label, src string) {
 	if s.timeline == nil {
 		return
 	}
@@ -256,7 +259,7 @@ func (s *sweep) keepMetrics(pt point, src string) {
 		return // the job wrote no stream (or not a file: the tailer warned)
 	}
 	defer in.Close()
-	out, err := s.timeline.Create(pt.fileLabel()+".metrics.jsonl", 0o644)
+	out, err := s.timeline.Create(name, 0o644)
 	if err != nil {
 		s.warnf("timeline: %v", err)
 		return
@@ -267,10 +270,39 @@ func (s *sweep) keepMetrics(pt point, src string) {
 	case err != nil:
 		s.warnf("timeline: %v", err)
 	case full:
-		s.warnf("%s: the timeline keeps the first %d MiB of the metrics stream", pt.label(), maxTimelineMetrics>>20)
+		s.warnf("%s: the timeline keeps the first %d MiB of the metrics stream", label, maxTimelineMetrics>>20)
 	}
 	if long > 0 {
-		s.warnf("%s: the timeline leaves out %d metrics line(s) longer than %d KiB", pt.label(), long, jobcontract.MaxLineBytes>>10)
+		s.warnf("%s: the timeline leaves out %d metrics line(s) longer than %d KiB", label, long, jobcontract.MaxLineBytes>>10)
+	}
+}
+
+// keepPointMetrics writes a point's part of its launch's stream (from its
+// anchor to its end) beside its samples, as the contract's lines, at most
+// maxTimelineMetrics bytes.
+func (s *sweep) keepPointMetrics(pt point, its []jobcontract.Iteration) {
+	if s.timeline == nil || len(its) == 0 {
+		return
+	}
+	out, err := s.timeline.Create(pt.fileLabel()+".metrics.jsonl", 0o644)
+	if err != nil {
+		s.warnf("timeline: %v", err)
+		return
+	}
+	defer out.Close()
+	w := bufio.NewWriter(out)
+	var line []byte
+	written := 0
+	for _, it := range its {
+		line = append(jobcontract.AppendIteration(line[:0], it), '\n')
+		if written += len(line); written > maxTimelineMetrics {
+			s.warnf("%s: the timeline keeps the first %d MiB of the metrics stream", pt.label(), maxTimelineMetrics>>20)
+			break
+		}
+		w.Write(line)
+	}
+	if err := w.Flush(); err != nil {
+		s.warnf("timeline: %v", err)
 	}
 }
 
