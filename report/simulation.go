@@ -72,7 +72,7 @@ func SeriesFromGavelSweep(res *gavel.SweepResult) []JCTSeries {
 		s := JCTSeries{Label: l.label(r.Point.Policy, r.Point.JobsPerHour, r.Point.Seed)}
 		if r.Result != nil {
 			for _, j := range r.Result.Jobs {
-				if j.JCTS != nil && r.Result.Window.Contains(j.ID) {
+				if j.JCTS != nil && (r.Result.Window == nil || r.Result.Window.Has(j.ID)) {
 					s.JCTHours = append(s.JCTHours, *j.JCTS/3600)
 				}
 			}

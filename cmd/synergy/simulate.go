@@ -18,6 +18,7 @@ import (
 	"github.com/synergy-sched/synergy/report"
 	"github.com/synergy-sched/synergy/scheduler"
 	"github.com/synergy-sched/synergy/scheduler/sim"
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
@@ -103,7 +104,7 @@ type simulateOptions struct {
 	split       [3]float64
 	multiGPU    bool
 	seeds       []uint64
-	window      sim.Window
+	window      simcore.Window
 	strategies  []string
 	policies    []string
 	roundS      float64
@@ -242,10 +243,14 @@ func (o *simulateOptions) parseGenerator(c *cli.Command) error {
 // parseSweep reads the window, the strategies and policies, and the round.
 func (o *simulateOptions) parseSweep(c *cli.Command) error {
 	var err error
-	if o.window, err = sim.ParseWindow(c.String(simFlagWindow), o.replay()); err != nil {
+	def := simcore.Steady // a generated workload's steady state
+	if o.replay() {
+		def = simcore.All
+	}
+	if o.window, err = simcore.ParseWindow(c.String(simFlagWindow), def); err != nil {
 		return badFlag(simFlagWindow, err)
 	}
-	if o.window == sim.All && !o.replay() && o.numJobs == 0 {
+	if o.window.IsAll() && !o.replay() && o.numJobs == 0 {
 		// An open workload ends when its window's jobs have: this one
 		// would run until killed.
 		return badFlag(simFlagWindow, fmt.Errorf("all: the generator (or --%s at Poisson arrivals) never stops drawing jobs; give FIRST-LAST or --%s N", simFlagPhilly, simFlagNumJobs))
@@ -509,8 +514,8 @@ func printSweep(w io.Writer, res *sim.SweepResult) error {
 	}
 	if len(res.Runs) > 0 {
 		w0 := res.Runs[0].Result.Window
-		win := fmt.Sprintf("jobs %d-%d", w0.First, w0.Last)
-		if w0 == sim.All {
+		win := "jobs " + w0.String()
+		if w0.IsAll() {
 			win = "all jobs"
 		}
 		fmt.Fprintf(w, "%s, %d GPUs, round %gs; JCT over %s\n", res.Runs[0].Result.Cluster, res.Runs[0].Result.GPUs, res.Runs[0].Result.RoundSeconds, win)

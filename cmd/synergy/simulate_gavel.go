@@ -20,6 +20,7 @@ import (
 	"github.com/synergy-sched/synergy/scheduler"
 	"github.com/synergy-sched/synergy/scheduler/gavel"
 	"github.com/synergy-sched/synergy/scheduler/joint"
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
 // Flag names of `synergy simulate` on typed GPUs (Gavel's round mechanism:
@@ -353,27 +354,23 @@ func (o *gavelOptions) parseGavelSweep(c *cli.Command) error {
 // when they have finished.
 func (o *gavelOptions) parseGavelWindow(w string) error {
 	s := &o.sweep
-	w = strings.TrimSpace(w)
 	continuous := s.Generator != nil && s.Generator.NumJobs == 0
-	if w == "" && continuous {
-		w = "4000-4999"
+	def := simcore.All
+	if continuous {
+		def = simcore.Steady
 	}
-	if w == "" || w == "all" {
-		if continuous {
-			return errors.New("all: a continuous workload never ends; give FIRST-LAST or --num-jobs")
-		}
-		return nil
+	win, err := simcore.ParseWindow(w, def)
+	switch {
+	case err != nil:
+		return err
+	case win.IsAll() && continuous:
+		return errors.New("all: a continuous workload never ends; give FIRST-LAST or --num-jobs")
+	case win.IsAll():
+		return nil // no window: every job, and the run ends when they have
+	case s.Trace != nil && win.Last >= len(s.Trace):
+		return fmt.Errorf("%q: the trace has jobs 0-%d", strings.TrimSpace(w), len(s.Trace)-1)
 	}
-	a, b, ok := strings.Cut(w, "-")
-	first, err1 := strconv.Atoi(strings.TrimSpace(a))
-	last, err2 := strconv.Atoi(strings.TrimSpace(b))
-	if !ok || err1 != nil || err2 != nil || first < 0 || last < first {
-		return fmt.Errorf("%q is not FIRST-LAST with 0 <= FIRST <= LAST, or all", w)
-	}
-	if s.Trace != nil && last >= len(s.Trace) {
-		return fmt.Errorf("%q: the trace has jobs 0-%d", w, len(s.Trace)-1)
-	}
-	s.Config.Window = &gavel.Window{First: first, Last: last}
+	s.Config.Window = &win
 	return nil
 }
 
@@ -521,7 +518,7 @@ func windowSize(r *gavel.Result) int {
 	if r.Window == nil {
 		return r.NumJobs
 	}
-	return r.Window.Last - r.Window.First + 1
+	return r.Window.Size(r.NumJobs)
 }
 
 // rowPolicy names a typed run's policy: Synergy's rows say so.

@@ -63,7 +63,7 @@ func TestSimulatePhilly_LogArrivals(t *testing.T) {
 	}
 	for _, r := range res.Runs {
 		x := r.Result
-		if !strings.HasPrefix(x.Workload, "philly: 3 jobs, trace arrivals") || x.Window != sim.All || x.JCT.N != 3 {
+		if !strings.HasPrefix(x.Workload, "philly: 3 jobs, trace arrivals") || !x.Window.IsAll() || x.JCT.N != 3 {
 			t.Fatalf("%s: workload %q, window %+v, %d jobs", r.Point.Strategy, x.Workload, x.Window, x.JCT.N)
 		}
 		want := []struct {

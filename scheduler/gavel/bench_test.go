@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
 // BenchmarkContinuous108GPUs is a whole continuous simulation as in
@@ -29,7 +31,7 @@ func BenchmarkContinuous108GPUs(b *testing.B) {
 			b.Fatal(err)
 		}
 		p, _ := NewPolicy("max_min_fairness_perf", 0, false)
-		res, err := Run(context.Background(), Config{Cluster: spec, Window: &Window{First: 4000, Last: 4999}}, tp, Workload{Generator: g}, p)
+		res, err := Run(context.Background(), Config{Cluster: spec, Window: &simcore.Window{First: 4000, Last: 4999}}, tp, Workload{Generator: g}, p)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -205,10 +207,10 @@ func BenchmarkGavelPolicies1000Jobs(b *testing.B) {
 	for _, w := range []struct {
 		name   string
 		gen    GeneratorConfig
-		window *Window
+		window *simcore.Window
 	}{
 		{"static", GeneratorConfig{NumJobs: 1000}, nil},
-		{"continuous", GeneratorConfig{MeanInterarrivalS: 3600 / 6.0}, &Window{First: 0, Last: 999}},
+		{"continuous", GeneratorConfig{MeanInterarrivalS: 3600 / 6.0}, &simcore.Window{First: 0, Last: 999}},
 	} {
 		for _, pol := range []string{"fifo_perf", "isolated", "max_min_fairness_perf", "gandiva"} {
 			b.Run(w.name+"/"+pol, func(b *testing.B) {

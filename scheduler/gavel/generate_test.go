@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
 // testdata/generator/gavel_generated.json was written by Gavel's own
@@ -118,7 +120,7 @@ func TestGeneratedRunsMatchGavel(t *testing.T) {
 				t.Fatal(err)
 			}
 			p, _ := NewPolicy(r.Policy, 0, false)
-			res, err := Run(context.Background(), Config{Cluster: spec, Seed: 0, Check: true, Window: &Window{r.Window[0], r.Window[1]}}, tp, Workload{Generator: g}, p)
+			res, err := Run(context.Background(), Config{Cluster: spec, Seed: 0, Check: true, Window: &simcore.Window{First: r.Window[0], Last: r.Window[1]}}, tp, Workload{Generator: g}, p)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
 // In both modes every job finishes, no earlier than its steps at its
@@ -58,7 +60,7 @@ func TestMaxSTruncatesSaturatedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := NewPolicy("fifo_perf", 0, false)
-	res, err := Run(context.Background(), Config{Cluster: spec, Window: &Window{100, 199}, MaxS: 48 * 3600}, tp, Workload{Generator: g}, p)
+	res, err := Run(context.Background(), Config{Cluster: spec, Window: &simcore.Window{First: 100, Last: 199}, MaxS: 48 * 3600}, tp, Workload{Generator: g}, p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/synergy-sched/synergy/internal/testreq"
+
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
 // refResult is the part of a reference JSON (testdata/reference, written
@@ -80,7 +82,7 @@ func runRef(t *testing.T, tracePath, tputPath, policy string, ref refResult) *Re
 	}
 	cfg := Config{Cluster: spec, Seed: ref.Seed, Check: true}
 	if ref.Window != nil {
-		cfg.Window = &Window{First: ref.Window[0], Last: ref.Window[1]}
+		cfg.Window = &simcore.Window{First: ref.Window[0], Last: ref.Window[1]}
 	}
 	res, err := Run(context.Background(), cfg, tp, Workload{Trace: jobs}, p)
 	if err != nil {

@@ -5,15 +5,17 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
 // Result is one simulation's outcome, with Gavel's metrics.
 type Result struct {
-	Policy  string  `json:"policy"`
-	Cluster string  `json:"cluster"`
-	Seed    uint64  `json:"seed"`
-	RoundS  float64 `json:"round_s"`
-	Window  *Window `json:"window,omitempty"`
+	Policy  string          `json:"policy"`
+	Cluster string          `json:"cluster"`
+	Seed    uint64          `json:"seed"`
+	RoundS  float64         `json:"round_s"`
+	Window  *simcore.Window `json:"window,omitempty"`
 	// Rounds is the number of scheduling rounds; Allocations how often
 	// the policy was asked for an allocation.
 	Rounds      int `json:"rounds"`
@@ -83,7 +85,7 @@ func (s *simulator) summarise() *Result {
 	var all, low, high []float64
 	first, last := math.Inf(1), math.Inf(-1)
 	for _, j := range r.Jobs {
-		if !r.Window.Contains(j.ID) {
+		if !inWindow(r.Window, j.ID) {
 			continue
 		}
 		first = math.Min(first, j.ArrivalS)
@@ -141,7 +143,7 @@ func (s *simulator) countSLOs(r *Result) {
 		if j.JCTS != nil && *j.JCTS > d {
 			r.SLOViolationsGavel++
 		}
-		if !r.Window.Contains(j.ID) {
+		if !inWindow(r.Window, j.ID) {
 			continue
 		}
 		r.SLOJobs++

@@ -5,6 +5,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
 // Gavel's simulator constants.
@@ -24,7 +26,7 @@ type Config struct {
 	// Window, when set, ends a run (generated or a trace) once jobs
 	// First..Last have completed (Gavel's jobs_to_complete) and is what
 	// the results average.
-	Window *Window
+	Window *simcore.Window
 	// Check verifies the invariants every round (no type over capacity,
 	// no worker twice, allocation rows ≤ 1 for the non-FIFO policies).
 	Check bool
@@ -58,11 +60,8 @@ type PairEstimator interface {
 	PairThroughputs(a, b JobType, types []string) ([][2]float64, error)
 }
 
-// Window is a range of job ids (inclusive).
-type Window struct{ First, Last int }
-
-// Contains says whether id is in the window (a nil window holds every id).
-func (w *Window) Contains(id int) bool { return w == nil || (id >= w.First && id <= w.Last) }
+// inWindow says whether id is in w; a nil window (no window) holds every id.
+func inWindow(w *simcore.Window, id int) bool { return w == nil || w.Has(id) }
 
 type jobState struct {
 	id       int

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/synergy-sched/synergy/scheduler"
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
 // anchorConfig is the paper's default point: 128 GPUs, round 300 s, window
@@ -16,7 +17,7 @@ func anchorConfig(t testing.TB, s scheduler.Strategy) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Config{Cluster: &c, Strategy: s, Policy: scheduler.FIFO{}, RoundSeconds: DefaultRoundSeconds, Window: Window{4000, 4999}, FirstRoundAtZero: true}
+	return Config{Cluster: &c, Strategy: s, Policy: scheduler.FIFO{}, RoundSeconds: DefaultRoundSeconds, Window: simcore.Steady, FirstRoundAtZero: true}
 }
 
 // anchorGenerator is the default point's workload: 9 jobs/h, split

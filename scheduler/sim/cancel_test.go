@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/synergy-sched/synergy/scheduler"
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
 // bigGenerator is a 2-million-job workload arriving far faster than the
@@ -31,7 +32,7 @@ func simConfig(t *testing.T) Config {
 		t.Fatal(err)
 	}
 	return Config{Cluster: defaultCluster(t), Strategy: s, Policy: p, RoundSeconds: DefaultRoundSeconds,
-		Window: All, FirstRoundAtZero: true}
+		Window: simcore.All, FirstRoundAtZero: true}
 }
 
 // Cancelled at round 20, the run plays no further round and returns the
@@ -68,7 +69,7 @@ func TestSweep_CancelledKeepsFinishedRuns(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	base := simConfig(t)
-	base.Window = Window{First: 0, Last: 9}
+	base.Window = simcore.Window{First: 0, Last: 9}
 	points := Grid{Strategies: []string{"fair"}, Policies: []string{"fifo"}, Loads: []float64{9}, Seeds: []uint64{1, 2, 3, 4}}.Points()
 	made := 0
 	source := func(p Point) (Source, error) {

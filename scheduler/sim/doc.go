@@ -8,8 +8,8 @@
 // place, credit, retire). Workloads come from Synergy's generator (seeded,
 // one RNG for all randomness), a recorded trace CSV or a Philly job log,
 // with jobs from scheduler's Catalog; results are summarised over a window
-// of job ids (DefaultWindow: 4000–4999 for a generated workload, every job
-// for a replay) as JCT mean/median/p95/p99, queueing delay, makespan and
+// of job ids (a simcore.Window: by default 4000–4999 for a generated
+// workload, every job for a replay) as JCT mean/median/p95/p99, queueing delay, makespan and
 // utilisation over time, and written as JSON. A sweep (Grid.Points, Sweep)
 // runs strategy × policy × load × seed in parallel. The same configuration
 // and seed give byte-identical results. docs/simulator.md records what

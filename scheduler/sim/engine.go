@@ -6,53 +6,10 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/synergy-sched/synergy/scheduler"
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
-
-// Window is an inclusive range of job ids over which results are
-// summarised (Synergy's series_id_filter, 4000–4999 by default).
-type Window struct {
-	First int `json:"first"`
-	Last  int `json:"last"`
-}
-
-// All is the window that holds every job.
-var All = Window{First: 0, Last: math.MaxInt32}
-
-// Has reports whether id is in the window.
-func (w Window) Has(id int) bool { return id >= w.First && id <= w.Last }
-
-// DefaultWindow is the window results are summarised over when none is
-// given: Synergy's 4000–4999 for a generated workload (its steady state:
-// the cluster has filled and the tail has not drained), and every job for
-// a replay (a trace, or a log at its own arrival times).
-func DefaultWindow(replay bool) Window {
-	if replay {
-		return All
-	}
-	return Window{First: 4000, Last: 4999}
-}
-
-// ParseWindow reads "FIRST-LAST" (0 <= FIRST <= LAST) or "all"; an empty
-// string is DefaultWindow(replay).
-func ParseWindow(s string, replay bool) (Window, error) {
-	switch s = strings.TrimSpace(s); s {
-	case "":
-		return DefaultWindow(replay), nil
-	case "all":
-		return All, nil
-	}
-	a, b, ok := strings.Cut(s, "-")
-	first, err1 := strconv.Atoi(strings.TrimSpace(a))
-	last, err2 := strconv.Atoi(strings.TrimSpace(b))
-	if !ok || err1 != nil || err2 != nil || first < 0 || last < first {
-		return Window{}, fmt.Errorf("%q is not FIRST-LAST with 0 <= FIRST <= LAST, or all", s)
-	}
-	return Window{First: first, Last: last}, nil
-}
 
 // Config is one simulation.
 type Config struct {
@@ -64,7 +21,7 @@ type Config struct {
 	// Window selects the jobs results are computed over. With an open
 	// workload (a generator without NumJobs) the run ends when every job in
 	// the window has finished.
-	Window Window
+	Window simcore.Window
 	// StarvationSeconds raises a job's priority when it has not run for
 	// this long (Synergy: 1000 h).
 	StarvationSeconds float64
@@ -406,7 +363,7 @@ func (s *run) retire() bool {
 
 // windowComplete reports whether no job of the window can still arrive:
 // the window's last id has been seen, or the source has ended.
-func windowComplete(w Window, seen int, more bool, pending *scheduler.Job) bool {
+func windowComplete(w simcore.Window, seen int, more bool, pending *scheduler.Job) bool {
 	if seen == w.Last-w.First+1 {
 		return true
 	}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"sort"
+
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
 // Summary is a distribution in hours.
@@ -40,15 +42,15 @@ type JobRecord struct {
 
 // Result is one simulation's outcome.
 type Result struct {
-	Cluster      string  `json:"cluster"`
-	GPUs         int     `json:"gpus"`
-	Strategy     string  `json:"strategy"`
-	Policy       string  `json:"policy"`
-	Workload     string  `json:"workload"`
-	RoundSeconds float64 `json:"round_s"`
-	Window       Window  `json:"window"`
-	Rounds       int     `json:"rounds"`
-	EndSeconds   float64 `json:"end_s"`
+	Cluster      string         `json:"cluster"`
+	GPUs         int            `json:"gpus"`
+	Strategy     string         `json:"strategy"`
+	Policy       string         `json:"policy"`
+	Workload     string         `json:"workload"`
+	RoundSeconds float64        `json:"round_s"`
+	Window       simcore.Window `json:"window"`
+	Rounds       int            `json:"rounds"`
+	EndSeconds   float64        `json:"end_s"`
 	// JCT and QueueingDelay are over the window's finished jobs.
 	JCT           Summary `json:"jct"`
 	QueueingDelay Summary `json:"queueing_delay"`

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/synergy-sched/synergy/scheduler"
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
@@ -93,7 +94,7 @@ func TestRun_ClosedForm(t *testing.T) {
 			}
 			perRound := math.Floor(300 / (j.IterSeconds / speed))
 			want := math.Ceil(c.arrival/300)*300 + math.Ceil(float64(c.iters)/perRound)*300 - c.arrival
-			res, err := Run(Config{Cluster: defaultCluster(t), Strategy: s, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: All}, &List{Jobs: []*scheduler.Job{j}})
+			res, err := Run(Config{Cluster: defaultCluster(t), Strategy: s, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: simcore.All}, &List{Jobs: []*scheduler.Job{j}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +116,7 @@ func TestRun_SameSeedSameBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Run(Config{Cluster: defaultCluster(t), Strategy: scheduler.Tune{}, Policy: scheduler.LAS{}, RoundSeconds: 300, Window: Window{200, 399}, FirstRoundAtZero: true}, g)
+		res, err := Run(Config{Cluster: defaultCluster(t), Strategy: scheduler.Tune{}, Policy: scheduler.LAS{}, RoundSeconds: 300, Window: simcore.Window{First: 200, Last: 399}, FirstRoundAtZero: true}, g)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +147,7 @@ func TestRun_Invariants(t *testing.T) {
 			fair := c.FairShare()
 			rounds := 0
 			g, _ := NewGenerator(GeneratorConfig{JobsPerHour: 12, Split: [3]float64{40, 40, 20}, Seed: 3, MultiGPU: true, NumJobs: 400})
-			cfg := Config{Cluster: c, Strategy: s, Policy: p, RoundSeconds: 300, Window: All, FirstRoundAtZero: true}
+			cfg := Config{Cluster: c, Strategy: s, Policy: p, RoundSeconds: 300, Window: simcore.All, FirstRoundAtZero: true}
 			check := roundChecker(t, sn+"/"+pn, c, func(j *scheduler.Job, a *scheduler.Allocation) {
 				if sn != "tune" {
 					return
@@ -176,12 +177,12 @@ func TestRun_Invariants(t *testing.T) {
 func TestRun_CappedAndOversizedJobs(t *testing.T) {
 	c := scheduler.Homogeneous("tiny", 1, 8, 4, 100e9) // 0.5 CPU per GPU fair share
 	j := mustJob(t, 0, "alexnet", 0, 10, 1)
-	_, err := Run(Config{Cluster: &c, Strategy: scheduler.Greedy{}, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: All}, &List{Jobs: []*scheduler.Job{j}})
+	_, err := Run(Config{Cluster: &c, Strategy: scheduler.Greedy{}, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: simcore.All}, &List{Jobs: []*scheduler.Job{j}})
 	if err != nil {
 		t.Fatalf("greedy with the ideal capped to the server should fit: %v", err)
 	}
 	big := mustJob(t, 0, "alexnet", 0, 10, 16)
-	if _, err := Run(Config{Cluster: &c, Strategy: scheduler.Fair{}, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: All}, &List{Jobs: []*scheduler.Job{big}}); err == nil || !strings.Contains(err.Error(), "needs 16 GPUs") {
+	if _, err := Run(Config{Cluster: &c, Strategy: scheduler.Fair{}, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: simcore.All}, &List{Jobs: []*scheduler.Job{big}}); err == nil || !strings.Contains(err.Error(), "needs 16 GPUs") {
 		t.Errorf("16-GPU job on 8 GPUs: %v", err)
 	}
 }
@@ -189,7 +190,7 @@ func TestRun_CappedAndOversizedJobs(t *testing.T) {
 func TestRun_StopWhenIdleAsOriginal(t *testing.T) {
 	jobs := []*scheduler.Job{mustJob(t, 0, "res18", 0, 100, 1), mustJob(t, 1, "res18", 10000, 100, 1)}
 	for _, stop := range []bool{false, true} {
-		res, err := Run(Config{Cluster: defaultCluster(t), Strategy: scheduler.Fair{}, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: All, StopWhenIdle: stop}, &List{Jobs: jobs})
+		res, err := Run(Config{Cluster: defaultCluster(t), Strategy: scheduler.Fair{}, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: simcore.All, StopWhenIdle: stop}, &List{Jobs: jobs})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +239,7 @@ func TestRun_ProfileFeedsSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(Config{Cluster: c, Strategy: scheduler.Tune{}, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: All, FirstRoundAtZero: true}, g)
+	res, err := Run(Config{Cluster: c, Strategy: scheduler.Tune{}, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: simcore.All, FirstRoundAtZero: true}, g)
 	if err != nil {
 		t.Fatal(err)
 	}

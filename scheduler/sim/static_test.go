@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/synergy-sched/synergy/scheduler"
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
 // TestStatic_MatchesOriginalJobByJob replays Synergy's shipped static trace
@@ -87,7 +88,7 @@ func runStatic(t *testing.T, strategy, policy string, static bool) *Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(Config{Cluster: &c, Strategy: s, Policy: p, RoundSeconds: DefaultRoundSeconds, Window: Window{0, 1 << 30}, Static: static},
+	res, err := Run(Config{Cluster: &c, Strategy: s, Policy: p, RoundSeconds: DefaultRoundSeconds, Window: simcore.Window{First: 0, Last: 1 << 30}, Static: static},
 		&List{Jobs: jobs, Name: "static"})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/synergy-sched/synergy/scheduler"
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
 // TestRun_NewStrategiesInvariants runs OPT, DRF and Tetris (and their +tune
@@ -19,7 +20,7 @@ func TestRun_NewStrategiesInvariants(t *testing.T) {
 				p, _ := scheduler.NewPolicy(pn)
 				c := defaultCluster(t)
 				g, _ := NewGenerator(GeneratorConfig{JobsPerHour: 12, Split: [3]float64{40, 40, 20}, Seed: 5, MultiGPU: true, NumJobs: 100})
-				cfg := Config{Cluster: c, Strategy: s, Policy: p, RoundSeconds: 300, Window: All, FirstRoundAtZero: true}
+				cfg := Config{Cluster: c, Strategy: s, Policy: p, RoundSeconds: 300, Window: simcore.All, FirstRoundAtZero: true}
 				cfg.OnRound = roundChecker(t, sn+"/"+pn, c, nil)
 				res, err := Run(cfg, g)
 				if err != nil {

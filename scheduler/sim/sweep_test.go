@@ -2,30 +2,8 @@ package sim
 
 import (
 	"reflect"
-	"strconv"
-	"strings"
 	"testing"
 )
-
-func TestParseWindow(t *testing.T) {
-	valid := map[[2]string]Window{
-		{"", "generated"}:            {4000, 4999}, // Synergy's default for a generated workload
-		{"", "replay"}:               All,          // a replay reports on every job
-		{"all", "generated"}:         All,
-		{" 100 - 199 ", "generated"}: {100, 199},
-		{"7-7", "replay"}:            {7, 7},
-	}
-	for in, want := range valid {
-		if got, err := ParseWindow(in[0], in[1] == "replay"); err != nil || got != want {
-			t.Errorf("%q (%s): %+v, %v; want %+v", in[0], in[1], got, err, want)
-		}
-	}
-	for _, in := range []string{"5-2", "-1-3", "10", "a-b"} {
-		if _, err := ParseWindow(in, false); err == nil || !strings.Contains(err.Error(), strconv.Quote(in)+" is not FIRST-LAST") {
-			t.Errorf("%q: error %v", in, err)
-		}
-	}
-}
 
 func TestGrid_Points(t *testing.T) {
 	g := Grid{Strategies: []string{"fair", "tune"}, Policies: []string{"fifo"}, Loads: []float64{6, 9}, Seeds: []uint64{1, 2}}
