@@ -43,7 +43,7 @@ type launch struct {
 	points    int // points it measured
 	// readCold: a point under a memory limit read the dataset into the
 	// job's own cgroup, whose page cache a warm point must not count.
-	readCold bool
+	readCold  bool
 	startupOK bool
 }
 

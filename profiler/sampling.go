@@ -294,7 +294,7 @@ func (s *sweep) keepPointMetrics(pt point, its []jobcontract.Iteration) {
 	var line []byte
 	written := 0
 	for _, it := range its {
-		line = append(jobcontract.AppendIteration(line[:0], it), '\n')
+		line = jobcontract.AppendIteration(line[:0], it) // one line, its newline included
 		if written += len(line); written > maxTimelineMetrics {
 			s.warnf("%s: the timeline keeps the first %d MiB of the metrics stream", pt.label(), maxTimelineMetrics>>20)
 			break

@@ -118,9 +118,12 @@ func (s *vmSetup) assertClean(t *testing.T, when string) {
 var cgroupLine = regexp.MustCompile(`(?m)^vmtest-cgroup ([a-z.]+)=(.*)$`)
 
 // checkProfile checks the profile the VM wrote for name: every cell of
-// the grid measured, each job's own cgroup under wantPath with exactly its
-// point's limits, and the image job's 2-core cell at least 1.6× its 1-core
-// one.
+// the grid measured in one launch, changed in place; the launch's job in
+// its own cgroup under wantPath with exactly its first point's limits, as
+// it read them at its start; and every later point's limits in force as
+// the job's cgroup counted it: the CPU-bound image job's 2-core cell at
+// least 1.6× its 1-core one, on the cores each allows, and a limited
+// point's memory within its limit.
 func (s *vmSetup) checkProfile(t *testing.T, name string, wantPath *regexp.Regexp) {
 	t.Helper()
 	var p sensitivity.Profile
@@ -130,10 +133,19 @@ func (s *vmSetup) checkProfile(t *testing.T, name string, wantPath *regexp.Regex
 	if len(p.Cells) != 4 || len(p.MeasuredOK()) != 4 {
 		t.Fatalf("profile has %d cells, %d measured; want the 2×2 grid measured", len(p.Cells), len(p.MeasuredOK()))
 	}
+	if p.Cost.Launches != 1 || len(p.Cost.Relaunches) != 0 {
+		t.Errorf("%d launches (relaunches %q), want the 2×2 grid in one", p.Cost.Launches, p.Cost.Relaunches)
+	}
 	rate, cores := map[float64]float64{}, map[float64]float64{}
 	for _, c := range p.Cells {
 		if c.MemLimitBytes == 0 {
 			rate[c.CPUs], cores[c.CPUs] = c.SamplesPerS, c.Stats.CPUCoresMean
+		}
+		if used := c.Stats.MemAnonBytes + c.Stats.MemCacheBytes; c.MemLimitBytes > 0 && (used <= 0 || used > c.MemLimitBytes) {
+			t.Errorf("cell cpus=%g mem=%s: the job's cgroup held %d bytes, want within the limit", c.CPUs, units.FormatMemLimit(c.MemLimitBytes), used)
+		}
+		if c.Stats.InPlace {
+			continue // the job read its cgroup's files at its start: checked at the launch's first point
 		}
 		log := s.vm.Run(t, "cat", fmt.Sprintf("%s/%s.logs/cpus%g-mem%s.log", vmWork, name, c.CPUs, units.FormatMemLimit(c.MemLimitBytes)))
 		got := map[string]string{}
