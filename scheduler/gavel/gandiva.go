@@ -15,6 +15,7 @@ import (
 type gandivaPolicy struct {
 	rng      *PyRandom
 	assigned map[int]gandivaComb // job → its combination
+	pairs    pairRows            // the pair rows of the last allocation
 }
 
 type gandivaComb struct {
@@ -28,26 +29,25 @@ func (g *gandivaPolicy) Allocate(*State) (Allocation, error) {
 	return nil, fmt.Errorf("gandiva allocates pairs: use AllocatePacked")
 }
 
+// AllocatePacked returns a row for every job and every listed pair, as Gavel's does (a pair
+// outside the combinations gets zeros: a round may still place it when it picks it with
+// priority 0). Only the assigned pairs' throughputs are read, and the pair rows are kept from
+// one allocation to the next (pairRows): the map returned is the policy's own, valid until its
+// next call, and every row is read-only (the pairs without time share one).
 func (g *gandivaPolicy) AllocatePacked(s *State, pairs []PairState) (Allocation, map[[2]int][]float64, error) {
-	jobs := map[int]*StateJob{}
+	jobs := make(map[int]*StateJob, len(s.Jobs))
 	for i := range s.Jobs {
 		jobs[s.Jobs[i].ID] = &s.Jobs[i]
 	}
-	// Only the pairs already assigned are looked up (forget).
+	// Only the pairs already assigned are looked up (forget drops those of a job that left
+	// without).
 	pairTput := map[[2]int][][2]float64{}
+	find := pairFinder(pairs)
 	for _, c := range g.assigned {
-		if c.pair[1] >= 0 {
-			pairTput[c.pair] = nil
-		}
-	}
-	for _, p := range pairs {
-		if _, want := pairTput[[2]int{p.A, p.B}]; want {
-			pairTput[[2]int{p.A, p.B}] = p.Throughput
-		}
-	}
-	for k, tp := range pairTput {
-		if tp == nil {
-			delete(pairTput, k)
+		if c.pair[1] >= 0 && jobs[c.pair[0]] != nil && jobs[c.pair[1]] != nil {
+			if p, ok := find(c.pair); ok {
+				pairTput[c.pair] = p.Throughput
+			}
 		}
 	}
 	g.forget(jobs, pairTput)
@@ -80,12 +80,7 @@ func (g *gandivaPolicy) AllocatePacked(s *State, pairs []PairState) (Allocation,
 	for _, j := range s.Jobs {
 		single[j.ID] = make([]float64, len(s.Types))
 	}
-	packed := make(map[[2]int][]float64, len(pairs))
-	rows := make([]float64, len(pairs)*len(s.Types))
-	for _, p := range pairs {
-		packed[[2]int{p.A, p.B}] = rows[:len(s.Types):len(s.Types)]
-		rows = rows[len(s.Types):]
-	}
+	packed := g.pairs.update(s, pairs)
 	m := float64(len(combos))
 	for _, c := range combos {
 		row := make([]float64, len(s.Types))
@@ -100,10 +95,125 @@ func (g *gandivaPolicy) AllocatePacked(s *State, pairs []PairState) (Allocation,
 		if c[1] < 0 {
 			single[c[0]] = row
 		} else {
-			packed[c] = row
+			g.pairs.set(c, row)
 		}
 	}
 	return single, packed, nil
+}
+
+// pairFinder returns a lookup of a listed pair (a < b): a binary search in the simulator's
+// order (by b, then a: a job's pairs are made when it arrives, with every active job); if a
+// pair is not where the search ends and the list is not in that order, every later lookup goes
+// to a map of the list, built once.
+func pairFinder(pairs []PairState) func(k [2]int) (PairState, bool) {
+	var index map[[2]int]int
+	ordered, checked := true, false
+	return func(k [2]int) (PairState, bool) {
+		if ordered {
+			i := sort.Search(len(pairs), func(i int) bool {
+				p := pairs[i]
+				return p.B > k[1] || (p.B == k[1] && p.A >= k[0])
+			})
+			if i < len(pairs) && pairs[i].A == k[0] && pairs[i].B == k[1] {
+				return pairs[i], true
+			}
+			if !checked {
+				checked = true
+				for i := 1; i < len(pairs) && ordered; i++ {
+					p, q := pairs[i-1], pairs[i]
+					ordered = p.B < q.B || (p.B == q.B && p.A < q.A)
+				}
+			}
+			if ordered {
+				return PairState{}, false
+			}
+			index = make(map[[2]int]int, len(pairs))
+			for i, p := range pairs {
+				index[[2]int{p.A, p.B}] = i
+			}
+		}
+		i, ok := index[k]
+		if !ok {
+			return PairState{}, false
+		}
+		return pairs[i], true
+	}
+}
+
+// pairRows is the pair rows of gandiva's allocations, kept from one to the next: a zero row
+// for every pair listed, the combinations' rows set over them. The pairs listed are every two
+// active jobs of one scale factor (PairState), so only the pairs of the jobs that left are
+// dropped and those of the jobs that came added, instead of hundreds of thousands of map
+// entries made per allocation; a list that is not every such pair (its length says so) is
+// taken as it is.
+type pairRows struct {
+	rows     map[[2]int][]float64
+	sf       map[int]int // the jobs the rows are for → scale factor
+	zero     []float64   // the row of every pair without time
+	given    []setRow    // the rows set since the last update
+	fromList int         // updates that took the rows from the list (one not of every pair)
+}
+
+type setRow struct {
+	key    [2]int
+	listed bool // the pair had a zero row
+}
+
+// update undoes the last allocation's rows and brings the zero rows to the jobs of s and the
+// pairs listed.
+func (z *pairRows) update(s *State, pairs []PairState) map[[2]int][]float64 {
+	if z.rows == nil || len(z.zero) != len(s.Types) {
+		z.rows, z.sf, z.zero, z.given = map[[2]int][]float64{}, map[int]int{}, make([]float64, len(s.Types)), nil
+	}
+	for _, r := range z.given {
+		if r.listed {
+			z.rows[r.key] = z.zero
+		} else {
+			delete(z.rows, r.key)
+		}
+	}
+	z.given = z.given[:0]
+	now := make(map[int]bool, len(s.Jobs))
+	for _, j := range s.Jobs {
+		now[j.ID] = true
+	}
+	for id, sf := range z.sf {
+		if now[id] {
+			continue
+		}
+		for o, osf := range z.sf {
+			if osf == sf {
+				delete(z.rows, [2]int{min(id, o), max(id, o)})
+			}
+		}
+		delete(z.sf, id)
+	}
+	for _, j := range s.Jobs {
+		if _, ok := z.sf[j.ID]; ok {
+			continue
+		}
+		for _, o := range s.Jobs {
+			if o.ID != j.ID && o.ScaleFactor == j.ScaleFactor {
+				z.rows[[2]int{min(j.ID, o.ID), max(j.ID, o.ID)}] = z.zero
+			}
+		}
+		z.sf[j.ID] = j.ScaleFactor
+	}
+	if len(z.rows) != len(pairs) {
+		z.fromList++
+		clear(z.rows)
+		for _, p := range pairs {
+			z.rows[[2]int{p.A, p.B}] = z.zero
+		}
+	}
+	return z.rows
+}
+
+// set gives pair k its row until the next update.
+func (z *pairRows) set(k [2]int, row []float64) {
+	_, listed := z.rows[k]
+	z.rows[k] = row
+	z.given = append(z.given, setRow{k, listed})
 }
 
 // forget drops combinations whose jobs left, and pairs whose normalised

@@ -1,0 +1,117 @@
+package gavel
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+)
+
+// gandivaState is jobs ids (scale factor 2 for every fifth id, else 1) on 2+2 GPUs, with the
+// pairs the simulator lists: every two jobs of one scale factor, by (b, a). A pair packs at
+// 20 % of each job's throughput when a+b is a multiple of 3 (normalised 0.8 summed over the
+// types: forget drops it), else at 60 % (2.4: kept).
+func gandivaState(ids []int) (*State, []PairState) {
+	s := &State{Types: []string{"k80", "v100"}, Workers: []int{2, 2}}
+	for _, id := range ids {
+		sf := 1
+		if id%5 == 0 {
+			sf = 2
+		}
+		s.Jobs = append(s.Jobs, StateJob{ID: id, Throughput: []float64{1 + float64(id%4), 3 + float64(id%7)}, ScaleFactor: sf, PriorityWeight: 1})
+	}
+	var pairs []PairState
+	for bi, b := range s.Jobs {
+		for _, a := range s.Jobs[:bi] {
+			if a.ScaleFactor != b.ScaleFactor {
+				continue
+			}
+			f := 0.6
+			if (a.ID+b.ID)%3 == 0 {
+				f = 0.2
+			}
+			p := PairState{A: a.ID, B: b.ID}
+			for t := range s.Types {
+				p.Throughput = append(p.Throughput, [2]float64{f * a.Throughput[t], f * b.Throughput[t]})
+			}
+			pairs = append(pairs, p)
+		}
+	}
+	return s, pairs
+}
+
+func idRange(lo, hi int) []int {
+	var ids []int
+	for id := lo; id < hi; id++ {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// gandiva keeps its pair rows from one allocation to the next (jobs leaving, arriving, none
+// changing, all fitting the cluster: 4 GPUs, 4 asked; then over it again): every allocation
+// equals one made with the rows built afresh from the same state and the same random draws;
+// every listed pair has a row, and a pair not listed gets one only as a combination (non-zero).
+// The same holds for a list in another order (the pair lookup's fallback) and for a list short
+// of pairs (the rows then taken from the list, which only such a list does).
+func TestGandiva_PairRowsKeptAcrossAllocations(t *testing.T) {
+	steps := [][]int{idRange(0, 12), idRange(2, 15), idRange(2, 15), {6, 7, 8, 9}, idRange(5, 21), append(idRange(9, 21), 30, 31)}
+	lists := map[string]func([]PairState) []PairState{
+		"listed in order": func(p []PairState) []PairState { return p },
+		"listed reversed": func(p []PairState) []PairState { p = slices.Clone(p); slices.Reverse(p); return p },
+		"every third left out": func(p []PairState) []PairState {
+			var out []PairState
+			for i, pr := range p {
+				if i%3 != 0 {
+					out = append(out, pr)
+				}
+			}
+			return out
+		},
+	}
+	for name, list := range lists {
+		t.Run(name, func(t *testing.T) {
+			kept := &gandivaPolicy{rng: NewPyRandom(3), assigned: map[int]gandivaComb{}}
+			fresh := &gandivaPolicy{rng: NewPyRandom(3), assigned: map[int]gandivaComb{}}
+			paired := 0
+			for i, ids := range steps {
+				s, all := gandivaState(ids)
+				pairs := list(all)
+				single, packed, err := kept.AllocatePacked(s, pairs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := fmt.Sprint(single, packed) // the rows change at the next call
+				fresh.pairs = pairRows{}
+				wantSingle, wantPacked, err := fresh.AllocatePacked(s, pairs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := fmt.Sprint(wantSingle, wantPacked); got != want || !reflect.DeepEqual(packed, wantPacked) {
+					t.Fatalf("step %d (jobs %v): kept rows give\n%s\nfresh rows give\n%s", i, ids, got, want)
+				}
+				listed := map[[2]int]bool{}
+				for _, p := range pairs {
+					listed[[2]int{p.A, p.B}] = true
+					if packed[[2]int{p.A, p.B}] == nil {
+						t.Errorf("step %d: listed pair (%d, %d) has no row", i, p.A, p.B)
+					}
+				}
+				for k, row := range packed {
+					if rowSum(row) > 0 {
+						paired++
+					} else if !listed[k] {
+						t.Errorf("step %d: pair %v is not listed and has a zero row", i, k)
+					}
+				}
+			}
+			if paired == 0 {
+				t.Error("no pair ever got time")
+			}
+			// Only a short list sends the kept rows to the list.
+			if short := name == "every third left out"; (kept.pairs.fromList > 0) != short {
+				t.Errorf("rows taken from the list %d times in %d allocations", kept.pairs.fromList, len(steps))
+			}
+		})
+	}
+}
