@@ -14,6 +14,7 @@ import (
 
 	"github.com/synergy-sched/synergy/scheduler/gavel"
 	"github.com/synergy-sched/synergy/scheduler/sim"
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
 // Size of every simulation figure.
@@ -48,11 +49,7 @@ func SeriesFromSweep(res *sim.SweepResult) []JCTSeries {
 	var out []JCTSeries
 	for _, r := range res.Runs {
 		s := JCTSeries{Label: l.label(r.Point.Strategy+"+"+r.Point.Policy, r.Point.JobsPerHour, r.Point.Seed)}
-		if r.Result != nil {
-			for _, j := range r.Result.Jobs {
-				s.JCTHours = append(s.JCTHours, (j.FinishS-j.ArrivalS)/3600)
-			}
-		}
+		s.JCTHours = windowJCTHours(r.Result)
 		out = append(out, s)
 	}
 	return out
@@ -70,14 +67,23 @@ func SeriesFromGavelSweep(res *gavel.SweepResult) []JCTSeries {
 	var out []JCTSeries
 	for _, r := range res.Runs {
 		s := JCTSeries{Label: l.label(r.Point.Policy, r.Point.JobsPerHour, r.Point.Seed)}
-		if r.Result != nil {
-			for _, j := range r.Result.Jobs {
-				if j.JCTS != nil && (r.Result.Window == nil || r.Result.Window.Has(j.ID)) {
-					s.JCTHours = append(s.JCTHours, *j.JCTS/3600)
-				}
-			}
-		}
+		s.JCTHours = windowJCTHours(r.Result)
 		out = append(out, s)
+	}
+	return out
+}
+
+// windowJCTHours is the JCTs in hours of a result's window's jobs that
+// finished (none for a nil result).
+func windowJCTHours(r *simcore.Result) []float64 {
+	var out []float64
+	if r == nil {
+		return nil
+	}
+	for _, j := range r.Jobs {
+		if j.JCTS != nil && (r.Window == nil || r.Window.Has(j.ID)) {
+			out = append(out, *j.JCTS/3600)
+		}
 	}
 	return out
 }
@@ -170,7 +176,7 @@ func JCTCDF(w io.Writer, format string, series []JCTSeries, opt SimOptions) erro
 
 // Utilization draws allocated GPU, CPU and memory (percent of the cluster)
 // over simulated hours.
-func Utilization(w io.Writer, format string, points []sim.UtilPoint, opt SimOptions) error {
+func Utilization(w io.Writer, format string, points []simcore.UtilPoint, opt SimOptions) error {
 	if len(points) == 0 {
 		return errors.New("utilization: no points")
 	}
@@ -195,6 +201,6 @@ func SaveJCTCDF(path string, series []JCTSeries, opt SimOptions) error {
 }
 
 // SaveUtilization writes the utilisation plot to path.
-func SaveUtilization(path string, points []sim.UtilPoint, opt SimOptions) error {
+func SaveUtilization(path string, points []simcore.UtilPoint, opt SimOptions) error {
 	return saveAtomic(path, "utilization", FormatOf, func(w io.Writer, f string) error { return Utilization(w, f, points, opt) })
 }

@@ -12,13 +12,14 @@ import (
 	"gonum.org/v1/plot/plotter"
 
 	"github.com/synergy-sched/synergy/scheduler/sim"
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
 func sweep() *sim.SweepResult {
 	run := func(strategy string, seed uint64, jcts ...float64) sim.Run1 {
-		res := &sim.Result{}
+		res := &simcore.Result{}
 		for i, h := range jcts {
-			res.Jobs = append(res.Jobs, sim.JobRecord{ID: i, ArrivalS: 100, FinishS: 100 + h*3600})
+			res.Jobs = append(res.Jobs, simcore.Finished(i, 100, -1, 100+h*3600))
 		}
 		return sim.Run1{Point: sim.Point{Strategy: strategy, Policy: "fifo", JobsPerHour: 9, Seed: seed}, Result: res}
 	}
@@ -120,7 +121,7 @@ func TestJCTCDF_Errors(t *testing.T) {
 
 func TestSave_ByExtension(t *testing.T) {
 	dir := t.TempDir()
-	pts := []sim.UtilPoint{{StartS: 0, EndS: 3600, GPUPct: 50, CPUPct: 40, MemPct: 20}, {StartS: 3600, EndS: 7200, GPUPct: 100, CPUPct: 90, MemPct: 60}}
+	pts := []simcore.UtilPoint{{StartS: 0, EndS: 3600, GPUPct: 50, CPUPct: 40, MemPct: 20}, {StartS: 3600, EndS: 7200, GPUPct: 100, CPUPct: 90, MemPct: 60}}
 	header := map[string][]byte{"png": []byte("\x89PNG\r\n\x1a\n"), "svg": []byte("<?xml"), "pdf": []byte("%PDF")}
 	for ext, magic := range header {
 		for _, kind := range []string{"cdf", "util"} {

@@ -506,8 +506,8 @@ func printSweep(w io.Writer, res *sim.SweepResult) error {
 		}
 		row := []string{r.Point.Strategy, r.Point.Policy, load, seed, fmt.Sprint(x.JCT.N),
 			f2(x.JCT.MeanHours), f2(x.JCT.MedianHours), f2(x.JCT.P95Hours), f2(x.JCT.P99Hours),
-			f2(x.QueueingDelay.MeanHours), f2(x.MakespanHours),
-			f1(x.Utilization.GPUPct), f1(x.Utilization.CPUPct), f1(x.Utilization.MemPct)}
+			f2(x.QueueingDelay.MeanHours), f2(x.MakespanS / 3600),
+			f1(x.Shares.GPUPct), f1(x.Shares.CPUPct), f1(x.Shares.MemPct)}
 		if err := t.Append(row); err != nil {
 			return err
 		}
@@ -518,7 +518,7 @@ func printSweep(w io.Writer, res *sim.SweepResult) error {
 		if w0.IsAll() {
 			win = "all jobs"
 		}
-		fmt.Fprintf(w, "%s, %d GPUs, round %gs; JCT over %s\n", res.Runs[0].Result.Cluster, res.Runs[0].Result.GPUs, res.Runs[0].Result.RoundSeconds, win)
+		fmt.Fprintf(w, "%s, %d GPUs, round %gs; JCT over %s\n", res.Runs[0].Result.Cluster, res.Runs[0].Result.GPUs, res.Runs[0].Result.RoundS, win)
 	}
 	return t.Render()
 }

@@ -493,7 +493,7 @@ func printGavelSweep(w io.Writer, res *gavel.SweepResult, typed bool) error {
 	for _, r := range res.Runs {
 		x := r.Result
 		ext := "-"
-		if x.LeaseExtensions[1] > 0 {
+		if x.LeaseExtensions != nil && x.LeaseExtensions[1] > 0 {
 			ext = fmt.Sprintf("%.1f%%", 100*float64(x.LeaseExtensions[0])/float64(x.LeaseExtensions[1]))
 		}
 		if typed {
@@ -514,7 +514,7 @@ func printGavelSweep(w io.Writer, res *gavel.SweepResult, typed bool) error {
 	return tw.Flush()
 }
 
-func windowSize(r *gavel.Result) int {
+func windowSize(r *simcore.Result) int {
 	if r.Window == nil {
 		return r.NumJobs
 	}

@@ -84,8 +84,8 @@ func TestSimulatePhilly_LogArrivals(t *testing.T) {
 		if r.Point.Strategy == "fair" {
 			// alexnet at fair share: 7200 s / 0.6 s = 12000 iterations,
 			// floor(300/0.6) = 500 per round: 24 rounds from t=0 = 7200 s.
-			if x.Jobs[0].FinishS != 7200 {
-				t.Errorf("fair: alexnet finished at %v s, want 7200", x.Jobs[0].FinishS)
+			if *x.Jobs[0].FinishS != 7200 {
+				t.Errorf("fair: alexnet finished at %v s, want 7200", *x.Jobs[0].FinishS)
 			}
 		}
 	}

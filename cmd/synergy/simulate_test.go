@@ -130,7 +130,7 @@ func TestSimulate_SameFlagsSameFile(t *testing.T) {
 	// Same jobs, same rounds: the same JCT summary (the workload line differs).
 	jct := func(b []byte) string {
 		i := bytes.Index(b, []byte(`"jct"`))
-		j := bytes.Index(b, []byte(`"queueing_delay"`))
+		j := bytes.Index(b, []byte(`"mean_jct_s"`))
 		if i < 0 || j < i {
 			t.Fatalf("no jct in %s", b)
 		}

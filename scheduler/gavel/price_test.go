@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
 func TestParsePrices_NamesTheField(t *testing.T) {
@@ -64,7 +66,7 @@ func TestCost_IsPriceTimesGPUHours(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec, _ := ParseClusterSpec("8:16:24", "")
-	run := func(prices string) *Result {
+	run := func(prices string) *simcore.Result {
 		p, err := ParsePrices(strings.NewReader(prices))
 		if err != nil {
 			t.Fatal(err)

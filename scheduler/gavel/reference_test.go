@@ -62,7 +62,7 @@ func sha(t *testing.T, path string) string {
 }
 
 // runRef runs our simulator on a reference run's inputs.
-func runRef(t *testing.T, tracePath, tputPath, policy string, ref refResult) *Result {
+func runRef(t *testing.T, tracePath, tputPath, policy string, ref refResult) *simcore.Result {
 	t.Helper()
 	tp, err := LoadThroughputs(tputPath)
 	if err != nil {
@@ -92,7 +92,7 @@ func runRef(t *testing.T, tracePath, tputPath, policy string, ref refResult) *Re
 }
 
 // compareJobs asserts each job's finish within tol seconds of Gavel's.
-func compareJobs(t *testing.T, res *Result, ref refResult, tol float64) {
+func compareJobs(t *testing.T, res *simcore.Result, ref refResult, tol float64) {
 	t.Helper()
 	if len(res.Jobs) != len(ref.Jobs) {
 		t.Fatalf("%d jobs, Gavel %d", len(res.Jobs), len(ref.Jobs))
@@ -125,7 +125,7 @@ func compareJobs(t *testing.T, res *Result, ref refResult, tol float64) {
 		t.Errorf("%d of %d jobs differ from Gavel by more than %v s", bad, len(ref.Jobs), tol)
 	}
 	t.Logf("mean JCT %.3f h (Gavel %.3f h), makespan %.3f h (Gavel %.3f h), utilisation %.3f (Gavel %.3f), lease ext %v (Gavel %v)",
-		res.MeanJCTS/3600, ref.MeanJCTS/3600, res.MakespanS/3600, ref.MakespanS/3600, res.Utilization, ref.Utilization, res.LeaseExtensions, ref.LeaseExt)
+		res.MeanJCTS/3600, ref.MeanJCTS/3600, res.MakespanS/3600, ref.MakespanS/3600, res.Utilization, ref.Utilization, *res.LeaseExtensions, ref.LeaseExt)
 }
 
 var exactPolicies = []string{"fifo", "fifo_perf", "isolated", "gandiva"}
@@ -214,7 +214,7 @@ var lpPolicies = []string{"max_min_fairness", "max_min_fairness_perf", "min_tota
 // where Gavel's own results move with its LP solver (highsPath, the same
 // run with HiGHS vertices instead of cvxopt's interior point, exists),
 // within tol plus that move.
-func compareMeans(t *testing.T, res *Result, ref refResult, tol float64, highsPath string) {
+func compareMeans(t *testing.T, res *simcore.Result, ref refResult, tol float64, highsPath string) {
 	t.Helper()
 	tolJ, tolM := tol, tol
 	if _, err := os.Stat(highsPath); err == nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
 // Workload is where jobs come from: a trace (all jobs known) or Gavel's
@@ -15,7 +17,7 @@ type Workload struct {
 }
 
 // Run simulates policy on the workload with Gavel's round mechanism.
-func Run(ctx context.Context, cfg Config, tp *Throughputs, w Workload, policy Policy) (*Result, error) {
+func Run(ctx context.Context, cfg Config, tp *Throughputs, w Workload, policy Policy) (*simcore.Result, error) {
 	s := newSimulator(cfg, policy)
 	if w.Trace == nil && w.Generator == nil {
 		return nil, fmt.Errorf("no workload")

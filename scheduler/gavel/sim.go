@@ -145,7 +145,7 @@ type simulator struct {
 	shuffler           *PyRandom
 	cur                []assignment
 	leaseExt, leaseOpp int
-	res                *Result
+	res                *simcore.Result
 	allocs             int
 }
 
@@ -157,7 +157,7 @@ func newSimulator(cfg Config, p Policy) *simulator {
 		cfg.MinResetS = DefaultMinResetS
 	}
 	s := &simulator{cfg: cfg, policy: p, types: cfg.Cluster.sortedTypes(), jobs: map[int]*jobState{}, byKey: map[ckey]*entry{},
-		alloc: map[ckey][]float64{}, shuffler: NewPyRandom(cfg.Seed + 5), res: &Result{}}
+		alloc: map[ckey][]float64{}, shuffler: NewPyRandom(cfg.Seed + 5), res: &simcore.Result{}}
 	idx := map[string]int{}
 	for i, t := range s.types {
 		idx[t] = i
@@ -230,7 +230,7 @@ func (s *simulator) addJob(j Job, tp *Throughputs, at float64) error {
 	s.jobs[id] = js
 	s.active = append(s.active, id)
 	s.needUpd = true
-	s.res.Jobs = append(s.res.Jobs, JobResult{ID: id, JobType: j.JobType, ScaleFactor: j.ScaleFactor,
+	s.res.Jobs = append(s.res.Jobs, simcore.JobRecord{ID: id, JobType: j.JobType, GPUs: j.ScaleFactor,
 		Priority: j.PriorityWeight, ArrivalS: at})
 	if j.SLO > 0 && j.DurationS > 0 {
 		d := j.SLO*j.DurationS + at

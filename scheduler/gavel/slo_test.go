@@ -4,12 +4,14 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
 // runSLOs runs policy on 40 generated single-GPU jobs with SLOs (Gavel's
 // generator, seed 1, 2 jobs/h) on 8:8:8 with K80s cheap, so the cost
 // policy favours them and jobs miss deadlines.
-func runSLOs(t *testing.T, policy string) *Result {
+func runSLOs(t *testing.T, policy string) *simcore.Result {
 	t.Helper()
 	tp, err := LoadThroughputs("testdata/generator/throughputs.json")
 	if err != nil {
@@ -42,7 +44,7 @@ func runSLOs(t *testing.T, policy string) *Result {
 func TestCostSLOs_FewerViolationsThanCostAlone(t *testing.T) {
 	cost := runSLOs(t, CostPolicyName)
 	slo := runSLOs(t, CostSLOPolicyName)
-	for _, r := range []*Result{cost, slo} {
+	for _, r := range []*simcore.Result{cost, slo} {
 		jobs, ours, gavel := 0, 0, 0
 		for _, j := range r.Jobs {
 			if j.DeadlineS == nil {

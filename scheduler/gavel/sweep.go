@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/synergy-sched/synergy/internal/pool"
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
 // Point is one run of a sweep.
@@ -22,8 +23,8 @@ type Point struct {
 
 // Run1 is one point's result.
 type Run1 struct {
-	Point  Point   `json:"point"`
-	Result *Result `json:"result"`
+	Point  Point           `json:"point"`
+	Result *simcore.Result `json:"result"`
 }
 
 // SweepResult is every point's result, in the sweep's order.
@@ -202,7 +203,7 @@ func (s *Sweep) Run(ctx context.Context, progress func(done, total int, p Point)
 	return out, nil
 }
 
-func (s *Sweep) run1(ctx context.Context, p Point) (*Result, error) {
+func (s *Sweep) run1(ctx context.Context, p Point) (*simcore.Result, error) {
 	pol, sh, err := s.build(p)
 	if err != nil {
 		return nil, err
@@ -220,6 +221,6 @@ func (s *Sweep) run1(ctx context.Context, p Point) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.Policy = p.Policy
+	r.Policy, r.Strategy = p.Policy, p.Strategy
 	return r, nil
 }

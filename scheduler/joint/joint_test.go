@@ -8,6 +8,7 @@ import (
 
 	"github.com/synergy-sched/synergy/scheduler"
 	"github.com/synergy-sched/synergy/scheduler/gavel"
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
@@ -161,7 +162,7 @@ func zooSensitivities(t *testing.T) Sensitivities {
 }
 
 // runTyped runs one point of the synthetic continuous trace (100 jobs).
-func runTyped(t *testing.T, spec gavel.ClusterSpec, c Cluster, sens Sensitivities, p gavel.Point) *gavel.Result {
+func runTyped(t *testing.T, spec gavel.ClusterSpec, c Cluster, sens Sensitivities, p gavel.Point) *simcore.Result {
 	t.Helper()
 	const dir = "../gavel/testdata/reference/synthetic/"
 	tp, err := gavel.LoadThroughputs(dir + "throughputs.json")
@@ -197,7 +198,7 @@ func TestRun_JointBeatsGavelOnACPUPoorCluster(t *testing.T) {
 	j := runTyped(t, spec, c, sens, gavel.Point{Policy: Policy})
 	g := runTyped(t, spec, c, sens, gavel.Point{Policy: "max_min_fairness_perf"})
 	s := runTyped(t, spec, c, sens, gavel.Point{Policy: SynergyFIFO, Strategy: Tune})
-	for name, r := range map[string]*gavel.Result{"joint": j, "gavel": g, "synergy": s} {
+	for name, r := range map[string]*simcore.Result{"joint": j, "gavel": g, "synergy": s} {
 		if r.NumFinished != 100 {
 			t.Errorf("%s: %d of 100 jobs finished", name, r.NumFinished)
 		}

@@ -84,13 +84,13 @@ type done struct {
 // orders the queue and the strategy places it on the empty cluster),
 // credit (each placed job runs the round at its allocation's speed) and
 // retire (finished jobs leave the queue at the round's end).
-func Run(cfg Config, src Source) (*Result, error) {
+func Run(cfg Config, src Source) (*simcore.Result, error) {
 	return RunContext(context.Background(), cfg, src)
 }
 
 // RunContext is Run stopped by ctx: it looks at ctx before every round and
 // returns ctx's error (wrapped) once it is done, with no result.
-func RunContext(ctx context.Context, cfg Config, src Source) (*Result, error) {
+func RunContext(ctx context.Context, cfg Config, src Source) (*simcore.Result, error) {
 	s, err := start(cfg, src)
 	if err != nil {
 		return nil, err
@@ -131,7 +131,7 @@ func RunContext(ctx context.Context, cfg Config, src Source) (*Result, error) {
 	if rounds >= maxRounds {
 		return nil, fmt.Errorf("simulate: stopped after %d rounds with %d jobs still queued", maxRounds, len(s.queue))
 	}
-	return summarise(s.cfg, src, s.finished, rounds, s.now, &s.util), nil
+	return summarise(s.cfg, src, s.finished, s.arrived, rounds, s.now, &s.util), nil
 }
 
 // run is one simulation's state between rounds.
@@ -159,6 +159,7 @@ type run struct {
 	index                  map[*scheduler.Job]*scheduler.Active
 	finished               []done
 	windowSeen, windowDone int
+	arrived                int
 	util                   utilAcc
 }
 
@@ -231,6 +232,7 @@ func (s *run) arrive(ctx context.Context) error {
 		a := scheduler.NewActive(j, scheduler.IdealDemand(j, s.shape).Speedup)
 		s.index[j] = a
 		s.queue = append(s.queue, a)
+		s.arrived++
 		if s.cfg.Window.Has(j.ID) {
 			s.windowSeen++
 		}
@@ -375,7 +377,7 @@ func windowComplete(w simcore.Window, seen int, more bool, pending *scheduler.Jo
 
 // utilAcc accumulates allocated GPU, CPU and memory over time.
 type utilAcc struct {
-	points []UtilPoint // one per round
+	points []simcore.UtilPoint // one per round
 }
 
 func (u *utilAcc) add(from, to float64, r *scheduler.Round, c *scheduler.Cluster, t scheduler.Resources) {
@@ -383,7 +385,7 @@ func (u *utilAcc) add(from, to float64, r *scheduler.Round, c *scheduler.Cluster
 	for i := range c.Servers {
 		used = used.Add(r.Used(i))
 	}
-	u.points = append(u.points, UtilPoint{
+	u.points = append(u.points, simcore.UtilPoint{
 		StartS: from, EndS: to,
 		GPUPct: 100 * float64(used.GPUs) / float64(t.GPUs),
 		CPUPct: 100 * used.CPUs / t.CPUs,
@@ -392,7 +394,7 @@ func (u *utilAcc) add(from, to float64, r *scheduler.Round, c *scheduler.Cluster
 }
 
 func (u *utilAcc) idle(from, to, _ float64) {
-	u.points = append(u.points, UtilPoint{StartS: from, EndS: to})
+	u.points = append(u.points, simcore.UtilPoint{StartS: from, EndS: to})
 }
 
 // sortDone orders finished jobs by id.

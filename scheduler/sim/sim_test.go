@@ -205,17 +205,6 @@ func TestRun_StopWhenIdleAsOriginal(t *testing.T) {
 	}
 }
 
-func TestQuantile_Linear(t *testing.T) {
-	xs := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	// pandas: position q·(n−1); 0.95·9 = 8.55 → 9 + 0.55·(10 − 9) = 9.55
-	cases := map[float64]float64{0: 1, 0.5: 5.5, 0.95: 9.55, 0.99: 9.91, 1: 10}
-	for q, want := range cases {
-		if got := Quantile(xs, q); math.Abs(got-want) > 1e-12 {
-			t.Errorf("Quantile(%v) = %v, want %v", q, got, want)
-		}
-	}
-}
-
 // TestRun_ProfileFeedsSimulator loads the golden profile (the output format
 // of `synergy profile`) as a model and simulates jobs of it.
 func TestRun_ProfileFeedsSimulator(t *testing.T) {

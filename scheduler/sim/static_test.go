@@ -39,11 +39,11 @@ func TestStatic_MatchesOriginalJobByJob(t *testing.T) {
 				if !ok {
 					t.Fatalf("job %d is not in the original's run", j.ID)
 				}
-				if d := j.FinishS - w; d > 1e-3 || d < -1e-3 {
-					t.Errorf("job %d finished at %.3f s, the original at %.3f s", j.ID, j.FinishS, w)
+				if d := *j.FinishS - w; d > 1e-3 || d < -1e-3 {
+					t.Errorf("job %d finished at %.3f s, the original at %.3f s", j.ID, *j.FinishS, w)
 				}
-				if j.StartS < StaticFirstRoundSeconds {
-					t.Errorf("job %d started at %v s, before the first round", j.ID, j.StartS)
+				if *j.StartS < StaticFirstRoundSeconds {
+					t.Errorf("job %d started at %v s, before the first round", j.ID, *j.StartS)
 				}
 			}
 		})
@@ -59,13 +59,13 @@ func TestStatic_OffIsOneRoundLate(t *testing.T) {
 		t.Fatalf("mean JCT %v h without Static, %v h with it: want it higher without", off.JCT.MeanHours, on.JCT.MeanHours)
 	}
 	for _, j := range off.Jobs {
-		if j.ID > 0 && j.StartS < DefaultRoundSeconds {
-			t.Fatalf("job %d (arrival %v s) started at %v s without Static: want the round at 300 s", j.ID, j.ArrivalS, j.StartS)
+		if j.ID > 0 && *j.StartS < DefaultRoundSeconds {
+			t.Fatalf("job %d (arrival %v s) started at %v s without Static: want the round at 300 s", j.ID, j.ArrivalS, *j.StartS)
 		}
 	}
 }
 
-func runStatic(t *testing.T, strategy, policy string, static bool) *Result {
+func runStatic(t *testing.T, strategy, policy string, static bool) *simcore.Result {
 	t.Helper()
 	c, err := scheduler.Preset("default")
 	if err != nil {

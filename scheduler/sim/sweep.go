@@ -8,6 +8,7 @@ import (
 
 	"github.com/synergy-sched/synergy/internal/pool"
 	"github.com/synergy-sched/synergy/scheduler"
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
 // Point is one run of a sweep.
@@ -55,8 +56,8 @@ func (g Grid) Points() []Point {
 
 // Run1 is a point's result in a sweep.
 type Run1 struct {
-	Point  Point   `json:"point"`
-	Result *Result `json:"result"`
+	Point  Point           `json:"point"`
+	Result *simcore.Result `json:"result"`
 }
 
 // SweepResult is what `synergy simulate` writes.
@@ -120,7 +121,7 @@ func (r *SweepResult) finished() *SweepResult {
 	return out
 }
 
-func runPoint(ctx context.Context, base Config, p Point, source func(Point) (Source, error)) (*Result, error) {
+func runPoint(ctx context.Context, base Config, p Point, source func(Point) (Source, error)) (*simcore.Result, error) {
 	s, err := scheduler.NewStrategy(p.Strategy)
 	if err != nil {
 		return nil, err
@@ -135,5 +136,9 @@ func runPoint(ctx context.Context, base Config, p Point, source func(Point) (Sou
 	}
 	cfg := base
 	cfg.Strategy, cfg.Policy = s, pol
-	return RunContext(ctx, cfg, src)
+	res, err := RunContext(ctx, cfg, src)
+	if res != nil {
+		res.Seed = p.Seed
+	}
+	return res, err
 }
