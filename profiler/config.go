@@ -75,25 +75,14 @@ type Config struct {
 
 	// Env is added to every point's environment, after the thread counts
 	// (ThreadEnv) it may override.
-	Env    []string
-	Runner runner.Runner
+	Env []string
 	// JobSetup: the DataLoader probe and its loader-only mode (probe.go).
 	JobSetup
 	// Image is the container image the runner runs the job in ("" for
 	// the local runner), recorded in the profile's identity.
 	Image string
-	// Cache evicts and warms the dataset's page cache; nil means the
-	// profiler cannot control it (the profile then carries a warning).
-	Cache Cache
-	// Progress receives per-point progress; nil is silent.
-	Progress Progress
-
-	Host        sensitivity.HostInfo
-	GPU         sensitivity.GPUInfo
-	ToolVersion string
-	// Samplers run at SampleInterval while every point runs (host, GPU);
-	// a reader of the point's own cgroup is added to them.
-	Samplers       []sample.Sampler
+	// SampleInterval is how often the samplers (Deps.Samplers and the
+	// reader of the point's own cgroup) sample while a point runs.
 	SampleInterval time.Duration
 	// TimelineDir receives each point's samples and metrics stream as JSON
 	// lines (docs/profile-format.md); "" keeps none.
@@ -117,6 +106,24 @@ type Config struct {
 
 	// LogDir receives each point's stdout and stderr; "" discards them.
 	LogDir string
+}
+
+// Deps are what a sweep works with and reports to, beside its settings:
+// the runner, the page cache, progress, the samplers, the host's facts
+// and the clock.
+type Deps struct {
+	Runner runner.Runner
+	// Cache evicts and warms the dataset's page cache; nil means the
+	// profiler cannot control it (the profile then carries a warning).
+	Cache Cache
+	// Progress receives per-point progress; nil is silent.
+	Progress Progress
+	// Samplers run at Config.SampleInterval while every point runs (host,
+	// GPU); a reader of the point's own cgroup is added to them.
+	Samplers    []sample.Sampler
+	Host        sensitivity.HostInfo
+	GPU         sensitivity.GPUInfo
+	ToolVersion string
 	// Now is the clock (tests may fix it); nil means time.Now.
 	Now func() time.Time
 }
@@ -183,9 +190,6 @@ func (c *Config) withDefaults() {
 			c.Budget = NoPointCap
 		}
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
 	if c.JobName == "" && len(c.Command) > 0 {
 		c.JobName = JobNameFor(c.Command)
 	}
@@ -196,8 +200,6 @@ func (c *Config) Validate() error {
 	switch {
 	case len(c.Command) == 0:
 		return errors.New("no training script given (synergy profile [flags] -- SCRIPT [ARGS...])")
-	case c.Runner == nil:
-		return errors.New("runner: none configured")
 	case c.Batch <= 0:
 		return fmt.Errorf("batch: %d is not a positive batch size", c.Batch)
 	case c.GPUs < 0:

@@ -16,19 +16,19 @@ var errTimeBudget = errors.New("the time budget is spent")
 
 // budgetLeft is the time left of Config.TimeBudget for this run (resumed
 // runs' time is not counted); ok=false when there is no budget.
-func (s *sweep) budgetLeft() (left time.Duration, ok bool) {
+func (s *recorder) budgetLeft() (left time.Duration, ok bool) {
 	if s.cfg.TimeBudget <= 0 {
 		return 0, false
 	}
-	return s.cfg.TimeBudget - s.cfg.Now().Sub(s.started), true
+	return s.cfg.TimeBudget - s.deps.Now().Sub(s.started), true
 }
 
 // checkBudget returns errTimeBudget once the budget is spent: the sweep
 // stops between points, never inside one.
-func (s *sweep) checkBudget() error {
+func (s *recorder) checkBudget() error {
 	if left, ok := s.budgetLeft(); ok && left <= 0 {
-		if s.cfg.Progress != nil {
-			s.cfg.Progress.Note(fmt.Sprintf("time budget of %s spent: stopping with %d point(s) measured", s.cfg.TimeBudget, s.prof.Cost.Points))
+		if s.deps.Progress != nil {
+			s.deps.Progress.Note(fmt.Sprintf("time budget of %s spent: stopping with %d point(s) measured", s.cfg.TimeBudget, s.prof.Cost.Points))
 		}
 		return errTimeBudget
 	}
@@ -37,7 +37,7 @@ func (s *sweep) checkBudget() error {
 
 // setStop records how this run of the sweep ended (sensitivity.SweepStop*)
 // from the error that ended it; nil and errTimeBudget end it well.
-func (s *sweep) setStop(err error) {
+func (s *recorder) setStop(err error) {
 	c := &s.prof.Cost
 	c.TimeBudgetSeconds = s.cfg.TimeBudget.Seconds()
 	switch {
@@ -54,7 +54,7 @@ func (s *sweep) setStop(err error) {
 
 // addCost adds a measured point's warm-up and measurement seconds to the
 // profile's totals.
-func (s *sweep) addCost(c sensitivity.Cell) {
+func (s *recorder) addCost(c sensitivity.Cell) {
 	if c.Stats == nil {
 		return
 	}
@@ -66,11 +66,11 @@ func (s *sweep) addCost(c sensitivity.Cell) {
 // after a point: the mean seconds per point of this run times the points
 // the strategy may still measure (its totalHint, a bound for optimistic),
 // capped by the time budget.
-func (s *sweep) noteTimeLeft(done int, total string) {
-	if s.cfg.Progress == nil {
+func (s *recorder) noteTimeLeft(done int, total string) {
+	if s.deps.Progress == nil {
 		return
 	}
-	elapsed := s.cfg.Now().Sub(s.started)
+	elapsed := s.deps.Now().Sub(s.started)
 	msg := fmt.Sprintf("elapsed %s", elapsed.Round(time.Second))
 	n, err := strconv.Atoi(strings.TrimPrefix(total, "≤"))
 	if err == nil && done > 0 && n >= done {
@@ -87,5 +87,5 @@ func (s *sweep) noteTimeLeft(done int, total string) {
 	if b, ok := s.budgetLeft(); ok {
 		msg += fmt.Sprintf("; time budget %s, %s left", s.cfg.TimeBudget, max(0, b).Round(time.Second))
 	}
-	s.cfg.Progress.Note(msg)
+	s.deps.Progress.Note(msg)
 }

@@ -101,7 +101,7 @@ func pickUncertain(cells []sensitivity.Cell, pc *pointCost, leftSeconds float64)
 // is least sure of (per second, under a time budget); ok=false when no
 // prediction is uncertain enough or none fits in the time left (then the
 // sweep's stop reason is the time budget).
-func (s *sweep) refinePoint() (point, bool) {
+func refinePoint(s *recorder) (point, bool) {
 	s.finish()
 	left := -1.0
 	if b, ok := s.budgetLeft(); ok {

@@ -105,7 +105,7 @@ func TestRun_TimeBudgetLiftsThePointCap(t *testing.T) {
 	cfg.CPUs = []float64{0.5, 1, 1.5, 2, 3, 4, 6, 8}
 	cfg.MemLimits = []int64{25 << 20, 50 << 20, 100 << 20, 200 << 20, 400 << 20}
 	cfg.TimeBudget = time.Hour
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

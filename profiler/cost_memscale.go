@@ -24,6 +24,23 @@ import (
 // A + s·(L − A) has the same fraction, and a pass over it costs s of a full
 // pass: the memory point is measured on the sample.
 
+// dataset is the data a profiled job reads: its size, its geometry in
+// iterations (a pass is a sample per file at the batch), and, for scaled
+// memory points, its sample (docs/cost.md, --mem-scale).
+type dataset struct {
+	cfg     *Config
+	deps    *Deps
+	rec     *recorder
+	workDir string // where the sample is made
+	// datasetBytes and datasetFiles are the dataset's size (0 without one).
+	datasetBytes int64
+	datasetFiles int
+	scaled       *scaledData // the sample for scaled memory points, once made
+	// warmSample: the unlimited column reads the sample too, warm (the
+	// dataset does not fit in half the host's memory; cost_memscale_auto.go).
+	warmSample bool
+}
+
 // scaledData is the dataset's sample for scaled memory points.
 type scaledData struct {
 	dir     string
@@ -36,14 +53,14 @@ type scaledData struct {
 }
 
 // scaledPoint reports whether pt is measured on the sample.
-func (s *sweep) scaledPoint(pt point) bool {
+func (s *dataset) scaledPoint(pt point) bool {
 	m := s.cfg.MemScale
 	return m > 0 && m < 1 && (pt.memLimit > 0 || s.warmSample) && !pt.synthetic && s.cfg.DataDir != ""
 }
 
 // dataDirFor is the dataset directory pt reads: the sample at a scaled
 // memory point, else the dataset.
-func (s *sweep) dataDirFor(pt point) string {
+func (s *dataset) dataDirFor(pt point) string {
 	if s.scaledPoint(pt) && s.scaled != nil {
 		return s.scaled.dir
 	}
@@ -54,7 +71,7 @@ func (s *sweep) dataDirFor(pt point) string {
 // point, where f is the sample's share of the dataset's bytes and A the
 // job's own memory; L itself when L ≤ A (the job does not fit: scaling
 // would not change that) and elsewhere.
-func (s *sweep) memLimitFor(pt point) int64 {
+func (s *dataset) memLimitFor(pt point) int64 {
 	if !s.scaledPoint(pt) || s.scaled == nil {
 		return pt.memLimit
 	}
@@ -72,7 +89,7 @@ func ScaledMemLimit(limit, anon int64, frac float64) int64 {
 }
 
 // itersPerEpochAt is itersPerEpoch for the data pt reads.
-func (s *sweep) itersPerEpochAt(pt point) int {
+func (s *dataset) itersPerEpochAt(pt point) int {
 	if s.scaledPoint(pt) && s.scaled != nil && s.cfg.Batch > 0 {
 		return (s.scaled.files + s.cfg.Batch - 1) / s.cfg.Batch
 	}
@@ -82,7 +99,7 @@ func (s *sweep) itersPerEpochAt(pt point) int {
 // prepareScaled makes the sample before the first scaled point and fixes
 // the job's own memory A from the cells measured so far (the largest
 // anonymous memory of any of them; 0 when none was read, with a warning).
-func (s *sweep) prepareScaled(pt point) error {
+func (s *dataset) prepareScaled(pt point) error {
 	if !s.scaledPoint(pt) {
 		return nil
 	}
@@ -98,12 +115,12 @@ func (s *sweep) prepareScaled(pt point) error {
 	}
 	sd.anon = s.anonSoFar()
 	if !sd.linked {
-		s.warnf("mem-scale: the sample is a copy (the work directory is on another file system than the dataset)")
+		s.rec.warnf("mem-scale: the sample is a copy (the work directory is on another file system than the dataset)")
 	}
 	s.scaled = sd
 	s.warnNoAnon(pt)
-	if s.cfg.Progress != nil {
-		s.cfg.Progress.Note(fmt.Sprintf("sample: %.1f%% of the dataset (%d files, %s); each limited point's limit is scaled around the job's own memory as measured before it (%s so far)",
+	if s.deps.Progress != nil {
+		s.deps.Progress.Note(fmt.Sprintf("sample: %.1f%% of the dataset (%d files, %s); each limited point's limit is scaled around the job's own memory as measured before it (%s so far)",
 			100*sd.frac, sd.files, units.FormatBytes(sd.bytes), units.FormatBytes(sd.anon)))
 	}
 	return nil
@@ -111,9 +128,9 @@ func (s *sweep) prepareScaled(pt point) error {
 
 // anonSoFar is the job's own memory A: the largest anonymous memory of
 // the points measured so far (0: none read it).
-func (s *sweep) anonSoFar() int64 {
+func (s *dataset) anonSoFar() int64 {
 	var a int64
-	for _, c := range s.prof.Cells {
+	for _, c := range s.rec.prof.Cells {
 		if c.Measured && c.Stats != nil {
 			a = max(a, c.Stats.MemAnonBytes)
 		}
@@ -122,14 +139,14 @@ func (s *sweep) anonSoFar() int64 {
 }
 
 // warnNoAnon warns when a limited point is scaled with A unknown.
-func (s *sweep) warnNoAnon(pt point) {
+func (s *dataset) warnNoAnon(pt point) {
 	if s.scaled.anon == 0 && pt.memLimit > 0 {
-		s.warnf("mem-scale: the job's own memory is not known yet (no measured point read it): limits are scaled whole, which understates them")
+		s.rec.warnf("mem-scale: the job's own memory is not known yet (no measured point read it): limits are scaled whole, which understates them")
 	}
 }
 
 // markScaled records on a scaled point's cell what it ran on.
-func (s *sweep) markScaled(pt point, c *sensitivity.Cell) {
+func (s *dataset) markScaled(pt point, c *sensitivity.Cell) {
 	if !s.scaledPoint(pt) || s.scaled == nil || c.Stats == nil {
 		return
 	}
@@ -218,4 +235,13 @@ func linkOrCopy(src, dst string) (linked bool, err error) {
 		return false, err
 	}
 	return false, out.Close()
+}
+
+// itersPerEpoch returns how many iterations one pass over the dataset takes,
+// or 0 when unknown.
+func (s *dataset) itersPerEpoch() int {
+	if s.datasetFiles <= 0 || s.cfg.Batch <= 0 {
+		return 0
+	}
+	return (s.datasetFiles + s.cfg.Batch - 1) / s.cfg.Batch
 }

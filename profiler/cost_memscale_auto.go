@@ -140,8 +140,8 @@ func largestFile(dir string) (int64, error) {
 // measure: every limited cell (grid), the memory axis (axes), at most the
 // point budget less the CPU axis' two ends (optimistic, capped by
 // DefaultBudget under a time budget), none (synergy).
-func (s *sweep) memPointsBound() int {
-	nc, nm := len(s.prof.Axes.CPUs), len(s.limitedMems())
+func (s *dataset) memPointsBound() int {
+	nc, nm := len(s.rec.prof.Axes.CPUs), len(s.rec.limitedMems())
 	switch s.cfg.Strategy {
 	case StrategyGrid:
 		return nc * nm
@@ -159,24 +159,24 @@ func (s *sweep) memPointsBound() int {
 // chooseMemScale fixes Config.MemScale for this run: the caller's, or the
 // rule's when it gave none (0), and records it with its reason in the
 // profile's cost.
-func (s *sweep) chooseMemScale() error {
-	c := &s.prof.Cost
+func (s *dataset) chooseMemScale() error {
+	c := &s.rec.prof.Cost
 	if s.cfg.MemScale > 0 {
 		c.MemScale, c.MemScaleReason = s.cfg.MemScale, "given"
-		s.warmSample = s.cfg.MemScale < 1 && s.cfg.Host.DRAMBytes > 0 && 2*s.datasetBytes > s.cfg.Host.DRAMBytes
+		s.warmSample = s.cfg.MemScale < 1 && s.deps.Host.DRAMBytes > 0 && 2*s.datasetBytes > s.deps.Host.DRAMBytes
 		return nil
 	}
 	if c.MemScale > 0 { // a resumed profile keeps the scale its cells were measured at
 		s.cfg.MemScale = c.MemScale
-		s.warmSample = c.MemScale < 1 && s.cfg.Host.DRAMBytes > 0 && 2*s.datasetBytes > s.cfg.Host.DRAMBytes
+		s.warmSample = c.MemScale < 1 && s.deps.Host.DRAMBytes > 0 && 2*s.datasetBytes > s.deps.Host.DRAMBytes
 		return nil
 	}
 	in := MemScaleInput{DatasetBytes: s.datasetBytes, DatasetFiles: s.datasetFiles, MemPoints: s.memPointsBound(),
-		TimeBudget: s.cfg.TimeBudget, DRAMBytes: s.cfg.Host.DRAMBytes, ReadBytesPerS: float64(s.cfg.ReadBPS)}
+		TimeBudget: s.cfg.TimeBudget, DRAMBytes: s.deps.Host.DRAMBytes, ReadBytesPerS: float64(s.cfg.ReadBPS)}
 	if in.ReadBytesPerS <= 0 {
-		in.ReadBytesPerS = s.cfg.Host.ColdReadMBPerS * 1e6
+		in.ReadBytesPerS = s.deps.Host.ColdReadMBPerS * 1e6
 	}
-	if mems := s.limitedMems(); len(mems) > 0 {
+	if mems := s.rec.limitedMems(); len(mems) > 0 {
 		in.MaxLimitBytes = mems[len(mems)-1]
 	}
 	if s.cfg.DataDir != "" && in.MemPoints > 0 {
@@ -190,10 +190,10 @@ func (s *sweep) chooseMemScale() error {
 	s.cfg.MemScale, s.warmSample = ch.Frac, ch.WarmSample
 	c.MemScale, c.MemScaleReason = ch.Frac, ch.Reason
 	if ch.WarmSample {
-		s.warnf("the dataset does not fit in half this host's memory: the unlimited column is measured on the warm sample, the rate with the data in memory, not this host's rate with no limit (which stays fetch-bound)")
+		s.rec.warnf("the dataset does not fit in half this host's memory: the unlimited column is measured on the warm sample, the rate with the data in memory, not this host's rate with no limit (which stays fetch-bound)")
 	}
-	if ch.Frac < 1 && s.cfg.Progress != nil {
-		s.cfg.Progress.Note(fmt.Sprintf("memory points on a %.3g sample of the dataset: %s", ch.Frac, ch.Reason))
+	if ch.Frac < 1 && s.deps.Progress != nil {
+		s.deps.Progress.Note(fmt.Sprintf("memory points on a %.3g sample of the dataset: %s", ch.Frac, ch.Reason))
 	}
 	return nil
 }

@@ -91,7 +91,7 @@ func TestRun_ChoosesTheScaleAndSaysWhy(t *testing.T) {
 	cfg.Host.DRAMBytes = 1 << 20 // the dataset (1000 KiB) > half of it
 	cfg.MemLimits = []int64{256 << 10, 512 << 10}
 	cfg.Strategy = StrategyGrid
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestRun_ChoosesTheScaleAndSaysWhy(t *testing.T) {
 	// Given a scale, the profile says so.
 	cfg2 := baseConfig(t, &fakeRunner{rate: trueRate})
 	cfg2.MemScale = 1
-	p2, err := Run(context.Background(), cfg2)
+	p2, err := run(context.Background(), cfg2)
 	if err != nil {
 		t.Fatal(err)
 	}

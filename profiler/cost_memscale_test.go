@@ -119,14 +119,14 @@ func TestRun_MemScaleMeasuresOnASampleWithTheSameHitFraction(t *testing.T) {
 	cfg.CPUs = []float64{1}
 	cfg.MemLimits = []int64{50 << 20, 60 << 20} // hit fractions 10/40 and 20/40
 	cfg.Strategy = StrategyGrid
-	full, err := Run(context.Background(), cfg)
+	full, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lr.dirs = nil
 	cfg.Out = filepath.Join(t.TempDir(), "scaled.json")
 	cfg.MemScale = 0.5
-	scaled, err := Run(context.Background(), cfg)
+	scaled, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

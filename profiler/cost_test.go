@@ -33,7 +33,7 @@ func TestRun_TimeBudgetStopsBetweenPointsAndSaves(t *testing.T) {
 	cfg.TimeBudget = 20 * time.Second
 	pr := &notes{}
 	cfg.Progress = pr
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("a spent budget is not an error: %v", err)
 	}
@@ -63,7 +63,7 @@ func TestRun_TimeBudgetStopsBetweenPointsAndSaves(t *testing.T) {
 func TestRun_CostRecordsLaunchesAndTimeSplit(t *testing.T) {
 	fr := &fakeRunner{rate: trueRate, noise: 0.05}
 	cfg := baseConfig(t, fr)
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,10 +30,10 @@ func footprint(cells []sensitivity.Cell) int64 {
 // warning comes before the first limited point is measured. Once, when
 // the footprint is first known, it says where the memory axis starts
 // relative to it.
-func (s *sweep) noteFootprint() {
+func (s *recorder) noteFootprint() {
 	p := s.prof
 	fp := footprint(p.Cells)
-	if fp <= 0 || s.cfg.Cache == nil {
+	if fp <= 0 || s.deps.Cache == nil {
 		return
 	}
 	first := p.Job.FootprintBytes == 0
@@ -51,8 +51,8 @@ func (s *sweep) noteFootprint() {
 				units.FormatMemLimit(m), units.FormatBytes(fp))
 		}
 	}
-	if first && low > fp && s.cfg.Progress != nil {
-		s.cfg.Progress.Note(fmt.Sprintf("memory axis starts at %s, %s above the job's own footprint of %s (anonymous memory and framework page cache): each limited column is page cache for the dataset",
+	if first && low > fp && s.deps.Progress != nil {
+		s.deps.Progress.Note(fmt.Sprintf("memory axis starts at %s, %s above the job's own footprint of %s (anonymous memory and framework page cache): each limited column is page cache for the dataset",
 			units.FormatMemLimit(low), units.FormatBytes(low-fp), units.FormatBytes(fp)))
 	}
 }

@@ -88,7 +88,7 @@ func TestRun_WarnsOfLimitsAtTheFootprintBeforeMeasuringThem(t *testing.T) {
 	cfg.Strategy = StrategyGrid
 	log := &eventLog{}
 	cfg.Progress = log
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestRun_SaysTheMemoryAxisStartsAboveTheFootprint(t *testing.T) {
 	cfg.Strategy = StrategyGrid
 	log := &eventLog{}
 	cfg.Progress = log
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func TestRun_PlantedLinksInTheOutputDirAreNotFollowed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := Run(context.Background(), cfg); err != nil {
+	if _, err := run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	checkVictim(t, sym)
@@ -99,7 +99,7 @@ func TestRun_SymlinkedLogDirIsRefused(t *testing.T) {
 	if err := os.Symlink(elsewhere, cfg.LogDir); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Run(context.Background(), cfg)
+	_, err := run(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), cfg.LogDir) || !strings.Contains(err.Error(), "symlink") {
 		t.Errorf("Run with a symlinked log dir: %v, want a refusal naming it", err)
 	}
@@ -145,7 +145,7 @@ func TestRun_SavesOnlyWhatTheReaderAccepts(t *testing.T) {
 	fr := &fakeRunner{rate: trueRate, garbage: absurd}
 	cfg := baseConfig(t, fr)
 	cfg.CPUs, cfg.MemLimits = []float64{1, 2}, nil
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestRun_RefusedEmulatedGPUTypeIsLeftOut(t *testing.T) {
 	fr := &fakeRunner{rate: trueRate, garbage: line}
 	cfg := baseConfig(t, fr)
 	cfg.CPUs, cfg.MemLimits = []float64{1, 2}, nil
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func (s *sweep) identity(data *sensitivity.DatasetIdentity) (*sensitivity.Identi
 		Version: sensitivity.IdentityVersion,
 		Command: append([]string(nil), cfg.Command...),
 		Data:    data,
-		Runner:  cfg.Runner.Name(),
+		Runner:  s.deps.Runner.Name(),
 		Image:   cfg.Image,
 		Grid: sensitivity.GridIdentity{
 			CPUs:           sortedUniqueFloats(append([]float64(nil), cfg.CPUs...)),
@@ -206,7 +206,7 @@ func (s *sweep) checkResume(p *sensitivity.Profile, cur *sensitivity.Identity) e
 	was := p.Identity
 	if was == nil {
 		was = sensitivity.LegacyIdentity(p)
-		s.warnf("%s records no identity (written by an older synergy): the script's and the dataset's contents could not be checked on --resume", s.cfg.Out)
+		s.rec.warnf("%s records no identity (written by an older synergy): the script's and the dataset's contents could not be checked on --resume", s.cfg.Out)
 	}
 	ds := sensitivity.CompareIdentity(was, cur)
 	if len(ds) == 0 {

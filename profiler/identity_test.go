@@ -57,7 +57,7 @@ func TestRun_ResumeRefusesAnotherIdentity(t *testing.T) {
 			os.WriteFile(script, []byte("print('v1')\n"), 0o644)
 			cfg.Command = []string{"python3", script, "--lr", "0.1"}
 			cfg.CPUs, cfg.MemLimits = []float64{1}, nil
-			p, err := Run(context.Background(), cfg)
+			p, err := run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,8 +66,8 @@ func TestRun_ResumeRefusesAnotherIdentity(t *testing.T) {
 			}
 			before, _ := os.ReadFile(cfg.Out)
 			cfg.Resume = true
-			tc.change(t, &cfg)
-			_, err = Run(context.Background(), cfg)
+			tc.change(t, &cfg.Config)
+			_, err = run(context.Background(), cfg)
 			if err == nil {
 				t.Fatal("resume accepted a different run")
 			}
@@ -100,14 +100,14 @@ func TestRun_ResumeSameIdentity(t *testing.T) {
 			close(stop)
 		}
 	}
-	if _, err := Run(ctx, cfg); err != ErrInterrupted {
+	if _, err := run(ctx, cfg); err != ErrInterrupted {
 		t.Fatalf("err = %v, want interrupted", err)
 	}
 	<-stop
 	fr.onStart = nil
 	cfg.Resume = true
 	cfg.CPUs = []float64{2, 1, 2} // the same axis, in another order
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("resume of the same run refused: %v", err)
 	}
@@ -123,7 +123,7 @@ func TestRun_ResumeLegacyProfile(t *testing.T) {
 	cfg := baseConfig(t, fr)
 	cfg.CPUs = []float64{1, 2}
 	cfg.MemLimits = nil
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,11 +133,11 @@ func TestRun_ResumeLegacyProfile(t *testing.T) {
 	}
 	cfg.Resume = true
 	cfg.DataDir = t.TempDir()
-	if _, err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "this run has --data "+cfg.DataDir) {
+	if _, err := run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "this run has --data "+cfg.DataDir) {
 		t.Fatalf("err = %v, want --data named", err)
 	}
 	cfg.DataDir = p.Job.DataDir
-	p2, err := Run(context.Background(), cfg)
+	p2, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("resume of a legacy profile with the same settings: %v", err)
 	}

@@ -30,7 +30,7 @@ func otherWork(st *sensitivity.PointStats, logicalCPUs int) (cores float64, ok b
 // noteInterference warns about a measured point during which other work
 // used more than interferenceCores of the host: its figure is what the job
 // did beside that work, not on a quiet host.
-func (s *sweep) noteInterference(c sensitivity.Cell) {
+func (s *recorder) noteInterference(c sensitivity.Cell) {
 	if !c.Measured || c.Failure != nil {
 		return
 	}

@@ -28,7 +28,8 @@ func TestNoteInterference(t *testing.T) {
 		{"not sampled", cell(0, 1.5, false), ""},
 		{"failed", cell(94, 1.51, true), ""},
 	} {
-		s := &sweep{prof: &sensitivity.Profile{Host: sensitivity.HostInfo{LogicalCPUs: 2}}}
+		s := newSweep(Config{}, Deps{}).rec
+		s.prof = &sensitivity.Profile{Host: sensitivity.HostInfo{LogicalCPUs: 2}}
 		s.noteInterference(tc.c)
 		got := strings.Join(s.warnings, "\n")
 		if (tc.warn == "") != (got == "") || !strings.HasPrefix(got, tc.warn) {

@@ -153,12 +153,12 @@ func (c *Config) validateJob() error {
 
 // argv is the command of a point: the template expanded when the command
 // holds placeholders, else the command with the contract's flags appended.
-func (s *sweep) argv(pt point) []string {
+func (s *launcher) argv(pt point) []string {
 	contract := jobcontract.Point{
 		Batch:         s.cfg.Batch,
 		Workers:       cmp.Or(pt.launchWorkers, Workers(pt.cpus, s.cfg.GPUs)),
-		MaxIterations: s.maxIterationsFor(pt),
-		DataDir:       s.dataDirFor(pt),
+		MaxIterations: s.meter.maxIterationsFor(pt),
+		DataDir:       s.data.dataDirFor(pt),
 		Synthetic:     pt.synthetic,
 	}
 	if s.tmpl.has() {
@@ -180,7 +180,7 @@ func threads(cpus float64) int { return max(1, int(math.Ceil(cpus))) }
 // jobEnv is a point's environment on top of the runner's: the thread
 // counts, then the user's own variables (Config.Env, which may override
 // them), the probe's, and the contract's.
-func (s *sweep) jobEnv(pt point, run *pointRun) []string {
+func (s *launcher) jobEnv(pt point, run *pointRun) []string {
 	var env []string
 	n := strconv.Itoa(threads(pt.cpus))
 	for _, k := range ThreadEnv {

@@ -124,7 +124,7 @@ func TestRun_TemplateAndThreadEnv(t *testing.T) {
 	cfg.MemLimits = nil
 	cfg.StallBreakdown = true // a template cannot ask for synthetic data: no step-only run
 	cfg.Env = []string{"FOO=bar", "MKL_NUM_THREADS=9"}
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,19 +168,19 @@ func TestRun_TemplateAndThreadEnv(t *testing.T) {
 
 func TestConfig_RefusesBadTemplatesAndEmulation(t *testing.T) {
 	for _, tc := range []struct {
-		mod     func(*Config)
+		mod     func(*testConfig)
 		wantErr string
 	}{
-		{func(c *Config) { c.Command = []string{"python3", "x.py", "-j", "{worker}"} }, "unknown placeholder {worker}"},
-		{func(c *Config) { c.Command = []string{"t", "{data}"}; c.DataDir = "" }, "{data} needs a dataset directory"},
-		{func(c *Config) { c.Command = []string{"python3", "x.py"}; c.EmulateGPU = "v100" }, "--model"},
-		{func(c *Config) { c.Command = []string{"python3", "x.py"}; c.Model = "resnet18" }, "only with --emulate-gpu"},
-		{func(c *Config) {
+		{func(c *testConfig) { c.Command = []string{"python3", "x.py", "-j", "{worker}"} }, "unknown placeholder {worker}"},
+		{func(c *testConfig) { c.Command = []string{"t", "{data}"}; c.DataDir = "" }, "{data} needs a dataset directory"},
+		{func(c *testConfig) { c.Command = []string{"python3", "x.py"}; c.EmulateGPU = "v100" }, "--model"},
+		{func(c *testConfig) { c.Command = []string{"python3", "x.py"}; c.Model = "resnet18" }, "only with --emulate-gpu"},
+		{func(c *testConfig) {
 			c.Command = []string{"python3", "x.py"}
 			c.EmulateGPU, c.Model, c.EmulateStep = "v100", "resnet18", time.Second
 		}, "one or the other"},
-		{func(c *Config) { c.Command = []string{"/bin/train"}; c.EmulateStep = time.Second }, "needs --probe torch"},
-		{func(c *Config) { c.Command = []string{"python3", "x.py"}; c.Probe = "tf" }, `probe: "tf"`},
+		{func(c *testConfig) { c.Command = []string{"/bin/train"}; c.EmulateStep = time.Second }, "needs --probe torch"},
+		{func(c *testConfig) { c.Command = []string{"python3", "x.py"}; c.Probe = "tf" }, `probe: "tf"`},
 	} {
 		cfg := baseConfig(t, &fakeRunner{rate: trueRate})
 		tc.mod(&cfg)
@@ -215,7 +215,7 @@ func TestRun_ProbeEnv(t *testing.T) {
 			probeFiles = append(probeFiles, e.Name())
 		}
 	}
-	if _, err := Run(context.Background(), cfg); err != nil {
+	if _, err := run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	if len(rec.jobs) != 1 {
@@ -261,7 +261,7 @@ func TestRun_NoTemplateUnescapesBraces(t *testing.T) {
 	cfg.CPUs = []float64{1}
 	cfg.MemLimits = nil
 	cfg.StallBreakdown = false
-	if _, err := Run(context.Background(), cfg); err != nil {
+	if _, err := run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	if len(rec.jobs) == 0 {
@@ -284,7 +284,7 @@ func TestRun_TemplateStepOnlyThroughTheProbesReplay(t *testing.T) {
 	cfg.CPUs = []float64{1, 2}
 	cfg.MemLimits = nil
 	cfg.StallBreakdown = true
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/synergy-sched/synergy/internal/safefile"
+	"github.com/synergy-sched/synergy/internal/units"
 	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/runner/owner"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
@@ -18,6 +23,27 @@ import (
 // channel (control.go), the dataset's page cache through the Cache. A
 // point the running launch cannot serve (move.go, cannotServe) ends it,
 // and the next launch's reason is recorded in the profile's cost block.
+
+// launcher runs the job: it starts launches, changes the live one in
+// place for a point or ends it, follows a point through its stream, and
+// keeps the job's files (its work directory, logs, timeline, probe).
+type launcher struct {
+	cfg   *Config
+	deps  *Deps
+	rec   *recorder
+	data  *dataset
+	meter *meter
+	jobState
+	// workDir is the run's own directory (points' metrics, the probe, the
+	// sample); logs and timeline are LogDir and TimelineDir, opened
+	// without following a symlink; every file in them is made afresh
+	// through them (internal/safefile). nil when not kept.
+	workDir        string
+	logs, timeline *safefile.Dir
+	live           *launch // the running launch, if any
+	// relaunchWhy is why the next launch is needed: recorded with it.
+	relaunchWhy string
+}
 
 // launch is one run of the job, serving consecutive points.
 type launch struct {
@@ -47,77 +73,18 @@ type launch struct {
 	startupOK bool
 }
 
-// launchIterations is the --max-iterations a launch is given: enough for
-// every cell of the grid, each after its settling and, under a memory
-// limit, its first passes, with its cap; the sweep stops the job long
-// before that. A job that reports nothing (measured by its wall time) runs
-// one point: its cap is that point's own (maxIterationsFor).
-func (s *sweep) launchIterations(pt point) int {
-	per := s.cfg.MaxIterations + s.settleIterations(Workers(pt.cpus, s.cfg.GPUs)) + 1
-	if ipe := s.itersPerEpochAt(pt); ipe > 0 {
-		per = max(per, 3*ipe+s.capFor(mkPoint(pt.cpus, 1, "")))
-	}
-	cells := len(s.prof.Axes.CPUs)*len(s.prof.Axes.MemLimitBytes) + 2
-	return s.cfg.Warmup + per*cells
-}
-
-// settleIterations is how many whole iterations after a change are
-// dropped: the warm-up count, and at least the loader's prefetch queue (2
-// batches per worker, PyTorch's default prefetch_factor), which was filled
-// at the old settings and drains first.
-func (s *sweep) settleIterations(workers int) int { return max(s.cfg.Warmup, 2*workers) }
-
-// startLaunch starts the job for pt, its first point: at pt's limits and
-// loader workers, with the launch's iteration cap.
-func (s *sweep) startLaunch(ctx context.Context, pt point) (*launch, error) {
-	pt.launchWorkers = Workers(pt.cpus, s.cfg.GPUs)
-	if !pt.synthetic {
-		pt.launchIters = s.launchIterations(pt)
-	}
-	run, err := s.prepare(pt)
-	if err != nil {
-		return nil, err
-	}
-	ctl := newControl(run.metricsDir)
-	s.prof.Cost.Launches++
-	if s.relaunchWhy != "" {
-		if len(s.prof.Cost.Relaunches) < maxRelaunchNotes {
-			s.prof.Cost.Relaunches = append(s.prof.Cost.Relaunches,
-				fmt.Sprintf("launch %d (%s): %s", s.prof.Cost.Launches, pt.label(), s.relaunchWhy))
-		}
-		if s.cfg.Progress != nil {
-			s.cfg.Progress.Note(fmt.Sprintf("%s: relaunching the job: %s", pt.label(), s.relaunchWhy))
-		}
-		s.relaunchWhy = ""
-	}
-	if err := s.launchJob(ctx, pt, run, ctl.env()); err != nil {
-		run.close()
-		return nil, err
-	}
-	l := &launch{id: s.prof.Cost.Launches, first: pt, run: run, u: runner.AsUpdater(run.h), ctl: ctl,
-		waitCh: make(chan pointEnd, 1), ended: make(chan struct{}),
-		limits: s.limitsFor(pt), workers: pt.launchWorkers, dataDir: s.dataDirFor(pt), synthetic: pt.synthetic, readCold: pt.cold}
-	go func() {
-		res, err := run.h.Wait()
-		l.waitCh <- pointEnd{res: res, err: err}
-		close(l.ended)
-	}()
-	s.live = l
-	return l, nil
-}
-
 // maxRelaunchNotes bounds Cost.Relaunches.
 const maxRelaunchNotes = 64
 
 // limitsFor are a point's cgroup limits.
-func (s *sweep) limitsFor(pt point) runner.Limits {
-	return runner.Limits{CPUs: pt.cpus, MemLimitBytes: s.memLimitFor(pt), ReadBPS: s.cfg.ReadBPS, ReadBPSPath: s.cfg.DataDir}
+func (s *launcher) limitsFor(pt point) runner.Limits {
+	return runner.Limits{CPUs: pt.cpus, MemLimitBytes: s.data.memLimitFor(pt), ReadBPS: s.cfg.ReadBPS, ReadBPSPath: s.cfg.DataDir}
 }
 
 // launchJob starts the job with the point's limits, the contract's flags
 // and environment (and the control channel's), then its sampling.
-func (s *sweep) launchJob(ctx context.Context, pt point, run *pointRun, ctlEnv []string) error {
-	cfg := &s.cfg
+func (s *launcher) launchJob(ctx context.Context, pt point, run *pointRun, ctlEnv []string) error {
+	cfg := s.cfg
 	out := io.Writer(run.tail)
 	if run.log != nil {
 		out = io.MultiWriter(&cappedWriter{w: run.log, left: MaxPointLogBytes}, run.tail)
@@ -129,18 +96,18 @@ func (s *sweep) launchJob(ctx context.Context, pt point, run *pointRun, ctlEnv [
 		Stdout:     out,
 		Stderr:     out,
 		Limits:     s.limitsFor(pt),
-		DataDir:    s.dataDirFor(pt),
+		DataDir:    s.data.dataDirFor(pt),
 		MetricsDir: run.metricsDir,
 		ProbeDir:   s.probeDir,
 	}
-	run.start = cfg.Now()
-	h, err := cfg.Runner.Start(ctx, job)
+	run.start = s.deps.Now()
+	h, err := s.deps.Runner.Start(ctx, job)
 	if err != nil {
 		return err
 	}
 	run.h = h
 	if run.sampling, err = s.startSampling(h, pt); err != nil {
-		s.warnf("%s: sampling: %v", pt.label(), err)
+		s.rec.warnf("%s: sampling: %v", pt.label(), err)
 	}
 	run.tailer = jobcontract.NewTailer(run.metricsPath)
 	return nil
@@ -148,17 +115,17 @@ func (s *sweep) launchJob(ctx context.Context, pt point, run *pointRun, ctlEnv [
 
 // poll reads the iterations the launch's job appended and its control
 // answers; the first iteration's time closes the launch's start-up.
-func (s *sweep) pollLaunch(pt point, l *launch) {
+func (s *launcher) pollLaunch(pt point, l *launch) {
 	its, err := l.run.tailer.Poll()
 	if err != nil {
-		s.warnf("%s: reading metrics: %v", pt.label(), err)
+		s.rec.warnf("%s: reading metrics: %v", pt.label(), err)
 		return
 	}
 	l.run.m.all = append(l.run.m.all, its...)
 	if !l.startupOK && len(l.run.m.all) > 0 {
 		l.startupOK = true
 		if st := l.run.m.all[0].TS - unixSeconds(l.run.start); st > 0 {
-			s.prof.Cost.StartupSeconds += st
+			s.rec.prof.Cost.StartupSeconds += st
 		}
 	}
 	l.ctl.poll()
@@ -166,7 +133,7 @@ func (s *sweep) pollLaunch(pt point, l *launch) {
 
 // endLaunch stops the live launch, if any, and releases what it holds;
 // why, when not empty, is recorded as the reason of the next launch.
-func (s *sweep) endLaunch(why string) {
+func (s *launcher) endLaunch(why string) {
 	l := s.live
 	if l == nil {
 		return
@@ -179,17 +146,98 @@ func (s *sweep) endLaunch(why string) {
 		l.end = &end
 	}
 	if l.end.err != nil && !l.end.res.Stopped {
-		s.warnf("launch %d (%s): %v", l.id, l.first.label(), l.end.err)
+		s.rec.warnf("launch %d (%s): %v", l.id, l.first.label(), l.end.err)
 	}
 	if l.run.sampling != nil {
-		l.run.sampling.stop(s, &sensitivity.PointStats{}, nil)
+		l.run.sampling.stop(s.rec, &sensitivity.PointStats{}, nil)
 		l.run.sampling = nil
 	}
 	if t := l.run.tailer; t != nil && t.Bad > 0 {
 		s.keepMetrics(fmt.Sprintf("launch%d.raw-metrics.jsonl", l.id), l.first.label(), l.run.metricsPath)
 		if t.Broken(len(l.run.m.all)) == "" {
-			s.warnf("launch %d (%s): %d malformed metrics lines (first: %s)", l.id, l.first.label(), t.Bad, strings.Join(t.Errors, "; "))
+			s.rec.warnf("launch %d (%s): %d malformed metrics lines (first: %s)", l.id, l.first.label(), t.Bad, strings.Join(t.Errors, "; "))
 		}
 	}
 	l.run.close()
+}
+
+// prepare makes the point's metrics directory and opens its log.
+func (s *launcher) prepare(pt point) (*pointRun, error) {
+	dir, err := os.MkdirTemp(s.workDir, "point-*")
+	if err != nil {
+		return nil, err
+	}
+	run := &pointRun{metricsDir: dir, metricsPath: filepath.Join(dir, "metrics.jsonl"), tail: &tailBuffer{max: 4096}}
+	if s.logs != nil {
+		if run.log, err = s.logs.Create(pt.fileLabel()+".log", 0o644); err != nil {
+			run.close()
+			return nil, err
+		}
+	}
+	return run, nil
+}
+
+// prepareCache evicts (cold points) or warms the dataset's page cache and
+// records how much of it is resident before the start.
+func (s *launcher) prepareCache(pt point, stats *sensitivity.PointStats) error {
+	cfg := s.cfg
+	if s.deps.Cache == nil || cfg.DataDir == "" || pt.synthetic {
+		return nil
+	}
+	dataDir := s.data.dataDirFor(pt) // the dataset, or its sample at a scaled memory point
+	if pt.cold {
+		if _, err := s.deps.Cache.Evict(dataDir); err != nil {
+			return fmt.Errorf("evict dataset before %s: %w", pt.label(), err)
+		}
+	} else if err := s.deps.Cache.Warm(dataDir); err != nil {
+		return fmt.Errorf("warm dataset before %s: %w", pt.label(), err)
+	}
+	res, _, err := s.deps.Cache.Resident(dataDir)
+	if err != nil {
+		return fmt.Errorf("check dataset residency before %s: %w", pt.label(), err)
+	}
+	stats.ResidentBytesBefore = res
+	// In place the job reads on while its dataset is evicted: what it read
+	// since is cached again, charged to it under its new limit.
+	if pt.cold && !stats.InPlace && s.data.datasetBytes > 0 && float64(res) > 0.05*float64(s.data.datasetBytes) {
+		s.rec.warnf("%s: %s of the dataset stayed cached after eviction (another process holds it?); the memory figure may be optimistic",
+			pt.label(), units.FormatBytes(res))
+	}
+	return nil
+}
+
+// makeDirs makes the sweep's work directory (returned, for the caller to
+// remove) and the log and timeline directories.
+func (s *launcher) makeDirs() (string, error) {
+	// Named after this process (a later run removes it if this one dies)
+	// and 0700: only this run enters it; a container's user gets its own
+	// point directory, mounted (runner/docker).
+	work, err := owner.MkdirTemp("", owner.TempDirPrefix)
+	if err != nil {
+		return "", fmt.Errorf("work directory: %w", err)
+	}
+	s.workDir = work
+	for _, d := range []struct {
+		path string
+		dir  **safefile.Dir
+	}{{s.cfg.LogDir, &s.logs}, {s.cfg.TimelineDir, &s.timeline}} {
+		if d.path == "" {
+			continue
+		}
+		if *d.dir, err = safefile.MakeDir(d.path, 0o755); err != nil {
+			s.closeDirs()
+			os.RemoveAll(work)
+			return "", fmt.Errorf("output dir: %w", err)
+		}
+	}
+	return work, nil
+}
+
+// closeDirs closes the log and timeline directories.
+func (s *launcher) closeDirs() {
+	for _, d := range []*safefile.Dir{s.logs, s.timeline} {
+		if d != nil {
+			d.Close()
+		}
+	}
 }

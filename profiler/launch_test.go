@@ -249,7 +249,7 @@ func (e *evictions) Warm(string) error                     { return nil }
 // oneLaunchConfig is a grid over 3 CPU counts needing 1, 1 and 2 loader
 // workers and two memory limits, on a job that answers the control
 // channel, with the stall breakdown on.
-func oneLaunchConfig(t *testing.T, lr *liveRunner) Config {
+func oneLaunchConfig(t *testing.T, lr *liveRunner) testConfig {
 	cfg := baseConfig(t, nil)
 	cfg.Runner, cfg.Strategy, cfg.Cache = lr, StrategyGrid, &evictions{}
 	cfg.CPUs, cfg.MemLimits = []float64{0.5, 1, 2}, []int64{50 << 20, 1 << 30}
@@ -260,7 +260,7 @@ func oneLaunchConfig(t *testing.T, lr *liveRunner) Config {
 func TestRun_OneLaunchServesEveryPoint(t *testing.T) {
 	lr := &liveRunner{rate: fastRate, queue: 4, noise: 0.04, control: true, replayRate: 2000}
 	cfg := oneLaunchConfig(t, lr)
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +301,7 @@ func TestRun_AJobThatDoesNotListenIsRelaunchedWhereItsWorkersChange(t *testing.T
 	lr := &liveRunner{rate: fastRate, queue: 4, noise: 0.04}
 	cfg := oneLaunchConfig(t, lr)
 	cfg.StallBreakdown = false
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +323,7 @@ func TestRun_AJobThatDoesNotListenIsRelaunchedWhereItsWorkersChange(t *testing.T
 func TestRun_ARunnerThatCannotUpdateRelaunchesEveryPoint(t *testing.T) {
 	fr := &fakeRunner{rate: trueRate, noise: 0.05}
 	cfg := baseConfig(t, fr)
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +339,7 @@ func TestRun_AnOOMKillInPlaceIsRecordedAndTheNextPointRelaunches(t *testing.T) {
 	lr := &liveRunner{rate: fastRate, queue: 4, noise: 0.04, control: true, oomBelow: 100 << 20}
 	cfg := oneLaunchConfig(t, lr)
 	cfg.StallBreakdown = false
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +368,7 @@ func TestRun_OneLaunchInterruptedSweepResumes(t *testing.T) {
 	defer cancel()
 	// Cancelled during the third point (in place in the first launch).
 	cfg.Progress = &cancelAfter{n: 2, cancel: cancel}
-	p, err := Run(ctx, cfg)
+	p, err := run(ctx, cfg)
 	if !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("err = %v, want ErrInterrupted", err)
 	}
@@ -376,7 +376,7 @@ func TestRun_OneLaunchInterruptedSweepResumes(t *testing.T) {
 		t.Fatalf("interrupted profile: %d points in %d launches, stop %q; want 2 in 1, interrupted", p.Cost.Points, lr.started, p.Cost.StopReason)
 	}
 	cfg.Resume, cfg.Progress = true, nil
-	p, err = Run(context.Background(), cfg)
+	p, err = run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

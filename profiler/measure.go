@@ -50,29 +50,10 @@ func (a anchor) since(all []jobcontract.Iteration) []jobcontract.Iteration {
 	return nil
 }
 
-// pick returns the point's iterations (since), the measured ones (win;
-// the first only anchors time) and, under a memory limit, the first pass.
-func (s *sweep) pick(pt point, a anchor, all []jobcontract.Iteration) (since, win, first []jobcontract.Iteration) {
-	since = a.since(all)
-	if !a.changed || pt.cold {
-		win, first = s.window(pt, since, a.changed)
-		return since, win, first
-	}
-	// A warm point after a change drops settleIterations and settleMin.
-	i := max(s.settleIterations(Workers(pt.cpus, s.cfg.GPUs)), 1) - 1
-	for i < len(since) && since[i].TS < a.t0+settleMin.Seconds() {
-		i++
-	}
-	if i >= len(since) {
-		return since, nil, nil
-	}
-	return since, since[i:], nil
-}
-
 // measureIn follows the launch l through pt's part of its stream and
 // returns pt's cell. A job that ends during it ends the launch; a
 // cancelled context stops it and returns errInterrupted.
-func (s *sweep) measureIn(ctx context.Context, pt point, l *launch, a anchor, cell sensitivity.Cell) (sensitivity.Cell, error) {
+func (s *launcher) measureIn(ctx context.Context, pt point, l *launch, a anchor, cell sensitivity.Cell) (sensitivity.Cell, error) {
 	if !a.changed {
 		pt = l.first // with the launch's worker count and iteration cap
 	}
@@ -81,7 +62,7 @@ func (s *sweep) measureIn(ctx context.Context, pt point, l *launch, a anchor, ce
 	if a.changed {
 		var err error
 		if run.sampling, err = s.startSampling(run.h, pt); err != nil {
-			s.warnf("%s: sampling: %v", pt.label(), err)
+			s.rec.warnf("%s: sampling: %v", pt.label(), err)
 		}
 	}
 	stop, interrupted := s.watchPoint(ctx, pt, l, a)
@@ -90,13 +71,13 @@ func (s *sweep) measureIn(ctx context.Context, pt point, l *launch, a anchor, ce
 		return cell, errInterrupted
 	}
 	s.pollLaunch(pt, l)
-	since, win, first := s.pick(pt, a, run.m.all)
+	since, win, first := s.meter.pick(pt, a, run.m.all)
 	view := *run
 	view.m = measurement{all: since, window: win, firstPass: first, est: estimate(win), inPlace: a.changed}
 	if live, ok := run.sampling.liveStats(); ok {
 		view.live = live
 	}
-	run.sampling.stop(s, st, win)
+	run.sampling.stop(s.rec, st, win)
 	run.sampling = nil
 	s.keepPointMetrics(pt, since)
 	// The counters at the point's end: the cgroup sampler's last read, the
@@ -105,7 +86,7 @@ func (s *sweep) measureIn(ctx context.Context, pt point, l *launch, a anchor, ce
 	if view.live.n == 0 {
 		after, err = run.h.Stats()
 	}
-	end := pointEnd{stopReason: stop, wall: s.cfg.Now().Sub(a.start).Seconds()}
+	end := pointEnd{stopReason: stop, wall: s.deps.Now().Sub(a.start).Seconds()}
 	if l.end != nil {
 		end.res, end.err = l.end.res, l.end.err
 	}
@@ -117,7 +98,7 @@ func (s *sweep) measureIn(ctx context.Context, pt point, l *launch, a anchor, ce
 	}
 	if l.end != nil {
 		after, err = l.end.res.Final, nil
-		if !s.classifyEnd(pt, &view, end, &cell) {
+		if !s.meter.classifyEnd(pt, &view, end, &cell) {
 			s.endLaunch(endedWhy(pt, *l.end))
 			return cell, nil
 		}
@@ -127,7 +108,7 @@ func (s *sweep) measureIn(ctx context.Context, pt point, l *launch, a anchor, ce
 		fillWindowStats(st, a.counts, after, view.live)
 		st.ExitCode = end.res.ExitCode
 	}
-	s.measure(pt, &view, end, &cell)
+	s.meter.measure(pt, &view, end, &cell)
 	if n := len(win); n > 1 && cell.Failure == nil {
 		st.MeasureSeconds = win[n-1].TS - win[0].TS
 	}
@@ -161,8 +142,8 @@ func endedWhy(pt point, end pointEnd) string {
 // iteration cap, pt's time cap passes, the job ends (stop ""), or ctx is
 // cancelled. It reports progress and, where no cgroup sampler reads the
 // job's counters, polls them.
-func (s *sweep) watchPoint(ctx context.Context, pt point, l *launch, a anchor) (stop string, interrupted bool) {
-	cfg := &s.cfg
+func (s *launcher) watchPoint(ctx context.Context, pt point, l *launch, a anchor) (stop string, interrupted bool) {
+	cfg := s.cfg
 	ticker := time.NewTicker(cfg.Poll)
 	defer ticker.Stop()
 	deadline := time.NewTimer(cfg.PointTimeout)
@@ -182,7 +163,7 @@ func (s *sweep) watchPoint(ctx context.Context, pt point, l *launch, a anchor) (
 			return StopTimeCap, false
 		case <-ticker.C:
 			s.pollLaunch(pt, l)
-			since, win, _ := s.pick(pt, a, l.run.m.all)
+			since, win, _ := s.meter.pick(pt, a, l.run.m.all)
 			est := estimate(win)
 			if !sampled && time.Since(lastStats) >= statsEvery {
 				lastStats = time.Now()
@@ -190,11 +171,11 @@ func (s *sweep) watchPoint(ctx context.Context, pt point, l *launch, a anchor) (
 					l.run.live.add(st)
 				}
 			}
-			if cfg.Progress != nil && time.Since(lastUpdate) >= 500*time.Millisecond {
+			if s.deps.Progress != nil && time.Since(lastUpdate) >= 500*time.Millisecond {
 				lastUpdate = time.Now()
-				cfg.Progress.PointUpdate(pt.label(), est.Iterations, est, cfg.Now().Sub(a.start))
+				s.deps.Progress.PointUpdate(pt.label(), est.Iterations, est, s.deps.Now().Sub(a.start))
 			}
-			if r := s.stopForPoint(pt, since, a.changed, est); r != "" {
+			if r := s.meter.stopForPoint(pt, since, a.changed, est); r != "" {
 				return r, false
 			}
 		}

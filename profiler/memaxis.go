@@ -86,7 +86,7 @@ func cellWorkers(c sensitivity.Cell, gpus int) int {
 // the GPU server every limit of such an axis was OOM-killed. It reports
 // whether the axis changed (the planner then plans again). The profile
 // says how its axis was chosen (Axes.MemFrom).
-func (s *sweep) fitMemAxis() bool {
+func fitMemAxis(s *recorder) bool {
 	p := s.prof
 	if !s.cfg.MemAxisFromJob || p.Axes.MemFrom != "" {
 		return false
@@ -107,8 +107,8 @@ func (s *sweep) fitMemAxis() bool {
 	}
 	room := int64(footprintHeadroom * float64(fp))
 	var axis []int64
-	for _, m := range DefaultMemAxis(s.datasetBytes, room) {
-		if s.cfg.Host.DRAMBytes <= 0 || m < s.cfg.Host.DRAMBytes {
+	for _, m := range DefaultMemAxis(s.data.datasetBytes, room) {
+		if s.deps.Host.DRAMBytes <= 0 || m < s.deps.Host.DRAMBytes {
 			axis = append(axis, m)
 		}
 	}
@@ -120,13 +120,13 @@ func (s *sweep) fitMemAxis() bool {
 	p.Axes.MemLimitBytes = append(axis, 0)
 	p.Axes.MemFrom = fmt.Sprintf("the job: its footprint with %d loader workers is %s (anonymous memory and framework page cache at the unlimited points); "+
 		"the limits are %.0f%% of it plus 1/4, 1/2 and 5/4 of the %s dataset",
-		maxW, units.FormatBytes(fp), 100*footprintHeadroom, units.FormatBytes(s.datasetBytes))
-	if s.cfg.Progress != nil {
+		maxW, units.FormatBytes(fp), 100*footprintHeadroom, units.FormatBytes(s.data.datasetBytes))
+	if s.deps.Progress != nil {
 		var names []string
 		for _, m := range axis {
 			names = append(names, units.FormatMemLimit(m))
 		}
-		s.cfg.Progress.Note(fmt.Sprintf("memory axis %v, from %s", names, p.Axes.MemFrom))
+		s.deps.Progress.Note(fmt.Sprintf("memory axis %v, from %s", names, p.Axes.MemFrom))
 	}
 	return true
 }
@@ -134,8 +134,8 @@ func (s *sweep) fitMemAxis() bool {
 // predictedOOM is the cell of a cold point whose limit is at or below the
 // job's own memory at its loader workers (footprintAt): not launched, an
 // OOM kill predicted, with its reason.
-func (s *sweep) predictedOOM(pt point) (sensitivity.Cell, bool) {
-	if !pt.cold || pt.synthetic || s.scaledPoint(pt) {
+func predictedOOM(s *recorder, pt point) (sensitivity.Cell, bool) {
+	if !pt.cold || pt.synthetic || s.data.scaledPoint(pt) {
 		return sensitivity.Cell{}, false
 	}
 	w := Workers(pt.cpus, s.cfg.GPUs)

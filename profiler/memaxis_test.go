@@ -26,7 +26,7 @@ func TestRun_MemAxisFittedToTheJob(t *testing.T) {
 	cfg.CPUs = []float64{1, 2}
 	cfg.MemLimits = []int64{50 << 20}
 	cfg.MemAxisFromJob = true
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestRun_MemAxisFittedToTheJob(t *testing.T) {
 	// Given limits are kept and said so.
 	cfg = baseConfig(t, &fakeRunner{rate: trueRate, anon: anonByWorkers})
 	cfg.CPUs, cfg.MemLimits = []float64{1}, []int64{1 << 30}
-	if p, err = Run(context.Background(), cfg); err != nil {
+	if p, err = run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	if p.Axes.MemFrom != "given" || !slices.Equal(p.Axes.MemLimitBytes, []int64{1 << 30, 0}) {
@@ -63,7 +63,7 @@ func TestRun_LimitBelowFootprintIsAPredictedOOM(t *testing.T) {
 	cfg.Strategy = StrategyGrid
 	cfg.CPUs = []float64{1, 2}
 	cfg.MemLimits = []int64{160 << 20, 1 << 30} // 1 core: 150 MiB; 2 cores: 200 MiB
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 // cannotServe says why the live launch cannot measure pt in place, or ""
 // when it can.
-func (s *sweep) cannotServe(l *launch, pt point) string {
+func (s *launcher) cannotServe(l *launch, pt point) string {
 	select {
 	case end := <-l.waitCh:
 		l.end = &end
@@ -31,12 +31,12 @@ func (s *sweep) cannotServe(l *launch, pt point) string {
 		return "the step-only run's launch was fed synthetic data"
 	case len(l.run.m.all) == 0:
 		return "the job wrote no metrics stream, so its points are measured by wall time, one launch each"
-	case s.dataDirFor(pt) != l.dataDir && s.scaledPoint(pt):
+	case s.data.dataDirFor(pt) != l.dataDir && s.data.scaledPoint(pt):
 		return "the point reads a sample of the dataset (--mem-scale)"
-	case s.dataDirFor(pt) != l.dataDir:
+	case s.data.dataDirFor(pt) != l.dataDir:
 		return "the point reads the whole dataset, the launch its sample (--mem-scale)"
 	case l.u == nil && !sameLimits(s.limitsFor(pt), l.limits):
-		return fmt.Sprintf("the %s runner cannot change a running job's limits", s.cfg.Runner.Name())
+		return fmt.Sprintf("the %s runner cannot change a running job's limits", s.deps.Runner.Name())
 	case (workers != l.workers || pt.synthetic) && !l.ctl.listening():
 		why := "the job does not answer the control channel (no DataLoader probe or contract helper listening)"
 		if l.ctl.broken != "" {
@@ -61,8 +61,8 @@ func (e errRelaunch) Error() string { return e.why }
 // replay over the control channel, then the dataset's page cache (evicted
 // for a point under a memory limit, warm otherwise). It returns the
 // point's anchor: when and from which iteration pt's settings hold.
-func (s *sweep) move(ctx context.Context, l *launch, pt point, st *sensitivity.PointStats) (anchor, error) {
-	a := anchor{start: s.cfg.Now(), changed: true, ackIter: -1}
+func (s *launcher) move(ctx context.Context, l *launch, pt point, st *sensitivity.PointStats) (anchor, error) {
+	a := anchor{start: s.deps.Now(), changed: true, ackIter: -1}
 	if want := s.limitsFor(pt); !sameLimits(want, l.limits) {
 		if err := l.u.Update(ctx, runner.Limits{CPUs: want.CPUs, MemLimitBytes: want.MemLimitBytes}); err != nil {
 			if ctx.Err() != nil {
@@ -98,11 +98,11 @@ func (s *sweep) move(ctx context.Context, l *launch, pt point, st *sensitivity.P
 		l.replay = ack.Replay
 		a.ackIter = ack.Iter
 	}
-	if !pt.cold && l.readCold && s.cfg.Cache != nil && s.cfg.DataDir != "" && !pt.synthetic {
+	if !pt.cold && l.readCold && s.deps.Cache != nil && s.cfg.DataDir != "" && !pt.synthetic {
 		// The cold point before read the dataset into the job's cgroup:
 		// evicted, it is warmed again by the profiler (prepareCache), as
 		// for a new launch, so the job's page cache is its own again.
-		if _, err := s.cfg.Cache.Evict(l.dataDir); err != nil {
+		if _, err := s.deps.Cache.Evict(l.dataDir); err != nil {
 			return a, fmt.Errorf("evict dataset before %s: %w", pt.label(), err)
 		}
 		l.readCold = false
@@ -120,7 +120,7 @@ func (s *sweep) move(ctx context.Context, l *launch, pt point, st *sensitivity.P
 
 // measurePointAt measures pt in the live launch, changed in place, or in
 // a new launch when the live one cannot serve it.
-func (s *sweep) measurePointAt(ctx context.Context, pt point) (sensitivity.Cell, error) {
+func (s *launcher) measurePointAt(ctx context.Context, pt point) (sensitivity.Cell, error) {
 	if l := s.live; l != nil {
 		if why := s.cannotServe(l, pt); why != "" {
 			s.endLaunch(why)
@@ -136,7 +136,7 @@ func (s *sweep) measurePointAt(ctx context.Context, pt point) (sensitivity.Cell,
 		var rl errRelaunch
 		switch {
 		case errors.As(err, &rl):
-			s.warnf("%s: %s; relaunching the job", pt.label(), rl.why)
+			s.rec.warnf("%s: %s; relaunching the job", pt.label(), rl.why)
 			s.endLaunch(rl.why)
 		case err != nil:
 			s.endLaunch("")
@@ -161,27 +161,9 @@ func (s *sweep) measurePointAt(ctx context.Context, pt point) (sensitivity.Cell,
 }
 
 // newCell is pt's cell before it is measured.
-func (s *sweep) newCell(pt point) sensitivity.Cell {
+func (s *launcher) newCell(pt point) sensitivity.Cell {
 	return sensitivity.Cell{CPUs: pt.cpus, MemLimitBytes: pt.memLimit, Measured: true, Phase: pt.phase,
 		Stats: &sensitivity.PointStats{Workers: Workers(pt.cpus, s.cfg.GPUs), ColdStart: pt.cold}}
-}
-
-// measurePoint measures pt, or records why it is not launched: too slow
-// for its time cap (passtime.go), or a memory limit the job is predicted
-// to be OOM-killed under (memaxis.go).
-func (s *sweep) measurePoint(ctx context.Context, pt point) (sensitivity.Cell, error) {
-	if err := s.prepareScaled(pt); err != nil {
-		return sensitivity.Cell{}, err
-	}
-	if cell, skip := s.tooSlowForTimeout(pt); skip {
-		return cell, nil
-	}
-	if cell, skip := s.predictedOOM(pt); skip {
-		return cell, nil
-	}
-	cell, err := s.measurePointAt(ctx, pt)
-	s.markScaled(pt, &cell)
-	return cell, err
 }
 
 // sameLimits reports whether a and b set the same CPU budget and memory

@@ -17,17 +17,17 @@ import (
 // take and which flag to change. On a real CPU step of about 3 s (92
 // iterations a pass) the memory points otherwise ran their 2 minutes into
 // "only 39 iterations reported within 2m0s (0 measurable)".
-func (s *sweep) tooSlowForTimeout(pt point) (sensitivity.Cell, bool) {
+func (s *meter) tooSlowForTimeout(pt point) (sensitivity.Cell, bool) {
 	if !pt.cold || pt.synthetic || s.cfg.PointTimeout <= 0 {
 		return sensitivity.Cell{}, false
 	}
-	files := s.datasetFiles
-	if s.scaledPoint(pt) && s.scaled != nil {
-		files = s.scaled.files
+	files := s.data.datasetFiles
+	if s.data.scaledPoint(pt) && s.data.scaled != nil {
+		files = s.data.scaled.files
 	}
 	var warm *sensitivity.Cell
-	for i := range s.prof.Cells {
-		c := &s.prof.Cells[i]
+	for i := range s.rec.prof.Cells {
+		c := &s.rec.prof.Cells[i]
 		if c.Measured && c.Failure == nil && sensitivity.Unlimited(c.MemLimitBytes) && c.CPUs >= pt.cpus &&
 			c.SamplesPerS > 0 && (warm == nil || c.SamplesPerS > warm.SamplesPerS) {
 			warm = c
@@ -47,7 +47,7 @@ func (s *sweep) tooSlowForTimeout(pt point) (sensitivity.Cell, bool) {
 	if s.cfg.MemScale == 0 {
 		msg += ", or measure the memory points on a sample of the data (--mem-scale)"
 	}
-	s.warnf("%s: %s", pt.label(), msg)
+	s.rec.warnf("%s: %s", pt.label(), msg)
 	return sensitivity.Cell{CPUs: pt.cpus, MemLimitBytes: pt.memLimit, Measured: true, Phase: pt.phase,
 		Failure: &sensitivity.Failure{Class: sensitivity.FailTimeout, Message: msg}}, true
 }

@@ -26,7 +26,7 @@ func TestRun_ColdPointTooSlowForItsTimeoutIsNotLaunched(t *testing.T) {
 		cfg.MemLimits = []int64{50 << 20}
 		cfg.MaxIterations, cfg.MinIterations = 20, 10
 		cfg.PointTimeout = tc.timeout
-		p, err := Run(context.Background(), cfg)
+		p, err := run(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

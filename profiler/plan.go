@@ -45,7 +45,7 @@ const kneeFrac = 0.97
 // planner picks the next point to measure from what is measured so far. It
 // derives everything from the profile's cells, so a resumed profile picks
 // up where it stopped. ok=false: the strategy is done.
-type planner func(s *sweep) (pt point, ok bool)
+type planner func(s *recorder) (pt point, ok bool)
 
 func plannerFor(name string) (planner, error) {
 	switch name {
@@ -66,47 +66,7 @@ func mkPoint(cpus float64, mem int64, phase string) point {
 	return point{cpus: cpus, memLimit: mem, phase: phase, cold: !sensitivity.Unlimited(mem)}
 }
 
-// limitedMems is the memory axis without the unlimited column.
-func (s *sweep) limitedMems() []int64 {
-	var out []int64
-	for _, m := range s.prof.Axes.MemLimitBytes {
-		if !sensitivity.Unlimited(m) {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-func (s *sweep) measured(cpus float64, mem int64) bool {
-	c := s.prof.Cell(cpus, mem)
-	return c != nil && c.Measured
-}
-
-// value returns the measured throughput of a cell (0 for failures) and
-// whether it was measured.
-func (s *sweep) value(cpus float64, mem int64) (float64, bool) {
-	c := s.prof.Cell(cpus, mem)
-	if c == nil || !c.Measured {
-		return 0, false
-	}
-	if c.Failure != nil {
-		return 0, true
-	}
-	return c.SamplesPerS, true
-}
-
-// fitPoints counts measured cells that feed the fit (not validation ones).
-func (s *sweep) fitPoints() int {
-	n := 0
-	for _, c := range s.prof.Cells {
-		if c.Measured && c.Phase != sensitivity.PhaseValidate {
-			n++
-		}
-	}
-	return n
-}
-
-func planAxes(s *sweep) (point, bool) {
+func planAxes(s *recorder) (point, bool) {
 	for _, c := range s.prof.Axes.CPUs {
 		if !s.measured(c, 0) {
 			return mkPoint(c, 0, sensitivity.PhaseCPU), true
@@ -124,7 +84,7 @@ func planAxes(s *sweep) (point, bool) {
 	return point{}, false
 }
 
-func planGrid(s *sweep) (point, bool) {
+func planGrid(s *recorder) (point, bool) {
 	for _, c := range s.prof.Axes.CPUs {
 		if !s.measured(c, 0) {
 			return mkPoint(c, 0, sensitivity.PhaseCPU), true
@@ -145,7 +105,7 @@ func planGrid(s *sweep) (point, bool) {
 // 10% of the previous point's, halve the CPUs, else step down by the GPU
 // count; stop below the smallest CPU count. Targets are rounded down to the
 // CPU axis. The first point compares with itself (Synergy runs it twice).
-func planSynergy(s *sweep) (point, bool) {
+func planSynergy(s *recorder) (point, bool) {
 	axis := s.prof.Axes.CPUs
 	cur := axis[len(axis)-1]
 	prev := cur
@@ -190,7 +150,7 @@ const maxKneeSteps = 2
 // budget remains, the unmeasured cell whose prediction is least certain
 // per second of measuring it. Under a time budget and no point cap
 // (Config.Budget 0), it goes on while time and uncertain cells remain.
-func planOptimistic(s *sweep) (point, bool) {
+func planOptimistic(s *recorder) (point, bool) {
 	if s.fitPoints() >= s.cfg.Budget {
 		return point{}, false
 	}
@@ -225,7 +185,7 @@ func planOptimistic(s *sweep) (point, bool) {
 	// 5. Refine, while any prediction is uncertain by more than
 	// refineRelCI: the cell the model is least sure of, per second of
 	// measuring it (cost_budget.go).
-	return s.refinePoint()
+	return refinePoint(s)
 }
 
 // kneeStep looks for the knee of an axis of n points whose values v(i) are
@@ -286,7 +246,7 @@ func kneeValue(axis []float64, v func(int) (float64, bool)) float64 {
 // farthest (in grid steps) from every measured cell and every cell picked
 // before it; among equals, the one farthest from the cells picked for
 // validation so far, then fewer CPUs, then less memory.
-func (s *sweep) validationPoints(k int) []point {
+func validationPoints(s *recorder, k int) []point {
 	cpus, mems := s.prof.Axes.CPUs, s.prof.Axes.MemLimitBytes
 	var taken []gridIdx
 	for i, c := range cpus {
@@ -339,4 +299,19 @@ func absInt(x int) int {
 		return -x
 	}
 	return x
+}
+
+// totalHint says how many points the strategy will measure in all, for
+// progress: exact for the fixed strategies, a bound for optimistic.
+func totalHint(s *recorder) string {
+	nc, nm := len(s.prof.Axes.CPUs), len(s.limitedMems())
+	switch s.cfg.Strategy {
+	case StrategyGrid:
+		return fmt.Sprint(nc * (nm + 1))
+	case StrategyAxes:
+		return fmt.Sprint(nc + nm)
+	case StrategyOptimistic:
+		return fmt.Sprintf("≤%d", min(s.cfg.Budget, nc*(nm+1)))
+	}
+	return fmt.Sprintf("≤%d", nc)
 }

@@ -26,7 +26,7 @@ func measuredSet(p *sensitivity.Profile, phase string) []string {
 func TestStrategy_GridMeasuresEveryCell(t *testing.T) {
 	cfg := baseConfig(t, &fakeRunner{rate: trueRate})
 	cfg.Strategy = StrategyGrid
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestStrategy_SynergyHalvesWhileFlatThenSteps(t *testing.T) {
 	cfg := baseConfig(t, &fakeRunner{rate: trueRate})
 	cfg.Strategy = StrategySynergy
 	cfg.CPUs = []float64{1, 2, 3, 4}
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestStrategy_OptimisticEndsKneesThenRefines(t *testing.T) {
 	cfg.CPUs = []float64{1, 2, 3, 4, 6, 8}
 	cfg.MemLimits = []int64{25 << 20, 50 << 20, 200 << 20, 1 << 30}
 	cfg.Budget = 8
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestStrategy_OptimisticEndsKneesThenRefines(t *testing.T) {
 func TestStrategy_ValidateMeasuresFarCellsApart(t *testing.T) {
 	cfg := baseConfig(t, &fakeRunner{rate: trueRate})
 	cfg.ValidateCells = 2
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

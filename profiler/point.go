@@ -2,11 +2,11 @@ package profiler
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -26,6 +26,16 @@ const (
 	StopIterCap   = "iteration_cap" // the measured-iteration cap was reached
 	StopTimeCap   = "time_cap"      // the point's time cap was reached
 )
+
+// meter is how a point is measured from its launch's stream: which
+// iterations count (warm-up, settling after a change, whole passes from
+// the second after a cold start), when to stop (the interval's target or a
+// cap), and the cell's figures from what was measured.
+type meter struct {
+	cfg  *Config
+	rec  *recorder
+	data *dataset
+}
 
 // point is one (CPUs, memory limit) measurement.
 type point struct {
@@ -70,15 +80,6 @@ type measurement struct {
 	inPlace   bool // all begins at a change in place, not at the job's start
 }
 
-// itersPerEpoch returns how many iterations one pass over the dataset takes,
-// or 0 when unknown.
-func (s *sweep) itersPerEpoch() int {
-	if s.datasetFiles <= 0 || s.cfg.Batch <= 0 {
-		return 0
-	}
-	return (s.datasetFiles + s.cfg.Batch - 1) / s.cfg.Batch
-}
-
 // window picks the iterations to measure from all seen so far (all since
 // a change in place when inPlace). Warm points drop the warm-up iterations.
 // Cold points measure from their second pass over the data (coldStarts),
@@ -87,7 +88,7 @@ func (s *sweep) itersPerEpoch() int {
 // complete (passBounds): under a page-cache limit a shuffled pass hits
 // the cache most at its start and least at its end, so a part of a pass
 // reads high (docs/cost.md, "Whole passes").
-func (s *sweep) window(pt point, all []jobcontract.Iteration, inPlace bool) (win, first []jobcontract.Iteration) {
+func (s *meter) window(pt point, all []jobcontract.Iteration, inPlace bool) (win, first []jobcontract.Iteration) {
 	if !pt.cold {
 		if len(all) <= s.cfg.Warmup {
 			return nil, nil
@@ -119,12 +120,12 @@ func (s *sweep) window(pt point, all []jobcontract.Iteration, inPlace bool) (win
 // a pass, the next two passes' beginnings (the first whole pass since the
 // eviction fills the cache under the limit, as a new launch's first does).
 // -1 where not reached yet.
-func (s *sweep) coldStarts(pt point, all []jobcontract.Iteration, inPlace bool) (from, start int) {
+func (s *meter) coldStarts(pt point, all []jobcontract.Iteration, inPlace bool) (from, start int) {
 	if !inPlace {
 		return min(s.cfg.Warmup, len(all)), s.secondPass(pt, all)
 	}
 	from, start = -1, -1
-	ipe := s.itersPerEpochAt(pt)
+	ipe := s.data.itersPerEpochAt(pt)
 	for j := 1; j < len(all); j++ {
 		a, b := all[j-1], all[j]
 		begins := false
@@ -148,13 +149,13 @@ func (s *sweep) coldStarts(pt point, all []jobcontract.Iteration, inPlace bool) 
 
 // secondPass is the index of a launch's cold point's first iteration of
 // its second pass over the data, or -1 before it.
-func (s *sweep) secondPass(pt point, all []jobcontract.Iteration) int {
+func (s *meter) secondPass(pt point, all []jobcontract.Iteration) int {
 	for i, it := range all {
 		if it.Epoch != nil {
 			if *it.Epoch >= 1 {
 				return i
 			}
-		} else if ipe := s.itersPerEpochAt(pt); ipe > 0 && it.Iter >= ipe {
+		} else if ipe := s.data.itersPerEpochAt(pt); ipe > 0 && it.Iter >= ipe {
 			return i
 		}
 	}
@@ -166,7 +167,7 @@ func (s *sweep) secondPass(pt point, all []jobcontract.Iteration) int {
 // how many are complete. A pass ends where the job's epoch changes, or, for
 // a job that reports no epoch, every itersPerEpochAt iterations; known is
 // false when neither says where.
-func (s *sweep) passBounds(pt point, all []jobcontract.Iteration, start int) (end, passes int, known bool) {
+func (s *meter) passBounds(pt point, all []jobcontract.Iteration, start int) (end, passes int, known bool) {
 	if start < 0 || start >= len(all) {
 		return start, 0, false
 	}
@@ -179,7 +180,7 @@ func (s *sweep) passBounds(pt point, all []jobcontract.Iteration, start int) (en
 		}
 		return end, passes, true
 	}
-	ipe := s.itersPerEpochAt(pt)
+	ipe := s.data.itersPerEpochAt(pt)
 	if ipe <= 0 {
 		return start, 0, false
 	}
@@ -191,13 +192,13 @@ func (s *sweep) passBounds(pt point, all []jobcontract.Iteration, start int) (en
 // holds: whole passes once one is complete, else the share of one pass
 // measured so far (known when the job reports epochs or the pass's length
 // is known). 0, false for a warm point.
-func (s *sweep) passCoverage(pt point, all []jobcontract.Iteration, inPlace bool) (passes float64, known bool) {
+func (s *meter) passCoverage(pt point, all []jobcontract.Iteration, inPlace bool) (passes float64, known bool) {
 	if !pt.cold {
 		return 0, false
 	}
 	from, start := s.coldStarts(pt, all, inPlace)
 	if start < 0 {
-		return 0, s.itersPerEpochAt(pt) > 0 || slices.ContainsFunc(all, func(it jobcontract.Iteration) bool { return it.Epoch != nil })
+		return 0, s.data.itersPerEpochAt(pt) > 0 || slices.ContainsFunc(all, func(it jobcontract.Iteration) bool { return it.Epoch != nil })
 	}
 	_, n, known := s.passBounds(pt, all, start)
 	if !known || n > 0 {
@@ -205,7 +206,7 @@ func (s *sweep) passCoverage(pt point, all []jobcontract.Iteration, inPlace bool
 	}
 	// The share of one pass: a job that reports epochs showed the pass's
 	// length in the pass before start; else the guess.
-	ipe := s.itersPerEpochAt(pt)
+	ipe := s.data.itersPerEpochAt(pt)
 	if all[start].Epoch != nil {
 		ipe = start
 		if inPlace {
@@ -222,7 +223,7 @@ func (s *sweep) passCoverage(pt point, all []jobcontract.Iteration, inPlace bool
 // cold point whose window is still inside its first measured pass goes on
 // to the pass's end (the job is given the iterations for it:
 // launchIterations).
-func (s *sweep) stopForPoint(pt point, all []jobcontract.Iteration, inPlace bool, est Estimate) string {
+func (s *meter) stopForPoint(pt point, all []jobcontract.Iteration, inPlace bool, est Estimate) string {
 	if passes, known := s.passCoverage(pt, all, inPlace); known && passes < 1 {
 		return ""
 	}
@@ -233,13 +234,13 @@ func (s *sweep) stopForPoint(pt point, all []jobcontract.Iteration, inPlace bool
 // warm-up plus the cap; for cold points also the first pass over the data,
 // the cap rounded up to whole passes, and one iteration of the pass after
 // (it shows where the last measured one ended).
-func (s *sweep) maxIterationsFor(pt point) int {
+func (s *meter) maxIterationsFor(pt point) int {
 	if pt.launchIters > 0 {
 		return pt.launchIters
 	}
 	n := s.cfg.Warmup + s.cfg.MaxIterations
 	if pt.cold {
-		if ipe := s.itersPerEpochAt(pt); ipe > 0 {
+		if ipe := s.data.itersPerEpochAt(pt); ipe > 0 {
 			n = s.cfg.Warmup + ipe + s.capFor(pt) + 1
 		}
 	}
@@ -252,14 +253,14 @@ func (s *sweep) maxIterationsFor(pt point) int {
 // point would of the whole dataset, so that the two measure the same
 // thing (docs/cost.md, "Whole passes"): at F of the cost, not F of the
 // passes.
-func (s *sweep) capFor(pt point) int {
+func (s *meter) capFor(pt point) int {
 	max := s.cfg.MaxIterations
-	ipe := s.itersPerEpochAt(pt)
+	ipe := s.data.itersPerEpochAt(pt)
 	if !pt.cold || ipe <= 0 {
 		return max
 	}
 	passes := (max + ipe - 1) / ipe
-	if full := s.itersPerEpoch(); s.scaledPoint(pt) && full > ipe {
+	if full := s.data.itersPerEpoch(); s.data.scaledPoint(pt) && full > ipe {
 		passes = (max + full - 1) / full
 	}
 	return passes * ipe
@@ -290,51 +291,6 @@ type pointEnd struct {
 	wall        float64 // seconds from launch until its results were collected
 }
 
-// prepareCache evicts (cold points) or warms the dataset's page cache and
-// records how much of it is resident before the start.
-func (s *sweep) prepareCache(pt point, stats *sensitivity.PointStats) error {
-	cfg := &s.cfg
-	if cfg.Cache == nil || cfg.DataDir == "" || pt.synthetic {
-		return nil
-	}
-	dataDir := s.dataDirFor(pt) // the dataset, or its sample at a scaled memory point
-	if pt.cold {
-		if _, err := cfg.Cache.Evict(dataDir); err != nil {
-			return fmt.Errorf("evict dataset before %s: %w", pt.label(), err)
-		}
-	} else if err := cfg.Cache.Warm(dataDir); err != nil {
-		return fmt.Errorf("warm dataset before %s: %w", pt.label(), err)
-	}
-	res, _, err := cfg.Cache.Resident(dataDir)
-	if err != nil {
-		return fmt.Errorf("check dataset residency before %s: %w", pt.label(), err)
-	}
-	stats.ResidentBytesBefore = res
-	// In place the job reads on while its dataset is evicted: what it read
-	// since is cached again, charged to it under its new limit.
-	if pt.cold && !stats.InPlace && s.datasetBytes > 0 && float64(res) > 0.05*float64(s.datasetBytes) {
-		s.warnf("%s: %s of the dataset stayed cached after eviction (another process holds it?); the memory figure may be optimistic",
-			pt.label(), units.FormatBytes(res))
-	}
-	return nil
-}
-
-// prepare makes the point's metrics directory and opens its log.
-func (s *sweep) prepare(pt point) (*pointRun, error) {
-	dir, err := os.MkdirTemp(s.workDir, "point-*")
-	if err != nil {
-		return nil, err
-	}
-	run := &pointRun{metricsDir: dir, metricsPath: filepath.Join(dir, "metrics.jsonl"), tail: &tailBuffer{max: 4096}}
-	if s.logs != nil {
-		if run.log, err = s.logs.Create(pt.fileLabel()+".log", 0o644); err != nil {
-			run.close()
-			return nil, err
-		}
-	}
-	return run, nil
-}
-
 // close removes the metrics directory and closes the log.
 func (run *pointRun) close() {
 	if run.log != nil {
@@ -345,7 +301,7 @@ func (run *pointRun) close() {
 
 // stopFor says why a point should stop now: converged, or at its iteration
 // cap; "" to go on.
-func (s *sweep) stopFor(est Estimate, cap int) string {
+func (s *meter) stopFor(est Estimate, cap int) string {
 	switch {
 	case est.Iterations >= s.cfg.MinIterations && est.RelHalfWidth() <= s.cfg.TargetRelCI:
 		return StopConverged
@@ -359,9 +315,9 @@ func (s *sweep) stopFor(est Estimate, cap int) string {
 // the cell's failure when the runner failed, the job was OOM-killed or
 // exited non-zero by itself. It reports whether the stream is to be
 // measured.
-func (s *sweep) classifyEnd(pt point, run *pointRun, end pointEnd, cell *sensitivity.Cell) bool {
+func (s *meter) classifyEnd(pt point, run *pointRun, end pointEnd, cell *sensitivity.Cell) bool {
 	if e := end.res.Escaped; len(e) > 0 {
-		s.warnf("%s: %d process(es) of the job left its cgroup, escaping its limits, and outlived it; killed: %s",
+		s.rec.warnf("%s: %d process(es) of the job left its cgroup, escaping its limits, and outlived it; killed: %s",
 			pt.label(), len(e), strings.Join(e, ", "))
 	}
 	if end.err != nil {
@@ -390,8 +346,8 @@ func (s *sweep) classifyEnd(pt point, run *pointRun, end pointEnd, cell *sensiti
 // a stream that cannot be read (malformed_metrics, with the first bad line),
 // no line before the time cap, or fewer than two measurable iterations.
 // Only a job that wrote no stream at all is measured from its wall time.
-func (s *sweep) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity.Cell) {
-	cfg, m, stats := &s.cfg, &run.m, cell.Stats
+func (s *meter) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity.Cell) {
+	cfg, m, stats := s.cfg, &run.m, cell.Stats
 	stopReason := end.stopReason
 	if stopReason == "" {
 		stopReason = StopJobExited
@@ -418,7 +374,7 @@ func (s *sweep) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 	switch {
 	case (m.est.Iterations < 2 || m.est.SamplesPerS <= 0) && stopReason == StopTimeCap:
 		msg := fmt.Sprintf("only %d iterations reported within %s (%d measurable)", len(m.all), cfg.PointTimeout, m.est.Iterations)
-		switch ipe := s.itersPerEpochAt(pt); {
+		switch ipe := s.data.itersPerEpochAt(pt); {
 		case pt.cold && ipe > 0:
 			msg += fmt.Sprintf(": a point under a memory limit is measured over whole passes from its second, and a pass here is %d iterations; raise --point-timeout (or scale the memory points, --mem-scale)", ipe)
 		default:
@@ -435,7 +391,7 @@ func (s *sweep) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 	stats.PassBoundaries, stats.EpochOverheadS = m.est.PassBoundaries, m.est.EpochOverheadS
 	if n := len(m.window); n < cfg.MinIterations { // the window's iterations, the first anchoring time
 		stats.Unconverged = fmt.Sprintf("%d iterations measured, below the minimum of %d (stopped: %s)", n, cfg.MinIterations, stopReason)
-		s.warnf("%s: only %d iterations measured (stopped: %s), below the minimum of %d (--min-iterations): the figure and its interval are not converged; give the point more time (--point-timeout)",
+		s.rec.warnf("%s: only %d iterations measured (stopped: %s), below the minimum of %d (--min-iterations): the figure and its interval are not converged; give the point more time (--point-timeout)",
 			pt.label(), n, stopReason, cfg.MinIterations)
 	}
 	stats.MeasureSeconds = m.window[len(m.window)-1].TS - m.window[0].TS // the measured span (cost.go)
@@ -451,14 +407,14 @@ func (s *sweep) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 	if passes, known := s.passCoverage(pt, m.all, m.inPlace); known {
 		stats.MeasuredPasses = passes
 		if passes < 1 {
-			s.warnf("%s: measured %.0f%% of one pass over the data (stopped: %s): under a page-cache limit a shuffled pass hits the cache most at its start and least at its end, so part of a pass reads high; give the point a whole pass (--point-timeout, --max-iterations) or scale the memory points (--mem-scale)",
+			s.rec.warnf("%s: measured %.0f%% of one pass over the data (stopped: %s): under a page-cache limit a shuffled pass hits the cache most at its start and least at its end, so part of a pass reads high; give the point a whole pass (--point-timeout, --max-iterations) or scale the memory points (--mem-scale)",
 				pt.label(), 100*passes, stopReason)
 		}
 	}
 	if slices.ContainsFunc(m.all, func(it jobcontract.Iteration) bool { return it.Emulated }) {
-		s.sawEmulated = true
+		s.rec.sawEmulated = true
 	}
-	s.noteEmulatedGPU(m.all)
+	s.rec.noteEmulatedGPU(m.all)
 }
 
 // measureWall measures a job that wrote no metrics stream and exited well:
@@ -467,7 +423,7 @@ func (s *sweep) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 // included. That figure is a lower bound of the steady rate with no
 // interval to be had from one number, so its interval is recorded as
 // unknown: a half-width of the figure itself (±100%), never ±0.
-func (s *sweep) measureWall(pt point, end pointEnd, cell *sensitivity.Cell) {
+func (s *meter) measureWall(pt point, end pointEnd, cell *sensitivity.Cell) {
 	n := s.maxIterationsFor(pt)
 	cell.Stats.MetricsSource = sensitivity.MetricsWall
 	cell.Stats.Iterations = n
@@ -476,7 +432,7 @@ func (s *sweep) measureWall(pt point, end pointEnd, cell *sensitivity.Cell) {
 		cell.SamplesPerS = float64(n*s.cfg.Batch) / end.wall
 		cell.SamplesPerSCI95 = cell.SamplesPerS
 	}
-	s.warnf("%s wrote no metrics stream: its throughput is measured from wall time, start-up included, with an unknown interval (metrics_source %q)",
+	s.rec.warnf("%s wrote no metrics stream: its throughput is measured from wall time, start-up included, with an unknown interval (metrics_source %q)",
 		s.cfg.JobName, sensitivity.MetricsWall)
 }
 
@@ -616,7 +572,7 @@ func bestCPU(cells []sensitivity.Cell) (float64, bool) {
 // second pass over the data; a job whose epoch is longer than the
 // profiler's guess of one (a sample per file) ends inside its first pass,
 // which the text names with the flag to raise.
-func (s *sweep) noProgressText(pt point, m *measurement) string {
+func (s *meter) noProgressText(pt point, m *measurement) string {
 	text := fmt.Sprintf("%d iterations reported, %d measurable after warm-up: raise the iteration cap", len(m.all), m.est.Iterations)
 	if !pt.cold || len(m.all) == 0 {
 		return text
@@ -628,5 +584,83 @@ func (s *sweep) noProgressText(pt point, m *measurement) string {
 	return fmt.Sprintf("%d iterations reported, all in the job's first pass over the data (epoch 0): a limited point "+
 		"is measured from the second pass, and the iteration cap allowed one pass of %d iterations (%d files at batch %d); "+
 		"the job's pass is longer (many samples per file?): raise --max-iterations above one epoch",
-		len(m.all), s.itersPerEpochAt(pt), s.datasetFiles, s.cfg.Batch)
+		len(m.all), s.data.itersPerEpochAt(pt), s.data.datasetFiles, s.cfg.Batch)
+}
+
+// pick returns the point's iterations (since), the measured ones (win;
+// the first only anchors time) and, under a memory limit, the first pass.
+func (s *meter) pick(pt point, a anchor, all []jobcontract.Iteration) (since, win, first []jobcontract.Iteration) {
+	since = a.since(all)
+	if !a.changed || pt.cold {
+		win, first = s.window(pt, since, a.changed)
+		return since, win, first
+	}
+	// A warm point after a change drops settleIterations and settleMin.
+	i := max(s.settleIterations(Workers(pt.cpus, s.cfg.GPUs)), 1) - 1
+	for i < len(since) && since[i].TS < a.t0+settleMin.Seconds() {
+		i++
+	}
+	if i >= len(since) {
+		return since, nil, nil
+	}
+	return since, since[i:], nil
+}
+
+// launchIterations is the --max-iterations a launch is given: enough for
+// every cell of the grid, each after its settling and, under a memory
+// limit, its first passes, with its cap; the sweep stops the job long
+// before that. A job that reports nothing (measured by its wall time) runs
+// one point: its cap is that point's own (maxIterationsFor).
+func (s *meter) launchIterations(pt point) int {
+	per := s.cfg.MaxIterations + s.settleIterations(Workers(pt.cpus, s.cfg.GPUs)) + 1
+	if ipe := s.data.itersPerEpochAt(pt); ipe > 0 {
+		per = max(per, 3*ipe+s.capFor(mkPoint(pt.cpus, 1, "")))
+	}
+	cells := len(s.rec.prof.Axes.CPUs)*len(s.rec.prof.Axes.MemLimitBytes) + 2
+	return s.cfg.Warmup + per*cells
+}
+
+// settleIterations is how many whole iterations after a change are
+// dropped: the warm-up count, and at least the loader's prefetch queue (2
+// batches per worker, PyTorch's default prefetch_factor), which was filled
+// at the old settings and drains first.
+func (s *meter) settleIterations(workers int) int { return max(s.cfg.Warmup, 2*workers) }
+
+// startLaunch starts the job for pt, its first point: at pt's limits and
+// loader workers, with the launch's iteration cap.
+func (s *launcher) startLaunch(ctx context.Context, pt point) (*launch, error) {
+	pt.launchWorkers = Workers(pt.cpus, s.cfg.GPUs)
+	if !pt.synthetic {
+		pt.launchIters = s.meter.launchIterations(pt)
+	}
+	run, err := s.prepare(pt)
+	if err != nil {
+		return nil, err
+	}
+	ctl := newControl(run.metricsDir)
+	s.rec.prof.Cost.Launches++
+	if s.relaunchWhy != "" {
+		if len(s.rec.prof.Cost.Relaunches) < maxRelaunchNotes {
+			s.rec.prof.Cost.Relaunches = append(s.rec.prof.Cost.Relaunches,
+				fmt.Sprintf("launch %d (%s): %s", s.rec.prof.Cost.Launches, pt.label(), s.relaunchWhy))
+		}
+		if s.deps.Progress != nil {
+			s.deps.Progress.Note(fmt.Sprintf("%s: relaunching the job: %s", pt.label(), s.relaunchWhy))
+		}
+		s.relaunchWhy = ""
+	}
+	if err := s.launchJob(ctx, pt, run, ctl.env()); err != nil {
+		run.close()
+		return nil, err
+	}
+	l := &launch{id: s.rec.prof.Cost.Launches, first: pt, run: run, u: runner.AsUpdater(run.h), ctl: ctl,
+		waitCh: make(chan pointEnd, 1), ended: make(chan struct{}),
+		limits: s.limitsFor(pt), workers: pt.launchWorkers, dataDir: s.data.dataDirFor(pt), synthetic: pt.synthetic, readCold: pt.cold}
+	go func() {
+		res, err := run.h.Wait()
+		l.waitCh <- pointEnd{res: res, err: err}
+		close(l.ended)
+	}()
+	s.live = l
+	return l, nil
 }

@@ -70,20 +70,18 @@ func (j JobSetup) probeOn(command []string) bool {
 type jobState struct {
 	tmpl     template
 	probeDir string // "" when no probe is injected
-	// emulatedLabel is the loader-only step the probe reported.
-	emulatedLabel string
 }
 
 // setupJob parses the command's template and writes the probe into the
 // sweep's work directory when it is injected.
-func (s *sweep) setupJob() error {
+func (s *launcher) setupJob() error {
 	var err error
 	if s.tmpl, err = parseTemplate(s.cfg.Command); err != nil {
 		return err
 	}
 	if !s.cfg.probeOn(s.cfg.Command) {
-		if s.tmpl.has() && s.cfg.StallBreakdown && s.prof.StepOnly == nil {
-			s.warnf("no step-only run: the command is a template, so it cannot be asked for synthetic data, and it is not a Python job the probe could replay (stall breakdown off)")
+		if s.tmpl.has() && s.cfg.StallBreakdown && s.rec.prof.StepOnly == nil {
+			s.rec.warnf("no step-only run: the command is a template, so it cannot be asked for synthetic data, and it is not a Python job the probe could replay (stall breakdown off)")
 		}
 		return nil
 	}
@@ -101,10 +99,10 @@ func (s *sweep) setupJob() error {
 // stepOnlyPossible reports whether the job can be asked for a step-only
 // run: through the appended --synthetic-data, or, for a template (an
 // unmodified script), through the probe's replay mode.
-func (s *sweep) stepOnlyPossible() bool { return !s.tmpl.has() || s.probeDir != "" }
+func (s *launcher) stepOnlyPossible() bool { return !s.tmpl.has() || s.probeDir != "" }
 
 // stepOnlySource says how the step-only run measures the step alone.
-func (s *sweep) stepOnlySource() string {
+func (s *launcher) stepOnlySource() string {
 	if s.tmpl.has() {
 		return sensitivity.StepOnlyProbeReplay
 	}
@@ -118,7 +116,7 @@ func (run *pointRun) reportPath() string { return filepath.Join(run.metricsDir, 
 // PYTHONPATH (chaining the job's own), the report, the iteration cap, the
 // worker count when neither a placeholder nor an appended flag gives it,
 // and the loader-only mode.
-func (s *sweep) probeEnv(pt point, run *pointRun) []string {
+func (s *launcher) probeEnv(pt point, run *pointRun) []string {
 	if s.probeDir == "" {
 		return nil
 	}
@@ -129,7 +127,7 @@ func (s *sweep) probeEnv(pt point, run *pointRun) []string {
 	env := []string{
 		"PYTHONPATH=" + pp,
 		pytorch.ProbeEnvReport + "=" + run.reportPath(),
-		pytorch.ProbeEnvMaxIterations + "=" + strconv.Itoa(s.maxIterationsFor(pt)),
+		pytorch.ProbeEnvMaxIterations + "=" + strconv.Itoa(s.meter.maxIterationsFor(pt)),
 	}
 	if s.tmpl.has() && !s.tmpl.used[PlaceholderWorkers] {
 		env = append(env, pytorch.ProbeEnvWorkers+"="+strconv.Itoa(cmp.Or(pt.launchWorkers, Workers(pt.cpus, s.cfg.GPUs))))
@@ -150,13 +148,13 @@ func (s *sweep) probeEnv(pt point, run *pointRun) []string {
 
 // jobPythonPath is the PYTHONPATH the job would have without the probe:
 // the user's (Config.Env), else, for the local runner, the one it inherits.
-func (s *sweep) jobPythonPath() string {
+func (s *launcher) jobPythonPath() string {
 	for i := len(s.cfg.Env) - 1; i >= 0; i-- {
 		if v, ok := strings.CutPrefix(s.cfg.Env[i], "PYTHONPATH="); ok {
 			return v
 		}
 	}
-	if s.cfg.Runner != nil && s.cfg.Runner.Name() == "local" {
+	if s.deps.Runner != nil && s.deps.Runner.Name() == "local" {
 		return os.Getenv("PYTHONPATH")
 	}
 	return ""
@@ -192,14 +190,14 @@ const maxProbeReport = 4 << 20
 
 // readProbe reads the point's probe report and keeps a copy beside its
 // timeline; nil when the probe wrote none.
-func (s *sweep) readProbe(pt point, run *pointRun) *probeReport {
+func (s *launcher) readProbe(pt point, run *pointRun) *probeReport {
 	if s.probeDir == "" {
 		return nil
 	}
 	f, err := jobcontract.OpenJobFile(run.reportPath())
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
-			s.warnf("%s: the probe's report: %v", pt.label(), err)
+			s.rec.warnf("%s: the probe's report: %v", pt.label(), err)
 		}
 		return nil
 	}
@@ -209,18 +207,18 @@ func (s *sweep) readProbe(pt point, run *pointRun) *probeReport {
 		return nil
 	}
 	if len(body) > maxProbeReport {
-		s.warnf("%s: the probe's report is above %d MiB: not read", pt.label(), maxProbeReport>>20)
+		s.rec.warnf("%s: the probe's report is above %d MiB: not read", pt.label(), maxProbeReport>>20)
 		return nil
 	}
 	body = finalReport(body, len(run.m.all))
 	if s.timeline != nil {
 		if err := s.timeline.WriteFile(pt.fileLabel()+".probe.json", body, 0o644); err != nil {
-			s.warnf("timeline: %v", err)
+			s.rec.warnf("timeline: %v", err)
 		}
 	}
 	var r probeReport
 	if err := json.Unmarshal(body, &r); err != nil {
-		s.warnf("%s: the probe's report is not JSON: %v", pt.label(), err)
+		s.rec.warnf("%s: the probe's report is not JSON: %v", pt.label(), err)
 		return nil
 	}
 	return &r
@@ -270,7 +268,7 @@ var errProbeConfig = errors.New("the DataLoader probe refused its settings")
 // applyProbe records what the probe's report says about a point: its
 // settings refused (an error that ends the sweep), no loader seen (the
 // fallback, with its notes), the loader-only step used.
-func (s *sweep) applyProbe(pt point, r *probeReport, end pointEnd) error {
+func (s *launcher) applyProbe(pt point, r *probeReport, end pointEnd) error {
 	if r == nil {
 		return nil
 	}
@@ -284,7 +282,7 @@ func (s *sweep) applyProbe(pt point, r *probeReport, end pointEnd) error {
 		if r.Stream == "script" { // measure reads the script's stream, not the wall clock
 			by = "the script's own metrics stream"
 		}
-		s.warnf("%s: the probe saw no DataLoader batch, so the point is measured by %s: %s", pt.label(), by, strings.Join(r.Notes, "; "))
+		s.rec.warnf("%s: the probe saw no DataLoader batch, so the point is measured by %s: %s", pt.label(), by, strings.Join(r.Notes, "; "))
 	}
 	if r.Stream == "script" && s.cfg.emulate() {
 		// Measuring on would time the script's own step on this machine's
@@ -294,7 +292,7 @@ func (s *sweep) applyProbe(pt point, r *probeReport, end pointEnd) error {
 			"and pass the script its own emulation flags (the reference jobs take --emulate-gpu)", errEmulationRefused)
 	}
 	if r.Emulated != nil && r.Emulated.Label != "" {
-		s.emulatedLabel = r.Emulated.Label
+		s.rec.emulatedLabel = r.Emulated.Label
 	}
 	s.checkAffinity(pt, r)
 	return nil
@@ -302,7 +300,7 @@ func (s *sweep) applyProbe(pt point, r *probeReport, end pointEnd) error {
 
 // checkAffinity warns when a loader's process or worker could run on more
 // or fewer cores than the point's cpuset holds.
-func (s *sweep) checkAffinity(pt point, r *probeReport) {
+func (s *launcher) checkAffinity(pt point, r *probeReport) {
 	want := threads(pt.cpus)
 	for _, l := range r.Loaders {
 		bad := l.CPUs != nil && len(l.CPUs) != want
@@ -310,7 +308,7 @@ func (s *sweep) checkAffinity(pt point, r *probeReport) {
 			bad = bad || len(c) != want
 		}
 		if bad {
-			s.warnf("%s: the loader built at %s ran on CPUs %v with workers on %v, not on the point's %d cores", pt.label(), l.Site, l.CPUs, l.WorkerCPUs, want)
+			s.rec.warnf("%s: the loader built at %s ran on CPUs %v with workers on %v, not on the point's %d cores", pt.label(), l.Site, l.CPUs, l.WorkerCPUs, want)
 		}
 	}
 }

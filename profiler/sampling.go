@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,13 +41,13 @@ type pointSampling struct {
 
 // startSampling starts sampling a running point; nil when there is nothing
 // to sample with.
-func (s *sweep) startSampling(h runner.Handle, pt point) (*pointSampling, error) {
+func (s *launcher) startSampling(h runner.Handle, pt point) (*pointSampling, error) {
 	ps := &pointSampling{agg: sample.NewAggregator()}
-	samplers := append([]sample.Sampler(nil), s.cfg.Samplers...)
+	samplers := append([]sample.Sampler(nil), s.deps.Samplers...)
 	if paths := h.CgroupPaths(); len(paths) > 0 {
 		r, err := cgroupfs.Open(paths)
 		if err != nil {
-			s.warnf("%s: cgroup sampler: %v", pt.label(), err)
+			s.rec.warnf("%s: cgroup sampler: %v", pt.label(), err)
 		} else {
 			ps.cgroup = r
 			samplers = append(samplers, cgstat.NewSampler(r, ps.observe))
@@ -58,7 +57,7 @@ func (s *sweep) startSampling(h runner.Handle, pt point) (*pointSampling, error)
 	if len(samplers) == 0 {
 		return nil, nil
 	}
-	if err := ps.start(s.cfg, s.timeline, pt, samplers); err != nil {
+	if err := ps.start(*s.cfg, s.timeline, pt, samplers); err != nil {
 		ps.close()
 		return nil, err
 	}
@@ -124,7 +123,7 @@ func (ps *pointSampling) close() {
 // stop ends sampling, records the aggregates in stats and the samplers'
 // health in the sweep. GPU figures cover the measured iterations (window),
 // not the launch (see gpuFigures).
-func (ps *pointSampling) stop(s *sweep, st *sensitivity.PointStats, window []jobcontract.Iteration) {
+func (ps *pointSampling) stop(s *recorder, st *sensitivity.PointStats, window []jobcontract.Iteration) {
 	if ps == nil {
 		return
 	}
@@ -225,24 +224,6 @@ func tsTime(ts float64) time.Time {
 	return time.Unix(int64(sec), int64((ts-sec)*1e9))
 }
 
-// addHealth merges one point's sampler health into the profile's.
-func (s *sweep) addHealth(h sample.Health) {
-	for i := range s.prof.Samplers {
-		r := &s.prof.Samplers[i]
-		if r.Name != h.Name {
-			continue
-		}
-		r.Samples += h.Samples
-		for _, e := range h.Errors {
-			if len(r.Errors) < sample.MaxDistinctErrors && !slices.Contains(r.Errors, e) {
-				r.Errors = append(r.Errors, e)
-			}
-		}
-		return
-	}
-	s.prof.Samplers = append(s.prof.Samplers, sensitivity.SamplerRun{Name: h.Name, Samples: h.Samples, Errors: append([]string(nil), h.Errors...)})
-}
-
 // keepMetrics copies a launch's metrics stream, as the job wrote it, to
 // the timeline as name: the job's file, opened as the tailer opens it
 // (jobcontract.OpenJobFile), line by line, leaving out the lines the
@@ -250,7 +231,7 @@ func (s *sweep) addHealth(h sample.Health) {
 // with a warning for either. The sweep keeps it for a stream with
 // malformed lines, which the points' own files (keepPointMetrics) leave
 // out.
-func (s *sweep) keepMetrics(name, label, src string) {
+func (s *launcher) keepMetrics(name, label, src string) {
 	if s.timeline == nil {
 		return
 	}
@@ -261,32 +242,32 @@ func (s *sweep) keepMetrics(name, label, src string) {
 	defer in.Close()
 	out, err := s.timeline.Create(name, 0o644)
 	if err != nil {
-		s.warnf("timeline: %v", err)
+		s.rec.warnf("timeline: %v", err)
 		return
 	}
 	defer out.Close()
 	long, full, err := copyMetricLines(out, in, maxTimelineMetrics)
 	switch {
 	case err != nil:
-		s.warnf("timeline: %v", err)
+		s.rec.warnf("timeline: %v", err)
 	case full:
-		s.warnf("%s: the timeline keeps the first %d MiB of the metrics stream", label, maxTimelineMetrics>>20)
+		s.rec.warnf("%s: the timeline keeps the first %d MiB of the metrics stream", label, maxTimelineMetrics>>20)
 	}
 	if long > 0 {
-		s.warnf("%s: the timeline leaves out %d metrics line(s) longer than %d KiB", label, long, jobcontract.MaxLineBytes>>10)
+		s.rec.warnf("%s: the timeline leaves out %d metrics line(s) longer than %d KiB", label, long, jobcontract.MaxLineBytes>>10)
 	}
 }
 
 // keepPointMetrics writes a point's part of its launch's stream (from its
 // anchor to its end) beside its samples, as the contract's lines, at most
 // maxTimelineMetrics bytes.
-func (s *sweep) keepPointMetrics(pt point, its []jobcontract.Iteration) {
+func (s *launcher) keepPointMetrics(pt point, its []jobcontract.Iteration) {
 	if s.timeline == nil || len(its) == 0 {
 		return
 	}
 	out, err := s.timeline.Create(pt.fileLabel()+".metrics.jsonl", 0o644)
 	if err != nil {
-		s.warnf("timeline: %v", err)
+		s.rec.warnf("timeline: %v", err)
 		return
 	}
 	defer out.Close()
@@ -296,13 +277,13 @@ func (s *sweep) keepPointMetrics(pt point, its []jobcontract.Iteration) {
 	for _, it := range its {
 		line = jobcontract.AppendIteration(line[:0], it) // one line, its newline included
 		if written += len(line); written > maxTimelineMetrics {
-			s.warnf("%s: the timeline keeps the first %d MiB of the metrics stream", pt.label(), maxTimelineMetrics>>20)
+			s.rec.warnf("%s: the timeline keeps the first %d MiB of the metrics stream", pt.label(), maxTimelineMetrics>>20)
 			break
 		}
 		w.Write(line)
 	}
 	if err := w.Flush(); err != nil {
-		s.warnf("timeline: %v", err)
+		s.rec.warnf("timeline: %v", err)
 	}
 }
 

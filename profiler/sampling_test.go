@@ -29,7 +29,7 @@ func TestRun_OneReaderPerPoint(t *testing.T) {
 	cfg := baseConfig(t, fr)
 	cfg.CPUs, cfg.MemLimits = []float64{1}, nil
 	cfg.SampleInterval = time.Millisecond
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestRun_OneReaderPerPoint(t *testing.T) {
 	fr2 := &fakeRunner{rate: func(l runner.Limits) float64 { return 20 }}
 	cfg2 := baseConfig(t, fr2)
 	cfg2.CPUs, cfg2.MemLimits = []float64{1}, nil
-	if _, err := Run(context.Background(), cfg2); err != nil {
+	if _, err := run(context.Background(), cfg2); err != nil {
 		t.Fatal(err)
 	}
 	if fr2.statsCalls == 0 {

@@ -179,7 +179,7 @@ func trueRate(l runner.Limits) float64 {
 	return r
 }
 
-func baseConfig(t *testing.T, fr *fakeRunner) Config {
+func baseConfig(t *testing.T, fr *fakeRunner) testConfig {
 	t.Helper()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
@@ -191,7 +191,7 @@ func baseConfig(t *testing.T, fr *fakeRunner) Config {
 			t.Fatal(err)
 		}
 	}
-	return Config{
+	return testConfig{Config: Config{
 		Command:       []string{"/bin/train", "--lr", "0.1"},
 		Batch:         4,
 		MaxIterations: 300,
@@ -200,16 +200,29 @@ func baseConfig(t *testing.T, fr *fakeRunner) Config {
 		MemLimits:     []int64{50 << 20, 1 << 30},
 		Out:           filepath.Join(dir, "profile.json"),
 		Strategy:      StrategyAxes,
-		Runner:        fr,
-		Host:          sensitivity.HostInfo{DRAMBytes: 4 << 30, LogicalCPUs: 4},
 		Poll:          2 * time.Millisecond,
-	}
+	}, Deps: Deps{
+		Runner: fr,
+		Host:   sensitivity.HostInfo{DRAMBytes: 4 << 30, LogicalCPUs: 4},
+	}}
+}
+
+// testConfig is a test's settings and dependencies together: its fields
+// are both's, as a test sets them.
+type testConfig struct {
+	Config
+	Deps
+}
+
+// run runs the sweep a test set up.
+func run(ctx context.Context, c testConfig) (*sensitivity.Profile, error) {
+	return Run(ctx, c.Config, c.Deps)
 }
 
 func TestRun_MeasuresAxesAndPredictsTheRest(t *testing.T) {
 	fr := &fakeRunner{rate: trueRate, noise: 0.05}
 	cfg := baseConfig(t, fr)
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +293,7 @@ func TestRun_RecordsFailuresAndGoesOn(t *testing.T) {
 		return ""
 	}}
 	cfg := baseConfig(t, fr)
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +319,7 @@ func TestRun_ColdPointInsideTheFirstPassNamesTheEpoch(t *testing.T) {
 	fr := &fakeRunner{rate: trueRate, epochIters: 1 << 20}
 	cfg := baseConfig(t, fr)
 	cfg.MaxIterations = 40
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +352,7 @@ func TestRun_InterruptSavesAndResumeFinishes(t *testing.T) {
 		}
 	}
 	cfg := baseConfig(t, fr)
-	_, err := Run(ctx, cfg)
+	_, err := run(ctx, cfg)
 	if !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("err = %v, want ErrInterrupted", err)
 	}
@@ -353,11 +366,11 @@ func TestRun_InterruptSavesAndResumeFinishes(t *testing.T) {
 	// Without Resume an existing profile is never overwritten.
 	fr2 := &fakeRunner{rate: trueRate}
 	cfg.Runner = fr2
-	if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrProfileExists) || !strings.Contains(err.Error(), "resume") {
+	if _, err := run(context.Background(), cfg); !errors.Is(err, ErrProfileExists) || !strings.Contains(err.Error(), "resume") {
 		t.Fatalf("rerun without resume: err = %v, want ErrProfileExists with a hint to resume", err)
 	}
 	cfg.Resume = true
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,12 +387,12 @@ func TestRun_ResumeRefusesAnotherCommand(t *testing.T) {
 	cfg := baseConfig(t, fr)
 	cfg.CPUs = []float64{1}
 	cfg.MemLimits = nil
-	if _, err := Run(context.Background(), cfg); err != nil {
+	if _, err := run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	cfg.Resume = true
 	cfg.Command = []string{"/bin/other"}
-	if _, err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "resume") {
+	if _, err := run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "resume") {
 		t.Fatalf("err = %v, want a resume mismatch", err)
 	}
 }
@@ -390,7 +403,7 @@ func TestRun_NoMetricsStreamUsesWallClock(t *testing.T) {
 	cfg.CPUs = []float64{1}
 	cfg.MemLimits = nil
 	cfg.MaxIterations = 30
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +436,7 @@ func TestRun_MalformedMetricsFailThePoint(t *testing.T) {
 	}
 	fr := &fakeRunner{rate: trueRate, garbage: garbage}
 	cfg := baseConfig(t, fr)
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,7 +461,7 @@ func TestRun_MalformedMetricsFailThePoint(t *testing.T) {
 	fr = &fakeRunner{rate: trueRate, garbage: func(runner.Limits) string { return "not json" }}
 	cfg = baseConfig(t, fr)
 	cfg.MemLimits = nil
-	p, err = Run(context.Background(), cfg)
+	p, err = run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +480,7 @@ func TestRun_SavesAfterEveryPoint(t *testing.T) {
 	cfg := baseConfig(t, fr)
 	rec := &recordingProgress{t: t, path: cfg.Out}
 	cfg.Progress = rec
-	if _, err := Run(context.Background(), cfg); err != nil {
+	if _, err := run(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
 	// At each point's start, the file holds every point finished before it.
@@ -503,14 +516,14 @@ func TestConfigValidate_NamesTheSetting(t *testing.T) {
 	fr := &fakeRunner{rate: trueRate}
 	for _, tc := range []struct {
 		name string
-		mut  func(*Config)
+		mut  func(*testConfig)
 		want string
 	}{
-		{"no script", func(c *Config) { c.Command = nil }, "training script"},
-		{"batch", func(c *Config) { c.Batch = 0 }, "batch"},
-		{"cpus", func(c *Config) { c.CPUs = []float64{1, -2} }, "cpus"},
-		{"mem", func(c *Config) { c.MemLimits = []int64{0} }, "mem-limits"},
-		{"max iterations", func(c *Config) { c.MaxIterations = 3 }, "max-iterations"},
+		{"no script", func(c *testConfig) { c.Command = nil }, "training script"},
+		{"batch", func(c *testConfig) { c.Batch = 0 }, "batch"},
+		{"cpus", func(c *testConfig) { c.CPUs = []float64{1, -2} }, "cpus"},
+		{"mem", func(c *testConfig) { c.MemLimits = []int64{0} }, "mem-limits"},
+		{"max iterations", func(c *testConfig) { c.MaxIterations = 3 }, "max-iterations"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := baseConfig(t, fr)
@@ -535,7 +548,7 @@ func profileOneColdPoint(t *testing.T, fr *fakeRunner, maxIter int) (*sensitivit
 	cfg.MemLimits = []int64{50 << 20}
 	cfg.MaxIterations = maxIter
 	cfg.MinIterations = 10
-	p, err := Run(context.Background(), cfg)
+	p, err := run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -604,7 +617,9 @@ func TestRun_ColdPointEndedInsideAPassSaysSo(t *testing.T) {
 }
 
 func TestPassBounds(t *testing.T) {
-	s := &sweep{cfg: Config{Batch: 4}, datasetFiles: 40} // a pass: 10 iterations
+	sw := newSweep(Config{Batch: 4}, Deps{})
+	sw.data.datasetFiles = 40 // a pass: 10 iterations
+	s := sw.meter
 	ep := func(e int) *int { return &e }
 	var withEpochs, without []jobcontract.Iteration
 	for i := 0; i < 37; i++ {
@@ -652,8 +667,9 @@ func TestCapFor(t *testing.T) {
 		{"scaled: one pass of the dataset is one of the sample", 0.1, 25, cold, 10, 10 + 10 + 1},
 		{"scaled: three passes", 0.1, 250, cold, 30, 10 + 30 + 1},
 	} {
-		s := &sweep{cfg: Config{Batch: 4, MaxIterations: tc.max, MemScale: tc.memScale, DataDir: "/data"},
-			datasetFiles: 400, scaled: &scaledData{files: 40}}
+		sw := newSweep(Config{Batch: 4, MaxIterations: tc.max, MemScale: tc.memScale, DataDir: "/data"}, Deps{})
+		sw.data.datasetFiles, sw.data.scaled = 400, &scaledData{files: 40}
+		s := sw.meter
 		if got := s.capFor(tc.pt); got != tc.wantCap {
 			t.Errorf("%s: cap %d, want %d", tc.name, got, tc.wantCap)
 		}
@@ -678,17 +694,17 @@ func TestApplyProbe_NoLoaderWarningNamesTheMeasure(t *testing.T) {
 		{"step-only run", point{cpus: 1, phase: "step_only", synthetic: true}, "script", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &sweep{}
+			s := newSweep(Config{}, Deps{}).launcher
 			r := &probeReport{State: "exited", Stream: tc.stream, Fallback: "wall_clock"}
 			if err := s.applyProbe(tc.pt, r, pointEnd{}); err != nil {
 				t.Fatal(err)
 			}
-			got := strings.Join(s.warnings, "\n")
+			got := strings.Join(s.rec.warnings, "\n")
 			switch {
 			case tc.want == "" && strings.Contains(got, "no DataLoader batch"):
-				t.Errorf("warnings = %q, want none about the loader", s.warnings)
+				t.Errorf("warnings = %q, want none about the loader", s.rec.warnings)
 			case tc.want != "" && !strings.Contains(got, tc.want):
-				t.Errorf("warnings = %q, want %q", s.warnings, tc.want)
+				t.Errorf("warnings = %q, want %q", s.rec.warnings, tc.want)
 			}
 		})
 	}
@@ -699,7 +715,7 @@ func TestApplyProbe_NoLoaderWarningNamesTheMeasure(t *testing.T) {
 // at the first launch instead of timing the script's real step under an
 // emulated GPU's name.
 func TestApplyProbe_EmulationWithTheScriptsOwnStreamIsRefused(t *testing.T) {
-	s := &sweep{}
+	s := newSweep(Config{}, Deps{}).launcher
 	s.cfg.EmulateGPU = "v100"
 	err := s.applyProbe(point{cpus: 1, phase: "step_only", synthetic: true}, &probeReport{State: "exited", Stream: "script"}, pointEnd{})
 	if !errors.Is(err, errEmulationRefused) || !strings.Contains(err.Error(), "pass the script its own emulation flags") {

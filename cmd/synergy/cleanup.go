@@ -152,7 +152,7 @@ func guardRun(ctx context.Context, stderr io.Writer, runnerName string, hostWait
 // hold them, and pins every point to them; and it routes page-cache use of
 // the dataset through the dataset lock, held from a point's cache
 // preparation until its job has ended.
-func (g *runGuard) share(ctx context.Context, cfg *profiler.Config, hostWait time.Duration, stderr io.Writer) error {
+func (g *runGuard) share(ctx context.Context, cfg *profiler.Config, deps *profiler.Deps, hostWait time.Duration, stderr io.Writer) error {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		return fmt.Errorf("read this process's CPUs: %w", err)
@@ -175,14 +175,14 @@ func (g *runGuard) share(ctx context.Context, cfg *profiler.Config, hostWait tim
 	g.undo = append(g.undo, cores.Release)
 	fmt.Fprintf(stderr, "points run on CPU %s, claimed for this run in %s (other synergy runs use other cores)\n",
 		runner.FormatCPUSet(cores.CPUs()), filepath.Join(dir, "cores"))
-	pinned := hostlock.Pinned{Runner: cfg.Runner, Cores: cores}
+	pinned := hostlock.Pinned{Runner: deps.Runner, Cores: cores}
 	if g.ds != nil {
 		g.ds.Release() // the cold-read probe is over
-		if cfg.Cache != nil {
-			cfg.Cache = hostlock.LockedCache{PageCache: cfg.Cache, Lock: g.ds}
+		if deps.Cache != nil {
+			deps.Cache = hostlock.LockedCache{PageCache: deps.Cache, Lock: g.ds}
 			pinned.Dataset = g.ds
 		}
 	}
-	cfg.Runner = pinned
+	deps.Runner = pinned
 	return nil
 }

@@ -118,6 +118,7 @@ Example:
 // profileOptions is everything `synergy profile` was asked, checked.
 type profileOptions struct {
 	cfg        profiler.Config
+	deps       profiler.Deps // the runner, samplers, page cache and host: filled once the host is probed
 	runnerName string
 	requireGPU bool
 	json       bool
@@ -149,7 +150,7 @@ func parseProfileFlags(c *cli.Command) (profileOptions, error) {
 			return o, err
 		}
 	}
-	o.cfg.ToolVersion = version
+	o.deps.ToolVersion = version
 	return o, nil
 }
 
@@ -492,19 +493,20 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	defer env.close()
-	withEnvironment(cfg, env)
+	deps := &o.deps
+	withEnvironment(deps, env)
 	stdout, stderr := c.Root().Writer, c.Root().ErrWriter
-	if err := guard.share(ctx, cfg, o.hostWait, stderr); err != nil {
+	if err := guard.share(ctx, cfg, deps, o.hostWait, stderr); err != nil {
 		return err
 	}
 	for _, w := range env.warnings {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
-	cfg.Progress = newTextProgress(stderr, isTerminal(stderr), *cfg)
+	deps.Progress = newTextProgress(stderr, isTerminal(stderr), *cfg)
 	fmt.Fprintf(stderr, "profiling %s on the %s runner: a %d CPU × %d memory grid (+ unlimited), strategy %s (gpu: %s)\n",
-		strings.Join(cfg.Command, " "), o.runnerName, len(cfg.CPUs), len(cfg.MemLimits), cfg.Strategy, cfg.GPU.Mode)
+		strings.Join(cfg.Command, " "), o.runnerName, len(cfg.CPUs), len(cfg.MemLimits), cfg.Strategy, deps.GPU.Mode)
 
-	p, err := profiler.Run(ctx, *cfg)
+	p, err := profiler.Run(ctx, *cfg, *deps)
 	if err != nil {
 		if errors.Is(err, profiler.ErrInterrupted) {
 			return fmt.Errorf("%w (%s): run again with --%s to finish it", err, cfg.Out, flagResume)
@@ -526,14 +528,14 @@ func runProfile(ctx context.Context, c *cli.Command) error {
 	return err
 }
 
-// withEnvironment completes cfg with what the host gave: the runner,
+// withEnvironment completes deps with what the host gave: the runner,
 // samplers and page cache, and the host and GPU descriptions.
-func withEnvironment(cfg *profiler.Config, env *environment) {
-	cfg.Runner = env.runner
-	cfg.Samplers = env.samplers
-	cfg.Cache = env.cache
-	cfg.Host = env.host
-	cfg.GPU = env.gpu
+func withEnvironment(deps *profiler.Deps, env *environment) {
+	deps.Runner = env.runner
+	deps.Samplers = env.samplers
+	deps.Cache = env.cache
+	deps.Host = env.host
+	deps.GPU = env.gpu
 }
 
 // resolveAxes fills the axes the flags left empty (the CPU sweep up to the
