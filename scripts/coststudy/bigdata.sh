@@ -42,7 +42,7 @@ else
 	# Full size (--mem-scale 1): a first pass over the whole dataset at the
 	# read limit before the cell is measured. --strategy grid at one CPU
 	# count and one limit measures the unlimited cell too (not compared).
-	"$bin/synergy" profile --strategy grid --windows=false --stall-breakdown=false --cpus "$c" --mem-limits "$m" \
+	"$bin/synergy" profile --strategy grid --relaunch --stall-breakdown=false --cpus "$c" --mem-limits "$m" \
 		--data "$data" --disk-read-bps "$readlim" --mem-scale 1 --point-timeout 15m --out "$f" \
 		-- "$bin/synthtrain" --preset "$preset" 2>"${f%.json}.log" >/dev/null
 fi

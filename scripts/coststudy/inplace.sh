@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# In-place (windowed) CPU points versus restarted ones on one synthtrain
-# preset: the same grid profiled with --windows and with --windows=false,
+# In-place points (one launch) versus restarted ones on one synthtrain
+# preset: the same grid profiled in one launch and with --relaunch,
 # then each cell's difference, both wall times, and each cell's CPU pace in
 # both (stats.cpu_speed_mops, the host's own speed: docs/cost.md).
 #
@@ -22,14 +22,16 @@ fi
 read -r load _ </proc/loadavg
 echo "load average $load at start"
 "$out/bin/synthtrain" gen --preset "$preset" --bytes "$size" --dir "$out/data" --seed 1 >/dev/null
-for w in true false; do
+for w in true false; do # true: in place (the default); false: --relaunch
+	relaunch=()
+	[[ $w == true ]] || relaunch=(--relaunch)
 	f=$out/windows-$w.json
 	rm -rf "$f" "${f%.json}.logs" "${f%.json}.timeline"
 	t0=$SECONDS
-	"$out/bin/synergy" profile --strategy grid --windows=$w --stall-breakdown=false --cpus "$cpus" --mem-limits "$mems" \
+	"$out/bin/synergy" profile --strategy grid "${relaunch[@]}" --stall-breakdown=false --cpus "$cpus" --mem-limits "$mems" \
 		--data "$out/data" --max-iterations "$max_iter" --point-timeout "$point_timeout" --out "$f" \
 		-- "$out/bin/synthtrain" --preset "$preset" >/dev/null 2>"${f%.json}.log"
-	echo "--windows=$w: $((SECONDS - t0))s"
+	echo "in place $w: $((SECONDS - t0))s"
 done
 read -r load _ </proc/loadavg
 echo "load average $load at end"

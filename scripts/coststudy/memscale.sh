@@ -24,7 +24,7 @@ run() { # name extra-args...
 	shift
 	rm -rf "$f" "${f%.json}.logs" "${f%.json}.timeline"
 	local t0=$SECONDS
-	"$out/bin/synergy" profile --strategy grid --windows=false --stall-breakdown=false --cpus "$cpus" \
+	"$out/bin/synergy" profile --strategy grid --relaunch --stall-breakdown=false --cpus "$cpus" \
 		--mem-limits "$mems" --data "$out/data" --disk-read-bps "$readlim" --max-iterations "$max_iter" \
 		--point-timeout 60s --out "$f" "$@" -- "$out/bin/synthtrain" --preset "$preset" >/dev/null 2>"${f%.json}.log"
 	echo "$((SECONDS - t0))"

@@ -35,7 +35,7 @@ run() { # name extra-args...
 	echo "$(basename "$f" .json): wall $((SECONDS - t0)) s; uptime at end: $(uptime)"
 }
 [[ $mode == default || $mode == both ]] && run default --time-budget "$budget"
-[[ $mode == restart || $mode == both ]] && run restart --strategy grid --windows=false
+[[ $mode == restart || $mode == both ]] && run restart --strategy grid --relaunch
 for f in "$out"/default.json "$out"/restart.json; do
 	[[ -f $f ]] || continue
 	python3 - "$f" <<'PY'
