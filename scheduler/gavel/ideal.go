@@ -48,7 +48,7 @@ func (s *simulator) runIdeal(ctx context.Context, tp *Throughputs, w Workload) e
 				return err
 			}
 		}
-		if s.cfg.Window != nil && s.windowDone() {
+		if s.cfg.Window != nil && s.window.Complete(false) {
 			break
 		}
 		if s.cfg.MaxS > 0 && s.now > s.cfg.MaxS {
@@ -76,17 +76,6 @@ func (s *simulator) runIdeal(ctx context.Context, tp *Throughputs, w Workload) e
 		}
 	}
 	return nil
-}
-
-// windowDone says whether every job of the window has finished (or was
-// dropped).
-func (s *simulator) windowDone() bool {
-	for id := s.cfg.Window.First; id <= s.cfg.Window.Last; id++ {
-		if id >= len(s.res.Jobs) || (s.res.Jobs[id].FinishS == nil && !s.res.Jobs[id].Failed) {
-			return false
-		}
-	}
-	return true
 }
 
 // idealStep allocates, runs every job at its allocated rate until the

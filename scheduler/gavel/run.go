@@ -56,7 +56,10 @@ type loopState struct {
 	haveNext             bool
 }
 
-// loop is the main loop of Gavel's Scheduler.simulate.
+// loop is the main loop of Gavel's Scheduler.simulate, run by the shared
+// round loop (simcore.Loop) with this engine's phases (rounds): the exit
+// test, the clock's advance to the round's last micro-task, arrivals, and
+// the round's allocation, placement and micro-tasks.
 func (s *simulator) loop(ctx context.Context, tp *Throughputs, w Workload) error {
 	l := &loopState{tp: tp, queue: w.Trace, g: w.Generator, remaining: len(w.Trace), haveNext: true}
 	if l.g != nil && l.g.NumJobs() > 0 {
@@ -67,36 +70,48 @@ func (s *simulator) loop(ctx context.Context, tp *Throughputs, w Workload) error
 	} else {
 		l.next = l.g.NextArrival()
 	}
-	stalls := 0
-	for iter := 0; ; iter++ {
-		if iter%64 == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if s.finished(l) {
-			break
-		}
-		if s.cfg.MaxS > 0 && s.now > s.cfg.MaxS {
-			s.res.Truncated = true
-			break
-		}
-		before := s.now
-		s.advance(l)
-		if err := s.admit(l); err != nil {
-			return err
-		}
-		if err := s.dispatch(l); err != nil {
-			return err
-		}
-		s.res.Rounds++
-		if len(l.run) == 0 && s.now == before && (!l.haveNext || l.next <= s.now) && len(s.active) > 0 {
-			if stalls++; stalls > 2 {
-				return fmt.Errorf("t=%.1f s: stalled: %d active jobs, none can run and no job arrives (Gavel's simulator loops forever here)", s.now, len(s.active))
-			}
-		} else {
-			stalls = 0
-		}
-	}
+	out, err := simcore.Loop(ctx, &rounds{s: s, l: l}, simcore.Limits{MaxS: s.cfg.MaxS, CheckEvery: 64})
+	s.res.Rounds += out.Rounds
+	s.res.Truncated = out.Truncated
+	return err
+}
+
+// rounds is Gavel's part of the shared round loop (simcore.Rounds).
+type rounds struct {
+	s      *simulator
+	l      *loopState
+	before float64 // the clock before the round's Advance
+	stalls int     // rounds in a row that neither ran nor moved the clock
+}
+
+var _ simcore.Rounds = (*rounds)(nil)
+
+func (r *rounds) Over() bool                      { return r.s.finished(r.l) }
+func (r *rounds) Now() float64                    { return r.s.now }
+func (r *rounds) Admit(ctx context.Context) error { return r.s.admit(r.l) }
+
+func (r *rounds) Advance() error {
+	r.before = r.s.now
+	r.s.advance(r.l)
 	return nil
+}
+
+// Round dispatches the round; a run that can never progress (nothing runs,
+// the clock stands still and nothing is to arrive, three rounds in a row)
+// is an error, where Gavel's simulator loops forever.
+func (r *rounds) Round() (simcore.Step, error) {
+	s, l := r.s, r.l
+	if err := s.dispatch(l); err != nil {
+		return simcore.End, err
+	}
+	if len(l.run) == 0 && s.now == r.before && (!l.haveNext || l.next <= s.now) && len(s.active) > 0 {
+		if r.stalls++; r.stalls > 2 {
+			return simcore.End, fmt.Errorf("t=%.1f s: stalled: %d active jobs, none can run and no job arrives (Gavel's simulator loops forever here)", s.now, len(s.active))
+		}
+	} else {
+		r.stalls = 0
+	}
+	return simcore.Ran, nil
 }
 
 // finished is the loop's exit test, in Gavel's order: a window's jobs
@@ -110,7 +125,7 @@ func (s *simulator) loop(ctx context.Context, tp *Throughputs, w Workload) error
 // jumps to the next arrival, as without a window.)
 func (s *simulator) finished(l *loopState) bool {
 	switch {
-	case s.cfg.Window != nil && s.windowDone():
+	case s.cfg.Window != nil && s.window.Complete(false):
 		return true
 	case l.g != nil && s.cfg.Window != nil:
 		return false

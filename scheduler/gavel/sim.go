@@ -146,7 +146,10 @@ type simulator struct {
 	cur                []assignment
 	leaseExt, leaseOpp int
 	res                *simcore.Result
-	allocs             int
+	// window counts the window's jobs as they arrive and end (a window
+	// ends the run once its jobs are done).
+	window simcore.WindowCount
+	allocs int
 }
 
 func newSimulator(cfg Config, p Policy) *simulator {
@@ -190,6 +193,9 @@ func newSimulator(cfg Config, p Policy) *simulator {
 	}
 	s.cumBusy = make([]float64, len(s.wtype))
 	s.packing, _ = p.(PackingPolicy)
+	if cfg.Window != nil {
+		s.window.Window = *cfg.Window
+	}
 	return s
 }
 
@@ -229,6 +235,7 @@ func (s *simulator) addJob(j Job, tp *Throughputs, at float64) error {
 	}
 	s.jobs[id] = js
 	s.active = append(s.active, id)
+	s.window.Arrive(id)
 	s.needUpd = true
 	s.res.Jobs = append(s.res.Jobs, simcore.JobRecord{ID: id, JobType: j.JobType, GPUs: j.ScaleFactor,
 		Priority: j.PriorityWeight, ArrivalS: at})
@@ -254,6 +261,7 @@ func (s *simulator) newEntry(k ckey, time0 float64) *entry {
 func (s *simulator) removeJob(id int, failed bool) {
 	js := s.jobs[id]
 	delete(s.jobs, id)
+	s.window.Finish(id)
 	k := sort.SearchInts(s.active, id)
 	s.active = append(s.active[:k], s.active[k+1:]...)
 	kept := s.entries[:0]

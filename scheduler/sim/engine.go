@@ -83,7 +83,10 @@ type done struct {
 // phases: arrive (jobs due by now join the queue), place (the policy
 // orders the queue and the strategy places it on the empty cluster),
 // credit (each placed job runs the round at its allocation's speed) and
-// retire (finished jobs leave the queue at the round's end).
+// retire (finished jobs leave the queue at the round's end). The shared
+// round loop (simcore.Loop) runs them: arrive is its Admit, and its Round
+// places, credits and retires (the original credits a round when it places
+// it, so the round ends in the same phase and Advance has nothing to do).
 func Run(cfg Config, src Source) (*simcore.Result, error) {
 	return RunContext(context.Background(), cfg, src)
 }
@@ -99,39 +102,51 @@ func RunContext(ctx context.Context, cfg Config, src Source) (*simcore.Result, e
 	if maxRounds == 0 {
 		maxRounds = 10_000_000
 	}
-	rounds := 0
-	for ; rounds < maxRounds; rounds++ {
-		err := ctx.Err()
-		if err == nil {
-			err = s.arrive(ctx)
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("simulate: stopped at round %d (%.0f s simulated, %d jobs finished): %w", rounds, s.now, len(s.finished), ctx.Err())
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(s.queue) == 0 {
-			if s.pending == nil || s.cfg.StopWhenIdle {
-				break
-			}
-			s.skipIdle()
-			continue
-		}
-		r, offer, err := s.place()
-		if err != nil {
-			return nil, err
-		}
-		s.credit(r, offer)
-		if s.retire() {
-			rounds++
-			break
-		}
-	}
-	if rounds >= maxRounds {
+	out, err := simcore.Loop(ctx, s, simcore.Limits{MaxRounds: maxRounds})
+	switch {
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("simulate: stopped at round %d (%.0f s simulated, %d jobs finished): %w", out.Rounds, s.now, len(s.finished), ctx.Err())
+	case errors.Is(err, simcore.ErrRoundLimit):
 		return nil, fmt.Errorf("simulate: stopped after %d rounds with %d jobs still queued", maxRounds, len(s.queue))
+	case err != nil:
+		return nil, err
 	}
-	return summarise(s.cfg, src, s.finished, s.arrived, rounds, s.now, &s.util), nil
+	return summarise(s.cfg, src, s.finished, s.arrived, out.Rounds, s.now, &s.util), nil
+}
+
+var _ simcore.Rounds = (*run)(nil)
+
+// Over says whether the last round's retire ended the run.
+func (s *run) Over() bool { return s.over }
+
+// Now is the clock: the start of the next round.
+func (s *run) Now() float64 { return s.now }
+
+// Advance does nothing: a round is credited when placed and retired at its
+// lease end by Round.
+func (s *run) Advance() error { return nil }
+
+// Admit moves the jobs arriving by now into the queue.
+func (s *run) Admit(ctx context.Context) error { return s.arrive(ctx) }
+
+// Round places, credits and retires one round. With nothing queued the
+// clock jumps to the round of the next arrival (Idle), or, with no arrival
+// to come or StopWhenIdle, the run ends.
+func (s *run) Round() (simcore.Step, error) {
+	if len(s.queue) == 0 {
+		if s.pending == nil || s.cfg.StopWhenIdle {
+			return simcore.End, nil
+		}
+		s.skipIdle()
+		return simcore.Idle, nil
+	}
+	r, offer, err := s.place()
+	if err != nil {
+		return simcore.End, err
+	}
+	s.credit(r, offer)
+	s.over = s.retire()
+	return simcore.Ran, nil
 }
 
 // run is one simulation's state between rounds.
@@ -156,11 +171,14 @@ type run struct {
 	round *scheduler.Round
 	// index finds a queued job's state when a strategy commits its
 	// placements out of the order offered (activeOf).
-	index                  map[*scheduler.Job]*scheduler.Active
-	finished               []done
-	windowSeen, windowDone int
-	arrived                int
-	util                   utilAcc
+	index    map[*scheduler.Job]*scheduler.Active
+	finished []done
+	// window counts the window's jobs as they arrive and finish; over is
+	// set once a round's retire has ended the run.
+	window  simcore.WindowCount
+	over    bool
+	arrived int
+	util    utilAcc
 }
 
 // start checks cfg, fetches the first job and sets the clock to the first
@@ -173,7 +191,7 @@ func start(cfg Config, src Source) (*run, error) {
 		cfg.StarvationSeconds = DefaultStarvationSeconds
 	}
 	s := &run{cfg: cfg, src: src, shape: scheduler.ShapeOf(cfg.Cluster), totals: cfg.Cluster.Totals(), more: true,
-		index: map[*scheduler.Job]*scheduler.Active{}}
+		index: map[*scheduler.Job]*scheduler.Active{}, window: simcore.WindowCount{Window: cfg.Window}}
 	s.order = scheduler.NewOrderContext(cfg.Strategy, 0, s.totals.GPUs)
 	if err := s.fetch(); err != nil {
 		return nil, err
@@ -233,9 +251,7 @@ func (s *run) arrive(ctx context.Context) error {
 		s.index[j] = a
 		s.queue = append(s.queue, a)
 		s.arrived++
-		if s.cfg.Window.Has(j.ID) {
-			s.windowSeen++
-		}
+		s.window.Arrive(j.ID)
 		s.pending = nil
 		if err := s.fetch(); err != nil {
 			return err
@@ -348,31 +364,26 @@ func (s *run) retire() bool {
 		a.FinishSeconds = end
 		s.finished = append(s.finished, done{id: a.Job.ID, gpus: a.Job.GPUs, model: a.Job.Model, arrival: a.Job.ArrivalSeconds, start: a.FirstStartSeconds, finish: end})
 		delete(s.index, a.Job)
-		if s.cfg.Window.Has(a.Job.ID) {
-			s.windowDone++
-		}
+		s.window.Finish(a.Job.ID)
 	}
 	for k := len(keep); k < len(s.queue); k++ {
 		s.queue[k] = nil
 	}
 	s.queue = keep
 	s.now = end
-	if s.windowSeen > 0 && s.windowDone == s.windowSeen && windowComplete(s.cfg.Window, s.windowSeen, s.more, s.pending) {
+	if s.window.Complete(s.windowClosed()) {
 		return true
 	}
 	return !s.more && s.pending == nil && len(s.queue) == 0
 }
 
-// windowComplete reports whether no job of the window can still arrive:
-// the window's last id has been seen, or the source has ended.
-func windowComplete(w simcore.Window, seen int, more bool, pending *scheduler.Job) bool {
-	if seen == w.Last-w.First+1 {
-		return true
+// windowClosed reports whether no job of the window can still arrive: the
+// source has ended, or its next job is past the window's last id.
+func (s *run) windowClosed() bool {
+	if s.pending != nil {
+		return s.pending.ID > s.cfg.Window.Last
 	}
-	if pending != nil && pending.ID > w.Last {
-		return true
-	}
-	return !more && pending == nil
+	return !s.more
 }
 
 // utilAcc accumulates allocated GPU, CPU and memory over time.

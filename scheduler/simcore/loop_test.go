@@ -1,0 +1,105 @@
+package simcore
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+// fakeRounds is a workload of jobs that each take one round: arrivals at
+// the given times, a clock that moves one round (10 s) per Advance when
+// something ran and jumps to the next arrival otherwise.
+type fakeRounds struct {
+	arrivals []float64
+	now      float64
+	queued   int
+	running  int
+	done     int
+	phases   []string
+}
+
+func (f *fakeRounds) Over() bool { return f.done == 3 }
+func (f *fakeRounds) Advance() error {
+	f.phases = append(f.phases, "advance")
+	if f.running > 0 {
+		f.now += 10
+		f.done += f.running
+		f.running = 0
+	} else if len(f.arrivals) > 0 {
+		f.now = f.arrivals[0]
+	}
+	return nil
+}
+func (f *fakeRounds) Admit(context.Context) error {
+	f.phases = append(f.phases, "admit")
+	for len(f.arrivals) > 0 && f.arrivals[0] <= f.now {
+		f.arrivals = f.arrivals[1:]
+		f.queued++
+	}
+	return nil
+}
+func (f *fakeRounds) Round() (Step, error) {
+	f.phases = append(f.phases, "round")
+	if f.queued == 0 {
+		return Idle, nil
+	}
+	f.running, f.queued = f.queued, 0
+	return Ran, nil
+}
+func (f *fakeRounds) Now() float64 { return f.now }
+
+func TestLoop_PhasesAndRounds(t *testing.T) {
+	// Jobs at 0, 5 and 100 s: round 1 at 0 runs job 0 (0-10 s); round 2 at
+	// 10 runs job 1; round 3 at 20 runs nothing (Idle); round 4 jumps to 100
+	// and runs job 2; round 5 completes it at 110 and is Idle; the check
+	// before round 6 sees 3 done (Over is looked at before Advance, as
+	// Gavel's loop does: 5 rounds).
+	f := &fakeRounds{arrivals: []float64{0, 5, 100}}
+	out, err := Loop(context.Background(), f, Limits{})
+	if err != nil || out.Rounds != 5 || out.Truncated || f.now != 110 {
+		t.Fatalf("outcome %+v, err %v, clock %v", out, err, f.now)
+	}
+	if f.phases[0] != "advance" || f.phases[1] != "admit" || f.phases[2] != "round" {
+		t.Errorf("phase order %v", f.phases[:3])
+	}
+}
+
+func TestLoop_Limits(t *testing.T) {
+	out, err := Loop(context.Background(), &fakeRounds{arrivals: []float64{0, 5, 100}}, Limits{MaxS: 15})
+	// rounds at 0 and 10 run; the clock is then 20 > 15.
+	if err != nil || !out.Truncated || out.Rounds != 3 {
+		t.Errorf("MaxS: %+v, %v", out, err)
+	}
+	if _, err := Loop(context.Background(), &fakeRounds{arrivals: []float64{0, 5, 100}}, Limits{MaxRounds: 2}); !errors.Is(err, ErrRoundLimit) {
+		t.Errorf("MaxRounds: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if out, err := Loop(ctx, &fakeRounds{arrivals: []float64{0}}, Limits{}); !errors.Is(err, context.Canceled) || out.Rounds != 0 {
+		t.Errorf("cancelled: %+v, %v", out, err)
+	}
+}
+
+func TestWindowCount_Complete(t *testing.T) {
+	c := WindowCount{Window: Window{First: 2, Last: 3}}
+	for _, id := range []int{0, 1, 2} {
+		c.Arrive(id)
+	}
+	c.Finish(0)
+	c.Finish(2)
+	// job 2 of 2-3 arrived and finished, job 3 not yet arrived.
+	if c.Seen != 1 || c.Done != 1 || c.Complete(false) {
+		t.Fatalf("%+v: complete before job 3", c)
+	}
+	if !c.Complete(true) {
+		t.Errorf("%+v: closed (no job 3 will come) but not complete", c)
+	}
+	c.Arrive(3)
+	if c.Complete(true) {
+		t.Errorf("%+v: job 3 running", c)
+	}
+	c.Finish(3)
+	if !c.Complete(false) {
+		t.Errorf("%+v: both done", c)
+	}
+}
