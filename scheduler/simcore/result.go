@@ -1,9 +1,6 @@
 package simcore
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
 	"math"
 	"sort"
 )
@@ -152,21 +149,9 @@ type UtilPoint struct {
 	MemPct float64 `json:"mem_pct"`
 }
 
-// WriteJSON writes the result, indented, with a trailing newline.
-func (r *Result) WriteJSON(w io.Writer) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode result: %w", err)
-	}
-	if _, err := w.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("write result: %w", err)
-	}
-	return nil
-}
-
-// Quantile is the q-quantile of sorted xs with linear interpolation between
+// quantile is the q-quantile of sorted xs with linear interpolation between
 // closest ranks (numpy's and pandas' default, which Synergy's figures use).
-func Quantile(sorted []float64, q float64) float64 {
+func quantile(sorted []float64, q float64) float64 {
 	n := len(sorted)
 	if n == 0 {
 		return math.NaN()
@@ -191,10 +176,10 @@ func Summarise(xsSeconds []float64) Summary {
 	return Summary{
 		N:           len(s),
 		MeanHours:   h(Mean(s)), // summed in sorted order, as Synergy's figures always were
-		MedianHours: h(Quantile(s, 0.5)),
-		P95Hours:    h(Quantile(s, 0.95)),
-		P99Hours:    h(Quantile(s, 0.99)),
-		P999Hours:   h(Quantile(s, 0.999)),
+		MedianHours: h(quantile(s, 0.5)),
+		P95Hours:    h(quantile(s, 0.95)),
+		P99Hours:    h(quantile(s, 0.99)),
+		P999Hours:   h(quantile(s, 0.999)),
 		MaxHours:    h(s[len(s)-1]),
 	}
 }

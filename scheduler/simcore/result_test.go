@@ -5,13 +5,13 @@ import (
 	"testing"
 )
 
-func TestQuantile_Linear(t *testing.T) {
+func TestSummarise_QuantileLinear(t *testing.T) {
 	xs := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
 	// pandas: position q·(n−1); 0.95·9 = 8.55 → 9 + 0.55·(10 − 9) = 9.55
 	cases := map[float64]float64{0: 1, 0.5: 5.5, 0.95: 9.55, 0.99: 9.91, 1: 10}
 	for q, want := range cases {
-		if got := Quantile(xs, q); math.Abs(got-want) > 1e-12 {
-			t.Errorf("Quantile(%v) = %v, want %v", q, got, want)
+		if got := quantile(xs, q); math.Abs(got-want) > 1e-12 {
+			t.Errorf("quantile(%v) = %v, want %v", q, got, want)
 		}
 	}
 }
