@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -120,11 +121,11 @@ func TestRun_SameSeedSameBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var b bytes.Buffer
-		if err := res.WriteJSON(&b); err != nil {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
 			t.Fatal(err)
 		}
-		return b.Bytes()
+		return b
 	}
 	a, b := run(7), run(7)
 	if !bytes.Equal(a, b) {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 
 	"github.com/synergy-sched/synergy/scheduler"
@@ -29,11 +30,11 @@ func TestRun_NewStrategiesInvariants(t *testing.T) {
 				if res.JCT.N != 100 {
 					t.Errorf("%s/%s: %d of 100 jobs finished", sn, pn, res.JCT.N)
 				}
-				var b bytes.Buffer
-				if err := res.WriteJSON(&b); err != nil {
+				b, err := json.Marshal(res)
+				if err != nil {
 					t.Fatal(err)
 				}
-				return b.Bytes()
+				return b
 			}
 			a := run()
 			if sn == "opt" && !bytes.Equal(a, run()) {
