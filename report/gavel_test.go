@@ -13,11 +13,11 @@ import (
 // finished; a dropped job (no JCT) and jobs outside the window are left out.
 func TestSeriesFromGavelSweep(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
-	res := &gavel.SweepResult{Runs: []gavel.Run1{
-		{Point: gavel.Point{Policy: "fifo", Seed: 0}, Result: &simcore.Result{Window: &simcore.Window{First: 1, Last: 3}, Jobs: []simcore.JobRecord{
+	res := &gavel.SweepResult{Runs: []simcore.Run{
+		{Point: simcore.Point{Policy: "fifo", Seed: 0}, Result: &simcore.Result{Window: &simcore.Window{First: 1, Last: 3}, Jobs: []simcore.JobRecord{
 			{ID: 0, JCTS: f(3600)}, {ID: 1, JCTS: f(7200)}, {ID: 2, Failed: true}, {ID: 3, JCTS: f(1800)}, {ID: 4, JCTS: f(36000)},
 		}}},
-		{Point: gavel.Point{Policy: "fifo", Seed: 1}, Result: &simcore.Result{Jobs: []simcore.JobRecord{{ID: 0, JCTS: f(360)}}}},
+		{Point: simcore.Point{Policy: "fifo", Seed: 1}, Result: &simcore.Result{Jobs: []simcore.JobRecord{{ID: 0, JCTS: f(360)}}}},
 	}}
 	got := SeriesFromGavelSweep(res)
 	want := []JCTSeries{{Label: "fifo seed 0", JCTHours: []float64{2, 0.5}}, {Label: "fifo seed 1", JCTHours: []float64{0.1}}}

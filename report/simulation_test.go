@@ -16,14 +16,14 @@ import (
 )
 
 func sweep() *sim.SweepResult {
-	run := func(strategy string, seed uint64, jcts ...float64) sim.Run1 {
+	run := func(strategy string, seed uint64, jcts ...float64) simcore.Run {
 		res := &simcore.Result{}
 		for i, h := range jcts {
 			res.Jobs = append(res.Jobs, simcore.Finished(i, 100, -1, 100+h*3600))
 		}
-		return sim.Run1{Point: sim.Point{Strategy: strategy, Policy: "fifo", JobsPerHour: 9, Seed: seed}, Result: res}
+		return simcore.Run{Point: simcore.Point{Strategy: strategy, Policy: "fifo", JobsPerHour: 9, Seed: seed}, Result: res}
 	}
-	return &sim.SweepResult{Runs: []sim.Run1{
+	return &sim.SweepResult{Runs: []simcore.Run{
 		run("fair", 1, 2, 10, 40, 300),
 		run("tune", 1, 1, 5, 20, 100),
 		run("tune", 2, 0.5, 4, 30),

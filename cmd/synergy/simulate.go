@@ -336,7 +336,7 @@ func (o *simulateOptions) replay() bool { return o.trace != nil || o.phillyArr }
 
 // source makes the workload of one point of the sweep: the trace, the
 // Philly log, or the generator at the point's load and seed.
-func (o *simulateOptions) source(p sim.Point) (sim.Source, error) {
+func (o *simulateOptions) source(p simcore.Point) (sim.Source, error) {
 	if o.trace != nil {
 		return &sim.List{Jobs: o.trace, Name: "trace " + o.tracePath}, nil
 	}
@@ -357,8 +357,8 @@ type recorder struct {
 }
 
 // wrap returns source with its first workload recorded.
-func (r *recorder) wrap(source func(sim.Point) (sim.Source, error)) func(sim.Point) (sim.Source, error) {
-	return func(p sim.Point) (sim.Source, error) {
+func (r *recorder) wrap(source func(simcore.Point) (sim.Source, error)) func(simcore.Point) (sim.Source, error) {
+	return func(p simcore.Point) (sim.Source, error) {
 		s, err := source(p)
 		if err != nil || r.taken {
 			return s, err
@@ -415,7 +415,7 @@ func runSimulate(ctx context.Context, c *cli.Command) error {
 	points := sim.Grid{Strategies: o.strategies, Policies: o.policies, Loads: o.loads, Seeds: o.seeds, Replay: o.replay()}.Points()
 	tty := writesToTerminal(stderr)
 	start := time.Now()
-	res, err := sim.Sweep(ctx, base, points, o.workers, source, func(done, total int, p sim.Point) {
+	res, err := sim.Sweep(ctx, base, points, o.workers, source, func(done, total int, p simcore.Point) {
 		printProgress(stderr, tty, done, total, p, time.Since(start))
 	})
 	if err != nil && ctx.Err() != nil {
@@ -479,7 +479,7 @@ func writesToTerminal(w io.Writer) bool {
 
 // printProgress draws a progress bar on stderr: rewritten in place on a
 // terminal, one line per finished run otherwise.
-func printProgress(w io.Writer, tty bool, done, total int, p sim.Point, elapsed time.Duration) {
+func printProgress(w io.Writer, tty bool, done, total int, p simcore.Point, elapsed time.Duration) {
 	const width = 30
 	filled := width * done / total
 	bar := strings.Repeat("=", filled) + strings.Repeat(" ", width-filled)

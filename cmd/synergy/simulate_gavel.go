@@ -382,7 +382,7 @@ func runGavelSimulate(ctx context.Context, c *cli.Command) error {
 	stdout, stderr := c.Root().Writer, c.Root().ErrWriter
 	tty := writesToTerminal(stderr)
 	start := time.Now()
-	res, err := o.sweep.Run(ctx, func(done, total int, p gavel.Point) {
+	res, err := o.sweep.Run(ctx, func(done, total int, p simcore.Point) {
 		if tty || done == total || done%10 == 0 {
 			fmt.Fprintf(stderr, "gavel: %d/%d runs (%s, seed %d, %g jobs/h) %.1fs\n", done, total, p.Policy, p.Seed, p.JobsPerHour, time.Since(start).Seconds())
 		}
@@ -522,7 +522,7 @@ func windowSize(r *simcore.Result) int {
 }
 
 // rowPolicy names a typed run's policy: Synergy's rows say so.
-func rowPolicy(p gavel.Point) string {
+func rowPolicy(p simcore.Point) string {
 	if p.Strategy != "" {
 		return p.Policy + " (Synergy)"
 	}
@@ -532,7 +532,7 @@ func rowPolicy(p gavel.Point) string {
 // rowPlacement is how a typed run gives CPUs and memory: Synergy's
 // strategy, TUNE for the joint policy, the GPU-proportional share for
 // Gavel's policies.
-func rowPlacement(p gavel.Point) string {
+func rowPlacement(p simcore.Point) string {
 	switch {
 	case p.Strategy != "":
 		return p.Strategy

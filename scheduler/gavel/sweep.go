@@ -10,26 +10,9 @@ import (
 	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
-// Point is one run of a sweep.
-type Point struct {
-	Policy string `json:"policy"`
-	// Strategy is the CPU and memory placement of one of Synergy's
-	// strategies (fair, tune) run under Policy on the typed cluster
-	// (Sweep.Strategies); empty for Gavel's policies.
-	Strategy    string  `json:"strategy,omitempty"`
-	JobsPerHour float64 `json:"jobs_per_hour,omitempty"`
-	Seed        uint64  `json:"seed"`
-}
-
-// Run1 is one point's result.
-type Run1 struct {
-	Point  Point           `json:"point"`
-	Result *simcore.Result `json:"result"`
-}
-
 // SweepResult is every point's result, in the sweep's order.
 type SweepResult struct {
-	Runs []Run1 `json:"runs"`
+	Runs []simcore.Run `json:"runs"`
 	// ProfileRows lists the throughputs read from profiles (rows from
 	// Gavel's file are not listed), emulated ones labelled.
 	ProfileRows []ProfileRow `json:"throughputs_from_profiles,omitempty"`
@@ -72,11 +55,11 @@ type Sweep struct {
 	// (scheduler/joint: the joint policy, Synergy's strategies, CPUs and
 	// memory per job); a nil policy leaves the point to NewPolicy, with
 	// the shaper returned.
-	Plugins func(p Point) (Policy, Shaper, error)
+	Plugins func(p simcore.Point) (Policy, Shaper, error)
 }
 
 // build makes a point's policy and shaper.
-func (s *Sweep) build(p Point) (Policy, Shaper, error) {
+func (s *Sweep) build(p simcore.Point) (Policy, Shaper, error) {
 	var sh Shaper
 	if s.Plugins != nil {
 		pol, shp, err := s.Plugins(p)
@@ -93,7 +76,7 @@ func (s *Sweep) build(p Point) (Policy, Shaper, error) {
 }
 
 // newPolicy builds a point's policy.
-func (s *Sweep) newPolicy(p Point) (Policy, error) {
+func (s *Sweep) newPolicy(p simcore.Point) (Policy, error) {
 	if s.Entities != nil {
 		for _, n := range HierarchicalPolicyNames {
 			if n == p.Policy {
@@ -105,19 +88,19 @@ func (s *Sweep) newPolicy(p Point) (Policy, error) {
 }
 
 // Points lists the sweep's runs.
-func (s *Sweep) Points() []Point {
-	var runs []Point
+func (s *Sweep) Points() []simcore.Point {
+	var runs []simcore.Point
 	for _, st := range s.Strategies {
-		runs = append(runs, Point{Policy: s.SynergyPolicy, Strategy: st})
+		runs = append(runs, simcore.Point{Policy: s.SynergyPolicy, Strategy: st})
 	}
 	for _, p := range s.Policies {
-		runs = append(runs, Point{Policy: p})
+		runs = append(runs, simcore.Point{Policy: p})
 	}
 	loads := s.Loads
 	if s.Trace != nil {
 		loads = []float64{0}
 	}
-	var ps []Point
+	var ps []simcore.Point
 	for _, r := range runs {
 		for _, l := range loads {
 			for _, seed := range s.Seeds {
@@ -147,7 +130,7 @@ func (s *Sweep) Check() error {
 }
 
 // estimator is a point's throughput estimator (nil without Estimate).
-func (s *Sweep) estimator(p Point) (PairEstimator, error) {
+func (s *Sweep) estimator(p simcore.Point) (PairEstimator, error) {
 	if s.Estimate == nil {
 		return nil, nil
 	}
@@ -160,7 +143,7 @@ func (s *Sweep) estimator(p Point) (PairEstimator, error) {
 	return e, nil
 }
 
-func (s *Sweep) workload(p Point) (Workload, error) {
+func (s *Sweep) workload(p simcore.Point) (Workload, error) {
 	if s.Trace != nil {
 		return Workload{Trace: s.Trace}, nil
 	}
@@ -182,15 +165,15 @@ func (s *Sweep) workload(p Point) (Workload, error) {
 // returns its error); progress (may be nil) is called after each run.
 // Results are in Points order whatever the parallelism, so one seed gives
 // byte-identical output.
-func (s *Sweep) Run(ctx context.Context, progress func(done, total int, p Point)) (*SweepResult, error) {
+func (s *Sweep) Run(ctx context.Context, progress func(done, total int, p simcore.Point)) (*SweepResult, error) {
 	points := s.Points()
-	out := &SweepResult{Runs: make([]Run1, len(points))}
+	out := &SweepResult{Runs: make([]simcore.Run, len(points))}
 	_, err := pool.Run(ctx, len(points), s.Workers, func(ctx context.Context, i int) error {
 		r, err := s.run1(ctx, points[i])
 		if err != nil {
 			return fmt.Errorf("%s (seed %d, %g jobs/h): %w", points[i].Policy, points[i].Seed, points[i].JobsPerHour, err)
 		}
-		out.Runs[i] = Run1{Point: points[i], Result: r}
+		out.Runs[i] = simcore.Run{Point: points[i], Result: r}
 		return nil
 	}, func(i, done int) {
 		if progress != nil {
@@ -203,7 +186,7 @@ func (s *Sweep) Run(ctx context.Context, progress func(done, total int, p Point)
 	return out, nil
 }
 
-func (s *Sweep) run1(ctx context.Context, p Point) (*simcore.Result, error) {
+func (s *Sweep) run1(ctx context.Context, p simcore.Point) (*simcore.Result, error) {
 	pol, sh, err := s.build(p)
 	if err != nil {
 		return nil, err

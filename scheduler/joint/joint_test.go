@@ -162,7 +162,7 @@ func zooSensitivities(t *testing.T) Sensitivities {
 }
 
 // runTyped runs one point of the synthetic continuous trace (100 jobs).
-func runTyped(t *testing.T, spec gavel.ClusterSpec, c Cluster, sens Sensitivities, p gavel.Point) *simcore.Result {
+func runTyped(t *testing.T, spec gavel.ClusterSpec, c Cluster, sens Sensitivities, p simcore.Point) *simcore.Result {
 	t.Helper()
 	const dir = "../gavel/testdata/reference/synthetic/"
 	tp, err := gavel.LoadThroughputs(dir + "throughputs.json")
@@ -195,9 +195,9 @@ func runTyped(t *testing.T, spec gavel.ClusterSpec, c Cluster, sens Sensitivitie
 func TestRun_JointBeatsGavelOnACPUPoorCluster(t *testing.T) {
 	spec, c := cpuPoor(t)
 	sens := zooSensitivities(t)
-	j := runTyped(t, spec, c, sens, gavel.Point{Policy: Policy})
-	g := runTyped(t, spec, c, sens, gavel.Point{Policy: "max_min_fairness_perf"})
-	s := runTyped(t, spec, c, sens, gavel.Point{Policy: SynergyFIFO, Strategy: Tune})
+	j := runTyped(t, spec, c, sens, simcore.Point{Policy: Policy})
+	g := runTyped(t, spec, c, sens, simcore.Point{Policy: "max_min_fairness_perf"})
+	s := runTyped(t, spec, c, sens, simcore.Point{Policy: SynergyFIFO, Strategy: Tune})
 	for name, r := range map[string]*simcore.Result{"joint": j, "gavel": g, "synergy": s} {
 		if r.NumFinished != 100 {
 			t.Errorf("%s: %d of 100 jobs finished", name, r.NumFinished)
@@ -214,8 +214,8 @@ func TestRun_JointBeatsGavelOnACPUPoorCluster(t *testing.T) {
 // job max_min_fairness_perf, which itself runs without a shaper.
 func TestRun_WithoutSensitivitiesJointIsGavel(t *testing.T) {
 	spec, c := cpuPoor(t)
-	j := runTyped(t, spec, c, nil, gavel.Point{Policy: Policy})
-	g := runTyped(t, spec, c, nil, gavel.Point{Policy: "max_min_fairness_perf"})
+	j := runTyped(t, spec, c, nil, simcore.Point{Policy: Policy})
+	g := runTyped(t, spec, c, nil, simcore.Point{Policy: "max_min_fairness_perf"})
 	j.Policy, g.Policy = "", ""
 	a, _ := json.Marshal(j)
 	b, _ := json.Marshal(g)
@@ -227,8 +227,8 @@ func TestRun_WithoutSensitivitiesJointIsGavel(t *testing.T) {
 func TestRun_SameInputsSameBytes(t *testing.T) {
 	spec, c := cpuPoor(t)
 	sens := zooSensitivities(t)
-	a, _ := json.Marshal(runTyped(t, spec, c, sens, gavel.Point{Policy: Policy}))
-	b, _ := json.Marshal(runTyped(t, spec, c, sens, gavel.Point{Policy: Policy}))
+	a, _ := json.Marshal(runTyped(t, spec, c, sens, simcore.Point{Policy: Policy}))
+	b, _ := json.Marshal(runTyped(t, spec, c, sens, simcore.Point{Policy: Policy}))
 	if string(a) != string(b) {
 		t.Error("two runs of the same inputs differ")
 	}
@@ -237,10 +237,10 @@ func TestRun_SameInputsSameBytes(t *testing.T) {
 func TestPlugins_RefuseWhatDoesNotRun(t *testing.T) {
 	_, c := cpuPoor(t)
 	p := Plugins(c, nil)
-	if _, _, err := p(gavel.Point{Policy: "srtf", Strategy: Tune}); err == nil {
+	if _, _, err := p(simcore.Point{Policy: "srtf", Strategy: Tune}); err == nil {
 		t.Error("Synergy's strategies run under its fifo only")
 	}
-	if pol, sh, err := p(gavel.Point{Policy: "fifo_perf"}); pol != nil || sh != nil || err != nil {
+	if pol, sh, err := p(simcore.Point{Policy: "fifo_perf"}); pol != nil || sh != nil || err != nil {
 		t.Errorf("Gavel's policy without sensitivities: %v %v %v, want Gavel untouched", pol, sh, err)
 	}
 	if err := (Sensitivities{"x": &scheduler.Job{Model: "x"}}).Check(); err == nil {

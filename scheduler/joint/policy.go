@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/synergy-sched/synergy/scheduler/gavel"
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
 // jointPolicy is the joint policy: Gavel's max_min_fairness_perf on each
@@ -106,8 +107,8 @@ func (p synergyFIFO) Allocate(s *gavel.State) (gavel.Allocation, error) {
 // that strategy; Gavel's policies with the GPU-proportional share when any
 // job type has a sensitivity (otherwise nothing: the file's rates, exactly
 // Gavel).
-func Plugins(c Cluster, sens Sensitivities) func(gavel.Point) (gavel.Policy, gavel.Shaper, error) {
-	return func(pt gavel.Point) (gavel.Policy, gavel.Shaper, error) {
+func Plugins(c Cluster, sens Sensitivities) func(simcore.Point) (gavel.Policy, gavel.Shaper, error) {
+	return func(pt simcore.Point) (gavel.Policy, gavel.Shaper, error) {
 		switch {
 		case pt.Strategy != "":
 			if pt.Policy != SynergyFIFO {

@@ -107,11 +107,11 @@ func TestAnchor_MatchesOriginalGenerator(t *testing.T) {
 		origFair = 96.93
 		seeds    = 20
 	)
-	var points []Point
+	var points []simcore.Point
 	for seed := uint64(1); seed <= seeds; seed++ {
-		points = append(points, Point{Strategy: "tune", Policy: "fifo", JobsPerHour: 9, Seed: seed}, Point{Strategy: "fair", Policy: "fifo", JobsPerHour: 9, Seed: seed})
+		points = append(points, simcore.Point{Strategy: "tune", Policy: "fifo", JobsPerHour: 9, Seed: seed}, simcore.Point{Strategy: "fair", Policy: "fifo", JobsPerHour: 9, Seed: seed})
 	}
-	res, err := Sweep(context.Background(), anchorConfig(t, nil), points, runtime.GOMAXPROCS(0), func(p Point) (Source, error) {
+	res, err := Sweep(context.Background(), anchorConfig(t, nil), points, runtime.GOMAXPROCS(0), func(p simcore.Point) (Source, error) {
 		return NewGenerator(GeneratorConfig{JobsPerHour: p.JobsPerHour, Split: [3]float64{20, 70, 10}, Seed: p.Seed})
 	}, nil)
 	if err != nil {

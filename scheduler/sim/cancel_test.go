@@ -72,7 +72,7 @@ func TestSweep_CancelledKeepsFinishedRuns(t *testing.T) {
 	base.Window = simcore.Window{First: 0, Last: 9}
 	points := Grid{Strategies: []string{"fair"}, Policies: []string{"fifo"}, Loads: []float64{9}, Seeds: []uint64{1, 2, 3, 4}}.Points()
 	made := 0
-	source := func(p Point) (Source, error) {
+	source := func(p simcore.Point) (Source, error) {
 		made++
 		if p.Seed == 1 { // small: finishes
 			return NewGenerator(GeneratorConfig{JobsPerHour: 9, NumJobs: 10, Split: [3]float64{20, 70, 10}, Seed: 1})
@@ -81,7 +81,7 @@ func TestSweep_CancelledKeepsFinishedRuns(t *testing.T) {
 		return bigGenerator(t, p.Seed), nil
 	}
 	done := 0
-	res, err := Sweep(ctx, base, points, 1, source, func(int, int, Point) { done++ })
+	res, err := Sweep(ctx, base, points, 1, source, func(int, int, simcore.Point) { done++ })
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}

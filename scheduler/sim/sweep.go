@@ -11,15 +11,6 @@ import (
 	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
-// Point is one run of a sweep.
-type Point struct {
-	Strategy string `json:"strategy"`
-	Policy   string `json:"policy"`
-	// JobsPerHour is the generator's load (0 for a trace).
-	JobsPerHour float64 `json:"jobs_per_hour,omitempty"`
-	Seed        uint64  `json:"seed"`
-}
-
 // Grid is a sweep's axes.
 type Grid struct {
 	Strategies []string
@@ -36,17 +27,17 @@ type Grid struct {
 
 // Points expands the grid: strategy × policy × load × seed, nested in that
 // order.
-func (g Grid) Points() []Point {
+func (g Grid) Points() []simcore.Point {
 	loads, seeds := g.Loads, g.Seeds
 	if g.Replay {
 		loads, seeds = []float64{0}, []uint64{0}
 	}
-	var ps []Point
+	var ps []simcore.Point
 	for _, s := range g.Strategies {
 		for _, p := range g.Policies {
 			for _, l := range loads {
 				for _, seed := range seeds {
-					ps = append(ps, Point{Strategy: s, Policy: p, JobsPerHour: l, Seed: seed})
+					ps = append(ps, simcore.Point{Strategy: s, Policy: p, JobsPerHour: l, Seed: seed})
 				}
 			}
 		}
@@ -54,15 +45,9 @@ func (g Grid) Points() []Point {
 	return ps
 }
 
-// Run1 is a point's result in a sweep.
-type Run1 struct {
-	Point  Point           `json:"point"`
-	Result *simcore.Result `json:"result"`
-}
-
 // SweepResult is what `synergy simulate` writes.
 type SweepResult struct {
-	Runs []Run1 `json:"runs"`
+	Runs []simcore.Run `json:"runs"`
 }
 
 // WriteJSON writes the sweep's results, indented, with a trailing newline
@@ -85,15 +70,15 @@ func (r *SweepResult) WriteJSON(w io.Writer) error {
 // called (serially) after each run with the number done. Runs look at ctx
 // every round: once it is done, Sweep returns within a round of every
 // running simulation, with the runs that finished and ctx's error.
-func Sweep(ctx context.Context, base Config, points []Point, workers int, source func(Point) (Source, error), progress func(done, total int, p Point)) (*SweepResult, error) {
-	out := &SweepResult{Runs: make([]Run1, len(points))}
+func Sweep(ctx context.Context, base Config, points []simcore.Point, workers int, source func(simcore.Point) (Source, error), progress func(done, total int, p simcore.Point)) (*SweepResult, error) {
+	out := &SweepResult{Runs: make([]simcore.Run, len(points))}
 	_, err := pool.Run(ctx, len(points), workers, func(ctx context.Context, i int) error {
 		p := points[i]
 		res, err := runPoint(ctx, base, p, source)
 		if err != nil {
 			return fmt.Errorf("%s+%s load %v seed %d: %w", p.Policy, p.Strategy, p.JobsPerHour, p.Seed, err)
 		}
-		out.Runs[i] = Run1{Point: p, Result: res}
+		out.Runs[i] = simcore.Run{Point: p, Result: res}
 		return nil
 	}, func(i, done int) {
 		if progress != nil {
@@ -121,7 +106,7 @@ func (r *SweepResult) finished() *SweepResult {
 	return out
 }
 
-func runPoint(ctx context.Context, base Config, p Point, source func(Point) (Source, error)) (*simcore.Result, error) {
+func runPoint(ctx context.Context, base Config, p simcore.Point, source func(simcore.Point) (Source, error)) (*simcore.Result, error) {
 	s, err := scheduler.NewStrategy(p.Strategy)
 	if err != nil {
 		return nil, err

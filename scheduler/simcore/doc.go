@@ -7,6 +7,7 @@
 // tracks the window of job ids a run reports on and ends at (Window); and
 // Result is the one result type both engines return (per-job records, the
 // JCT distribution, makespan, end and utilisation, with each family's extras
-// as optional fields). It is standard library only, so that both engines, the
-// CLI and report import it and it imports none of them.
+// as optional fields), with the sweep's Point and Run that carry it. It is
+// standard library only, so that both engines, the CLI and report import it
+// and it imports none of them.
 package simcore

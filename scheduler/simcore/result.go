@@ -195,3 +195,23 @@ func Mean(xs []float64) float64 {
 	}
 	return sum / float64(len(xs))
 }
+
+// Point is one run of a sweep: a policy (with Synergy's allocation
+// strategy, when one is given) at a load and seed.
+type Point struct {
+	// Strategy is Synergy's allocation strategy (on a typed cluster: the
+	// CPU and memory placement it runs under Policy); empty for Gavel's
+	// policies.
+	Strategy string `json:"strategy,omitempty"`
+	Policy   string `json:"policy"`
+	// JobsPerHour is the generator's load (0 for a trace or a static
+	// workload).
+	JobsPerHour float64 `json:"jobs_per_hour,omitempty"`
+	Seed        uint64  `json:"seed"`
+}
+
+// Run is one point of a sweep and its result.
+type Run struct {
+	Point  Point   `json:"point"`
+	Result *Result `json:"result"`
+}
