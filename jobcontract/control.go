@@ -36,9 +36,10 @@ type ControlCommand struct {
 	// from the batch after the last one handed out, with this many
 	// workers; the old ones are shut down.
 	Workers *int `json:"workers,omitempty"`
-	// Replay true hands the batch just delivered to the training loop
-	// again and again, the loader idle (the step alone, as the step-only
-	// run measures it); false goes back to the loader.
+	// Replay true hands one batch to the training loop again and again,
+	// the loader idle (the step alone, as the step-only run measures it):
+	// the batch just delivered, or the next one, for a job that keeps no
+	// batch beyond its step; false goes back to the loader.
 	Replay *bool `json:"replay,omitempty"`
 }
 

@@ -81,8 +81,12 @@ if so:
     print("GPU ceiling (step-only, %s): %.1f samples/s ±%.1f%s" % (so.get("source", "?"), so.get("samples_per_s", 0),
           so.get("samples_per_s_ci95", 0), " FAILED: " + so["failure"]["message"] if so.get("failure") else ""))
 c = p["cost"]
+wall = c.get("wall_seconds", 0) or 1
 print("Cost: %d launches, %d points, %.0f s wall, of which %.0f s measuring (the rest start-up, warm-up, first passes)" % (
     c.get("launches", 0), c.get("points", 0), c.get("wall_seconds", 0), c.get("measure_seconds", 0)))
+# Issue 30's bar: on a GPU server start-up is at most a quarter of the profile's wall time.
+print("Start-up: %.1f s, %.0f%% of the wall time (bar: at most 25%%); relaunches: %s" % (
+    c.get("startup_seconds", 0), 100 * c.get("startup_seconds", 0) / wall, c.get("relaunches") or "none"))
 print()
 print("| cpus | memory | samples/s | ±95% | GPU util % (measured iterations) | job SM % | data wait | passes crossed, s between | note |")
 print("|---|---|---|---|---|---|---|---|---|")

@@ -598,7 +598,10 @@ class LoaderControl:
         self.channel = channel
         self._wall = wall
         self.replay = False
-        self.last = None  # the batch last delivered (kept while it may be replayed)
+        # last is the batch replayed; kept only while replaying (no batch
+        # outlives its step otherwise: the job's memory is its own).
+        self.last = None
+        self._arm = False  # replay asked: it starts with the next batch delivered
         self._pending = []  # (seq, note, workers before) of commands applied, unanswered
 
     def _owns(self):
@@ -629,8 +632,10 @@ class LoaderControl:
                 except ControlError as e:
                     ch.answer({"seq": cmd["seq"], "error": "workers %d: %s" % (cmd["workers"], e)})
                     continue
-            if "replay" in cmd:
-                self.replay = cmd["replay"] and self.last is not None
+            if "replay" in cmd and cmd["replay"]:
+                self._arm = not self.replay
+            elif "replay" in cmd:
+                self.replay, self._arm, self.last = False, False, None
             self._pending.append((cmd["seq"], note, before if "workers" in cmd else None))
 
     def fetch(self, source):
@@ -659,14 +664,19 @@ class LoaderControl:
                                                         "(%s: %s); back to %d workers" % (failed, type(e).__name__, e, before)})
             return self.fetch(source)
 
+    def arm(self):
+        """Replay from the next batch delivered on (the probe's replay mode)."""
+        self._arm = not self.replay
+
     def delivered(self, batch, iteration, source):
         if self.channel is None:
-            if self.replay:
-                self.last = batch
+            if self._arm:
+                self.replay, self._arm, self.last = True, False, batch
             return
         if not self._owns():
             return
-        self.last = batch
+        if self._arm:
+            self.replay, self._arm, self.last = True, False, batch
         ch = self.channel
         if ch.hello is None:
             ch.hello = {"seq": 0, "workers": source.workers(), "ts": self._wall(), "iter": int(iteration)}

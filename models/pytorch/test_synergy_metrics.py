@@ -472,11 +472,12 @@ class ControlChannelTest(unittest.TestCase):
                 if i == 3:
                     self.send('{"seq":3,"replay":false}\n')
                 self.clock.advance(0.5)
-        # Batch 1 came from the loader, 2 and 3 are it again, then the
-        # loader resumes where it was: 5 batches of its own, 2 replayed.
-        self.assertEqual(len(seen), 7)
-        self.assertTrue(seen[2] is seen[1] and seen[3] is seen[1])
-        self.assertEqual([len(b) for b in seen], [4, 4, 4, 4, 4, 4, 2])
+        # Replay starts with the next batch from the loader (2), 3 is it
+        # again, then the loader resumes where it was: 5 batches of its
+        # own, 1 replayed; no batch is kept before replay is asked.
+        self.assertEqual(len(seen), 6)
+        self.assertTrue(seen[3] is seen[2])
+        self.assertEqual([len(b) for b in seen], [4, 4, 4, 4, 4, 2])
         acks = self.acks()
         self.assertEqual(acks[0], {"seq": 0, "workers": 0, "ts": t[0], "iter": 0})
         self.assertEqual(acks[1]["seq"], 2)
@@ -486,8 +487,8 @@ class ControlChannelTest(unittest.TestCase):
         self.assertEqual(len(acks), 4, "one hello, one answer per command")
         with open(os.path.join(self.dir.name, "m.jsonl")) as f:
             lines = [json.loads(l) for l in f]
-        self.assertEqual([l["iter"] for l in lines], list(range(7)))
-        self.assertEqual([l["data_wait_s"] for l in lines], [0.25, 0.25, 0, 0, 0.25, 0.25, 0.25])
+        self.assertEqual([l["iter"] for l in lines], list(range(6)))
+        self.assertEqual([l["data_wait_s"] for l in lines], [0.25, 0.25, 0.25, 0, 0.25, 0.25])
 
     def test_hello_once_over_passes(self):
         with self.metrics() as m:
@@ -558,9 +559,8 @@ class ControlWrapTorchTest(unittest.TestCase):
                 self.assertEqual(got, [(0, 2, False, 0), (1, 1, False, 4), (2, 1, True, 6), (3, 0, False, 8),
                                        (4, 3, False, 10), (5, 1, False, 21)], "exactly one hello and one answer each")
                 b = rec["batches"]
-                self.assertEqual(b[6]["items"], b[5]["items"])
-                self.assertEqual(b[7]["items"], b[5]["items"])
-                seen = [(x["epoch"], x["items"]) for i, x in enumerate(b) if i not in (6, 7)]
+                self.assertEqual(b[7]["items"], b[6]["items"], "batch 6, the first under replay, again")
+                seen = [(x["epoch"], x["items"]) for i, x in enumerate(b) if i != 7]
                 self.assertEqual(seen, want, "every item once a pass, in the order without commands")
                 self.assertEqual([x["children"] for x in b[:12]], [2] * 4 + [1] * 4 + [0] * 2 + [3] * 2)
                 with open(os.path.join(d, "m.jsonl")) as f:

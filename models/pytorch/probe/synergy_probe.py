@@ -511,7 +511,7 @@ class Probe:
                 self.stand_down()
                 primary = False
             if primary and self.cfg.replay:
-                self.ctl.replay = True
+                self.ctl.arm()  # this batch, handed out again and again
                 self.notes.append("replay mode: the first batch is handed out again and again, the loader idle: "
                                   "the rate is the script's step alone")
                 sys.stderr.write("synergy-probe: replay mode: timing the step alone on the first batch\n")
