@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
 // runIdeal is the mechanism-free run ("ideal" in Gavel's Fig. 13): between
@@ -14,68 +16,99 @@ import (
 // cannot run on a trace: it needs a next arrival and indexes worker
 // assignments that it never makes; this is its intent, done exactly.)
 func (s *simulator) runIdeal(ctx context.Context, tp *Throughputs, w Workload) error {
-	queue := w.Trace
-	g := w.Generator
-	next := func() (float64, bool) {
-		if queue != nil {
-			if len(queue) == 0 {
-				return 0, false
-			}
-			return queue[0].ArrivalS, true
-		}
-		if g.NumJobs() > 0 && g.Generated() >= g.NumJobs() {
-			return 0, false
-		}
-		return g.NextArrival(), true
+	r := &idealEvents{s: s, tp: tp, queue: w.Trace, g: w.Generator, busy: make([]float64, len(s.types))}
+	if err := r.admit(); err != nil {
+		return err
 	}
-	busy := make([]float64, len(s.types))
-	for iter := 0; ; iter++ {
-		if iter%64 == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		for {
-			at, ok := next()
-			if !ok || at > s.now {
-				break
-			}
-			var j Job
-			if queue != nil {
-				j, queue = queue[0], queue[1:]
-			} else {
-				j = g.Next()
-			}
-			if err := s.addJob(j, tp, j.ArrivalS); err != nil {
-				return err
-			}
-		}
-		if s.cfg.Window != nil && s.window.Complete(false) {
-			break
-		}
-		if s.cfg.MaxS > 0 && s.now > s.cfg.MaxS {
-			s.res.Truncated = true
-			break
-		}
-		at, more := next()
-		if len(s.active) == 0 {
-			if !more {
-				break
-			}
-			s.now = at
-			continue
-		}
-		if err := s.idealStep(at, more, busy); err != nil {
-			return err
-		}
+	// The shared loop runs the events; rounds counts the allocations
+	// applied (idealStep), not the clock's jumps to an arrival.
+	out, err := simcore.Loop(ctx, r, simcore.Limits{MaxS: s.cfg.MaxS, CheckEvery: 64})
+	s.res.Truncated = out.Truncated
+	if err != nil {
+		return err
 	}
 	// Utilisation: busy GPU-time over GPU-time, spread evenly over each
 	// type's GPUs (no worker identities in a fluid run).
 	s.cumBusy = nil
-	for t, b := range busy {
+	for t, b := range r.busy {
 		for k := 0; k < s.workers[t]; k++ {
 			s.cumBusy = append(s.cumBusy, b/float64(s.workers[t]))
 		}
 	}
 	return nil
+}
+
+// idealEvents is ideal mode's part of the shared loop (simcore.Rounds): a
+// "round" is one event, the allocation applied exactly until the next
+// arrival or the first completion, followed by the arrivals due then (so
+// that Over sees them, as the fluid loop always has); Advance and Admit have
+// nothing left to do.
+type idealEvents struct {
+	s     *simulator
+	tp    *Throughputs
+	queue []Job      // trace jobs not yet arrived, or
+	g     *Generator // the generator
+	busy  []float64  // GPU-seconds allocated per type
+}
+
+var _ simcore.Rounds = (*idealEvents)(nil)
+
+func (r *idealEvents) Over() bool                  { return r.s.cfg.Window != nil && r.s.window.Complete(false) }
+func (r *idealEvents) Now() float64                { return r.s.now }
+func (r *idealEvents) Advance() error              { return nil }
+func (r *idealEvents) Admit(context.Context) error { return nil }
+
+// Round jumps to the next arrival when no job is active (the run ends when
+// none is to come), else applies the allocation until the next event; then
+// admits the arrivals due.
+func (r *idealEvents) Round() (simcore.Step, error) {
+	s := r.s
+	at, more := r.next()
+	step := simcore.Ran
+	switch {
+	case len(s.active) == 0 && !more:
+		return simcore.End, nil
+	case len(s.active) == 0:
+		s.now, step = at, simcore.Idle
+	default:
+		if err := s.idealStep(at, more, r.busy); err != nil {
+			return simcore.End, err
+		}
+	}
+	return step, r.admit()
+}
+
+// next is the next arrival's time, if a job is still to arrive.
+func (r *idealEvents) next() (float64, bool) {
+	if r.queue != nil {
+		if len(r.queue) == 0 {
+			return 0, false
+		}
+		return r.queue[0].ArrivalS, true
+	}
+	if r.g.NumJobs() > 0 && r.g.Generated() >= r.g.NumJobs() {
+		return 0, false
+	}
+	return r.g.NextArrival(), true
+}
+
+// admit adds the jobs arriving by now.
+func (r *idealEvents) admit() error {
+	for {
+		at, ok := r.next()
+		if !ok || at > r.s.now {
+			return nil
+		}
+		var j Job
+		if r.queue != nil {
+			j, r.queue = r.queue[0], r.queue[1:]
+		} else {
+			j = r.g.Next()
+		}
+		if err := r.s.addJob(j, r.tp, j.ArrivalS); err != nil {
+			return err
+		}
+	}
 }
 
 // idealStep allocates, runs every job at its allocated rate until the
