@@ -87,8 +87,10 @@ type Config struct {
 	// TimelineDir receives each point's samples and metrics stream as JSON
 	// lines (docs/profile-format.md); "" keeps none.
 	TimelineDir string
-	// StallBreakdown runs the job once with --synthetic-data first, so each
-	// measured cell's stall can be split into preprocessing and fetch.
+	// StallBreakdown measures the job's step alone once (the step-only run:
+	// the running job replays one batch over its control channel, or a
+	// launch with --synthetic-data), so each measured cell's stall can be
+	// split into preprocessing and fetch.
 	StallBreakdown bool
 
 	// Relaunch starts the job afresh for every point instead of changing
