@@ -9,6 +9,7 @@
 // as is_done does), an ideal fluid mode, and the non-LP policies (fifo,
 // fifo_perf, isolated, proportional, gandiva, allox), job by job equal to
 // Gavel's simulator; the LP policies are solved by scheduler/gavel/lp.
-// Run simulates one policy, Sweep many in parallel; docs/gavel.md records
-// what matches Gavel and how it was checked.
+// Run simulates one policy, Sweep many in parallel, on the loop and with the
+// result type both engines share (scheduler/simcore: Loop, Result);
+// docs/gavel.md records what matches Gavel and how it was checked.
 package gavel
