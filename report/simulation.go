@@ -12,8 +12,6 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/synergy-sched/synergy/scheduler/gavel"
-	"github.com/synergy-sched/synergy/scheduler/sim"
 	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
@@ -38,37 +36,23 @@ type SimOptions struct {
 	LinearX bool
 }
 
-// SeriesFromSweep makes one JCT series per run of a sweep, from the
-// window's finished jobs. Labels name strategy and policy ("tune+fifo"),
-// plus the load and seed when those vary across the sweep.
-func SeriesFromSweep(res *sim.SweepResult) []JCTSeries {
+// SeriesFromRuns makes one JCT series per run of a sweep, either engine's,
+// from the window's jobs that finished (a job Gavel's rules dropped has no
+// JCT and is left out, as in Gavel's mean). Labels name the policy, with
+// Synergy's strategy first when the run has one ("tune+fifo"), plus the
+// load and seed when those vary across the sweep.
+func SeriesFromRuns(runs []simcore.Run) []JCTSeries {
 	var l labeller
-	for _, r := range res.Runs {
+	for _, r := range runs {
 		l.see(r.Point.JobsPerHour, r.Point.Seed)
 	}
 	var out []JCTSeries
-	for _, r := range res.Runs {
-		s := JCTSeries{Label: l.label(r.Point.Strategy+"+"+r.Point.Policy, r.Point.JobsPerHour, r.Point.Seed)}
-		s.JCTHours = windowJCTHours(r.Result)
-		out = append(out, s)
-	}
-	return out
-}
-
-// SeriesFromGavelSweep makes one JCT series per run of a Gavel-mode
-// sweep, from the window's jobs that finished (a job Gavel's rules dropped
-// has no JCT and is left out, as in Gavel's mean). Labels name the policy,
-// plus the load and seed when those vary across the sweep.
-func SeriesFromGavelSweep(res *gavel.SweepResult) []JCTSeries {
-	var l labeller
-	for _, r := range res.Runs {
-		l.see(r.Point.JobsPerHour, r.Point.Seed)
-	}
-	var out []JCTSeries
-	for _, r := range res.Runs {
-		s := JCTSeries{Label: l.label(r.Point.Policy, r.Point.JobsPerHour, r.Point.Seed)}
-		s.JCTHours = windowJCTHours(r.Result)
-		out = append(out, s)
+	for _, r := range runs {
+		name := r.Point.Policy
+		if r.Point.Strategy != "" {
+			name = r.Point.Strategy + "+" + name
+		}
+		out = append(out, JCTSeries{Label: l.label(name, r.Point.JobsPerHour, r.Point.Seed), JCTHours: windowJCTHours(r.Result)})
 	}
 	return out
 }

@@ -11,11 +11,10 @@ import (
 
 	"gonum.org/v1/plot/plotter"
 
-	"github.com/synergy-sched/synergy/scheduler/sim"
 	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
-func sweep() *sim.SweepResult {
+func sweep() []simcore.Run {
 	run := func(strategy string, seed uint64, jcts ...float64) simcore.Run {
 		res := &simcore.Result{}
 		for i, h := range jcts {
@@ -23,15 +22,15 @@ func sweep() *sim.SweepResult {
 		}
 		return simcore.Run{Point: simcore.Point{Strategy: strategy, Policy: "fifo", JobsPerHour: 9, Seed: seed}, Result: res}
 	}
-	return &sim.SweepResult{Runs: []simcore.Run{
+	return []simcore.Run{
 		run("fair", 1, 2, 10, 40, 300),
 		run("tune", 1, 1, 5, 20, 100),
 		run("tune", 2, 0.5, 4, 30),
-	}}
+	}
 }
 
-func TestSeriesFromSweep_Labels(t *testing.T) {
-	s := SeriesFromSweep(sweep())
+func TestSeriesFromRuns_Labels(t *testing.T) {
+	s := SeriesFromRuns(sweep())
 	var labels []string
 	for _, x := range s {
 		labels = append(labels, x.Label)
@@ -69,7 +68,7 @@ func TestCDF_Steps(t *testing.T) {
 }
 
 func TestJCTCDF_PNGAndSVG(t *testing.T) {
-	series := SeriesFromSweep(sweep())
+	series := SeriesFromRuns(sweep())
 	var pngBuf bytes.Buffer
 	if err := JCTCDF(&pngBuf, "png", series, SimOptions{}); err != nil {
 		t.Fatal(err)
@@ -114,7 +113,7 @@ func TestJCTCDF_Errors(t *testing.T) {
 	if err := JCTCDF(&b, "png", []JCTSeries{{Label: "x"}}, SimOptions{}); err == nil || !strings.Contains(err.Error(), "no finished jobs") {
 		t.Errorf("empty series: %v", err)
 	}
-	if err := JCTCDF(&b, "bmp", SeriesFromSweep(sweep()), SimOptions{}); err == nil || !strings.Contains(err.Error(), `"bmp"`) {
+	if err := JCTCDF(&b, "bmp", SeriesFromRuns(sweep()), SimOptions{}); err == nil || !strings.Contains(err.Error(), `"bmp"`) {
 		t.Errorf("bad format: %v", err)
 	}
 }
@@ -128,7 +127,7 @@ func TestSave_ByExtension(t *testing.T) {
 			path := filepath.Join(dir, kind+"."+ext)
 			var err error
 			if kind == "cdf" {
-				err = SaveJCTCDF(path, SeriesFromSweep(sweep()), SimOptions{})
+				err = SaveJCTCDF(path, SeriesFromRuns(sweep()), SimOptions{})
 			} else {
 				err = SaveUtilization(path, pts, SimOptions{})
 			}
@@ -145,7 +144,7 @@ func TestSave_ByExtension(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"out", "out.bmp"} {
-		err := SaveJCTCDF(filepath.Join(dir, bad), SeriesFromSweep(sweep()), SimOptions{})
+		err := SaveJCTCDF(filepath.Join(dir, bad), SeriesFromRuns(sweep()), SimOptions{})
 		if err == nil || !strings.Contains(err.Error(), bad) {
 			t.Errorf("%s: %v", bad, err)
 		}

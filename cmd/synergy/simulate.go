@@ -463,7 +463,7 @@ func (o *simulateOptions) save(res *sim.SweepResult, rec *recorder) error {
 		}
 	}
 	if o.plot != "" {
-		if err := report.SaveJCTCDF(o.plot, report.SeriesFromSweep(res), report.SimOptions{Title: "JCT CDF, " + o.cluster.Name}); err != nil {
+		if err := report.SaveJCTCDF(o.plot, report.SeriesFromRuns(res.Runs), report.SimOptions{Title: "JCT CDF, " + o.cluster.Name}); err != nil {
 			return badFlag(simFlagPlot, err)
 		}
 	}

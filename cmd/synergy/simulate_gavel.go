@@ -402,7 +402,7 @@ func runGavelSimulate(ctx context.Context, c *cli.Command) error {
 		}
 	}
 	if o.plot != "" {
-		if err := report.SaveJCTCDF(o.plot, report.SeriesFromGavelSweep(res), report.SimOptions{Title: "JCT CDF, " + o.sweep.Config.Cluster.String()}); err != nil {
+		if err := report.SaveJCTCDF(o.plot, report.SeriesFromRuns(res.Runs), report.SimOptions{Title: "JCT CDF, " + o.sweep.Config.Cluster.String()}); err != nil {
 			return badFlag(simFlagPlot, err)
 		}
 	}
