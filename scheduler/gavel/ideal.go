@@ -16,8 +16,12 @@ import (
 // cannot run on a trace: it needs a next arrival and indexes worker
 // assignments that it never makes; this is its intent, done exactly.)
 func (s *simulator) runIdeal(ctx context.Context, tp *Throughputs, w Workload) error {
-	r := &idealEvents{s: s, tp: tp, queue: w.Trace, g: w.Generator, busy: make([]float64, len(s.types))}
-	if err := r.admit(); err != nil {
+	arr, err := w.arrivals()
+	if err != nil {
+		return err
+	}
+	r := &idealEvents{ctx: ctx, s: s, tp: tp, arr: arr, busy: make([]float64, len(s.types))}
+	if err := r.admit(ctx); err != nil {
 		return err
 	}
 	// The shared loop runs the events; rounds counts the allocations
@@ -44,11 +48,11 @@ func (s *simulator) runIdeal(ctx context.Context, tp *Throughputs, w Workload) e
 // that Over sees them, as the fluid loop always has); Advance and Admit have
 // nothing left to do.
 type idealEvents struct {
-	s     *simulator
-	tp    *Throughputs
-	queue []Job      // trace jobs not yet arrived, or
-	g     *Generator // the generator
-	busy  []float64  // GPU-seconds allocated per type
+	ctx  context.Context // the run's, for the arrivals Round admits
+	s    *simulator
+	tp   *Throughputs
+	arr  *simcore.Arrivals[Job] // the jobs still to arrive
+	busy []float64              // GPU-seconds allocated per type
 }
 
 var _ simcore.Rounds = (*idealEvents)(nil)
@@ -63,7 +67,8 @@ func (r *idealEvents) Admit(context.Context) error { return nil }
 // admits the arrivals due.
 func (r *idealEvents) Round() (simcore.Step, error) {
 	s := r.s
-	at, more := r.next()
+	next, more := r.arr.Next()
+	at := next.ArrivalS
 	step := simcore.Ran
 	switch {
 	case len(s.active) == 0 && !more:
@@ -75,40 +80,12 @@ func (r *idealEvents) Round() (simcore.Step, error) {
 			return simcore.End, err
 		}
 	}
-	return step, r.admit()
-}
-
-// next is the next arrival's time, if a job is still to arrive.
-func (r *idealEvents) next() (float64, bool) {
-	if r.queue != nil {
-		if len(r.queue) == 0 {
-			return 0, false
-		}
-		return r.queue[0].ArrivalS, true
-	}
-	if r.g.NumJobs() > 0 && r.g.Generated() >= r.g.NumJobs() {
-		return 0, false
-	}
-	return r.g.NextArrival(), true
+	return step, r.admit(r.ctx)
 }
 
 // admit adds the jobs arriving by now.
-func (r *idealEvents) admit() error {
-	for {
-		at, ok := r.next()
-		if !ok || at > r.s.now {
-			return nil
-		}
-		var j Job
-		if r.queue != nil {
-			j, r.queue = r.queue[0], r.queue[1:]
-		} else {
-			j = r.g.Next()
-		}
-		if err := r.s.addJob(j, r.tp, j.ArrivalS); err != nil {
-			return err
-		}
-	}
+func (r *idealEvents) admit(ctx context.Context) error {
+	return r.arr.Due(ctx, r.s.now, func(j Job) error { return r.s.addJob(j, r.tp, j.ArrivalS) })
 }
 
 // idealStep allocates, runs every job at its allocated rate until the

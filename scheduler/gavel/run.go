@@ -16,6 +16,31 @@ type Workload struct {
 	Generator *Generator // or the generator
 }
 
+// arrivals reads the workload through the shared arrivals (read one
+// ahead): the trace's jobs in order, or the generator's until its NumJobs
+// (none for a continuous one).
+func (w Workload) arrivals() (*simcore.Arrivals[Job], error) {
+	read := func() (Job, bool, error) {
+		g := w.Generator
+		if g.NumJobs() > 0 && g.Generated() >= g.NumJobs() {
+			return Job{}, false, nil
+		}
+		return g.Next(), true, nil
+	}
+	if w.Trace != nil {
+		q := w.Trace
+		read = func() (Job, bool, error) {
+			if len(q) == 0 {
+				return Job{}, false, nil
+			}
+			j := q[0]
+			q = q[1:]
+			return j, true, nil
+		}
+	}
+	return simcore.NewArrivals(read, func(j Job) float64 { return j.ArrivalS })
+}
+
 // Run simulates policy on the workload with Gavel's round mechanism.
 func Run(ctx context.Context, cfg Config, tp *Throughputs, w Workload, policy Policy) (*simcore.Result, error) {
 	s := newSimulator(cfg, policy)
@@ -46,8 +71,8 @@ func Run(ctx context.Context, cfg Config, tp *Throughputs, w Workload, policy Po
 // loopState is the main loop's state (Gavel's simulate locals).
 type loopState struct {
 	tp                   *Throughputs
-	queue                []Job      // trace jobs not yet arrived
-	g                    *Generator // or the generator
+	arr                  *simcore.Arrivals[Job] // the jobs still to arrive
+	g                    *Generator             // the generator, if the workload is one
 	remaining            int
 	run                  []running
 	roundStart, roundEnd float64
@@ -61,14 +86,17 @@ type loopState struct {
 // test, the clock's advance to the round's last micro-task, arrivals, and
 // the round's allocation, placement and micro-tasks.
 func (s *simulator) loop(ctx context.Context, tp *Throughputs, w Workload) error {
-	l := &loopState{tp: tp, queue: w.Trace, g: w.Generator, remaining: len(w.Trace), haveNext: true}
+	arr, err := w.arrivals()
+	if err != nil {
+		return err
+	}
+	l := &loopState{tp: tp, arr: arr, g: w.Generator, remaining: len(w.Trace), haveNext: true}
 	if l.g != nil && l.g.NumJobs() > 0 {
 		l.remaining = l.g.NumJobs()
 	}
-	if w.Trace != nil {
-		s.now, l.next = l.queue[0].ArrivalS, l.queue[0].ArrivalS
-	} else {
-		l.next = l.g.NextArrival()
+	first, _ := arr.Next()
+	if l.next = first.ArrivalS; w.Trace != nil {
+		s.now = first.ArrivalS
 	}
 	out, err := simcore.Loop(ctx, &rounds{s: s, l: l}, simcore.Limits{MaxS: s.cfg.MaxS, CheckEvery: 64})
 	s.res.Rounds += out.Rounds
@@ -88,7 +116,7 @@ var _ simcore.Rounds = (*rounds)(nil)
 
 func (r *rounds) Over() bool                      { return r.s.finished(r.l) }
 func (r *rounds) Now() float64                    { return r.s.now }
-func (r *rounds) Admit(ctx context.Context) error { return r.s.admit(r.l) }
+func (r *rounds) Admit(ctx context.Context) error { return r.s.admit(ctx, r.l) }
 
 func (r *rounds) Advance() error {
 	r.before = r.s.now
@@ -133,8 +161,8 @@ func (s *simulator) finished(l *loopState) bool {
 		return l.g.NumJobs() > 0 && l.remaining <= 0
 	case l.remaining == 0:
 		return true
-	case len(l.queue) > 0:
-		l.next, l.haveNext = l.queue[0].ArrivalS, true
+	case l.hasNext():
+		l.haveNext = true
 	default:
 		l.haveNext = false
 		if len(l.run) == 0 {
@@ -182,28 +210,28 @@ func (s *simulator) advance(l *loopState) {
 	l.run = run[:0]
 }
 
-// admit adds the jobs that have arrived by now.
-func (s *simulator) admit(l *loopState) error {
-	if l.g == nil {
-		for len(l.queue) > 0 && l.queue[0].ArrivalS <= s.now {
-			if err := s.addJob(l.queue[0], l.tp, l.queue[0].ArrivalS); err != nil {
-				return err
-			}
-			l.queue = l.queue[1:]
+// admit adds the jobs that have arrived by now. The generator's next
+// arrival (l.next) follows each admission: after its last job, the time its
+// successor would have arrived, as Gavel's loop reads it; a trace's is read
+// at the top of the next round (finished).
+func (s *simulator) admit(ctx context.Context, l *loopState) error {
+	err := l.arr.Due(ctx, s.now, func(j Job) error { return s.addJob(j, l.tp, j.ArrivalS) })
+	if err == nil && l.g != nil {
+		if !l.hasNext() {
+			l.next = l.g.NextArrival()
 		}
-		return nil
 	}
-	for l.next <= s.now {
-		if l.g.NumJobs() > 0 && l.g.Generated() >= l.g.NumJobs() {
-			break
-		}
-		j := l.g.Next()
-		if err := s.addJob(j, l.tp, j.ArrivalS); err != nil {
-			return err
-		}
-		l.next = l.g.NextArrival()
+	return err
+}
+
+// hasNext says whether a job is still to arrive; if so, l.next is set to
+// its arrival time.
+func (l *loopState) hasNext() bool {
+	j, ok := l.arr.Next()
+	if ok {
+		l.next = j.ArrivalS
 	}
-	return nil
+	return ok
 }
 
 // dispatch schedules the next round, counts lease extensions as Gavel

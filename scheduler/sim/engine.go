@@ -134,7 +134,7 @@ func (s *run) Admit(ctx context.Context) error { return s.arrive(ctx) }
 // to come or StopWhenIdle, the run ends.
 func (s *run) Round() (simcore.Step, error) {
 	if len(s.queue) == 0 {
-		if s.pending == nil || s.cfg.StopWhenIdle {
+		if s.pending() == nil || s.cfg.StopWhenIdle {
 			return simcore.End, nil
 		}
 		s.skipIdle()
@@ -158,11 +158,10 @@ type run struct {
 	// order carries the strategy's FairRates and LargestFirst; each round
 	// sets its clock.
 	order scheduler.OrderContext
-	// pending is the next job to arrive, fetched only after the previous
-	// one arrived; more is false once the source has ended.
-	pending *scheduler.Job
-	more    bool
-	now     float64
+	// arrivals is the source read one ahead: its next job is the next to
+	// arrive (fetched only after the previous one arrived).
+	arrivals *simcore.Arrivals[*scheduler.Job]
+	now      float64
 	// origin is a round boundary all others are whole rounds from (0, or
 	// StaticFirstRoundSeconds).
 	origin float64
@@ -190,13 +189,14 @@ func start(cfg Config, src Source) (*run, error) {
 	if cfg.StarvationSeconds == 0 {
 		cfg.StarvationSeconds = DefaultStarvationSeconds
 	}
-	s := &run{cfg: cfg, src: src, shape: scheduler.ShapeOf(cfg.Cluster), totals: cfg.Cluster.Totals(), more: true,
+	s := &run{cfg: cfg, src: src, shape: scheduler.ShapeOf(cfg.Cluster), totals: cfg.Cluster.Totals(),
 		index: map[*scheduler.Job]*scheduler.Active{}, window: simcore.WindowCount{Window: cfg.Window}}
 	s.order = scheduler.NewOrderContext(cfg.Strategy, 0, s.totals.GPUs)
-	if err := s.fetch(); err != nil {
+	var err error
+	if s.arrivals, err = simcore.NewArrivals(s.read, func(j *scheduler.Job) float64 { return j.ArrivalSeconds }); err != nil {
 		return nil, err
 	}
-	if s.pending == nil {
+	if s.pending() == nil {
 		return nil, errors.New("simulate: the workload has no jobs")
 	}
 	switch {
@@ -207,7 +207,7 @@ func start(cfg Config, src Source) (*run, error) {
 		// The original starts at the round holding the first job of the
 		// list as given (file order), which is the earliest arrival
 		// unless the file is unsorted.
-		first := s.pending.ArrivalSeconds
+		first := s.pending().ArrivalSeconds
 		if l, ok := src.(*List); ok && len(l.Jobs) > 0 {
 			first = l.Jobs[0].ArrivalSeconds
 		}
@@ -216,57 +216,46 @@ func start(cfg Config, src Source) (*run, error) {
 	return s, nil
 }
 
-// fetch reads the next job into pending when there is none.
-func (s *run) fetch() error {
-	if !s.more || s.pending != nil {
-		return nil
-	}
+// read is the source's next job, checked (Arrivals reads through it).
+func (s *run) read() (*scheduler.Job, bool, error) {
 	j, ok := s.src.Next()
 	if !ok {
-		s.more = false
-		return nil
+		return nil, false, nil
 	}
 	if err := j.Validate(); err != nil {
-		return fmt.Errorf("simulate: %w", err)
+		return nil, false, fmt.Errorf("simulate: %w", err)
 	}
 	if j.GPUs > s.totals.GPUs {
-		return fmt.Errorf("simulate: job %d needs %d GPUs; the cluster has %d", j.ID, j.GPUs, s.totals.GPUs)
+		return nil, false, fmt.Errorf("simulate: job %d needs %d GPUs; the cluster has %d", j.ID, j.GPUs, s.totals.GPUs)
 	}
-	s.pending = j
-	return nil
+	return j, true, nil
+}
+
+// pending is the next job to arrive, nil once the source has ended.
+func (s *run) pending() *scheduler.Job {
+	j, _ := s.arrivals.Next()
+	return j
 }
 
 // arrive moves the jobs arriving at or before now into the queue (arrival
-// events sort before the round's schedule event at equal times). It looks
-// at ctx every arriveCheckEvery jobs: a trace may bring millions at once.
+// events sort before the round's schedule event at equal times; Arrivals
+// looks at ctx every 4,096 jobs: a trace may bring millions at once).
 func (s *run) arrive(ctx context.Context) error {
-	for n := 1; s.pending != nil && s.pending.ArrivalSeconds <= s.now; n++ {
-		if n%arriveCheckEvery == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		j := s.pending
+	return s.arrivals.Due(ctx, s.now, func(j *scheduler.Job) error {
 		a := scheduler.NewActive(j, scheduler.IdealDemand(j, s.shape).Speedup)
 		s.index[j] = a
 		s.queue = append(s.queue, a)
 		s.arrived++
 		s.window.Arrive(j.ID)
-		s.pending = nil
-		if err := s.fetch(); err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
 }
-
-const arriveCheckEvery = 1 << 12
 
 // skipIdle jumps the clock to the round holding the next arrival when
 // nothing is queued.
 func (s *run) skipIdle() {
 	R := s.cfg.RoundSeconds
-	if next := s.origin + math.Ceil((s.pending.ArrivalSeconds-s.origin)/R)*R; next > s.now {
+	if next := s.origin + math.Ceil((s.pending().ArrivalSeconds-s.origin)/R)*R; next > s.now {
 		s.util.idle(s.now, next, R)
 		s.now = next
 	}
@@ -297,7 +286,7 @@ func (s *run) place() (*scheduler.Round, []*scheduler.Active, error) {
 		r.Reset()
 	}
 	placed := scheduler.SchedulePlaced(r, s.cfg.Strategy, offer)
-	if placed == 0 && s.pending == nil && !s.more {
+	if placed == 0 && s.pending() == nil {
 		a := offer
 		if len(a) == 0 {
 			a = s.queue
@@ -374,16 +363,16 @@ func (s *run) retire() bool {
 	if s.window.Complete(s.windowClosed()) {
 		return true
 	}
-	return !s.more && s.pending == nil && len(s.queue) == 0
+	return s.pending() == nil && len(s.queue) == 0
 }
 
 // windowClosed reports whether no job of the window can still arrive: the
 // source has ended, or its next job is past the window's last id.
 func (s *run) windowClosed() bool {
-	if s.pending != nil {
-		return s.pending.ID > s.cfg.Window.Last
+	if j := s.pending(); j != nil {
+		return j.ID > s.cfg.Window.Last
 	}
-	return !s.more
+	return true
 }
 
 // utilAcc accumulates allocated GPU, CPU and memory over time.
