@@ -11,17 +11,47 @@ import (
 // at a warm, unlimited-memory point the profiler has read the dataset
 // beforehand, so its pages are charged to the profiler, not the job, and
 // the job's cgroup holds its anonymous memory and the page cache it first
-// touched (interpreter, framework libraries). The largest such figure over
-// those points; 0 when none was measured.
+// touched (interpreter, framework libraries). The largest anonymous
+// memory over those points plus the framework's page cache
+// (frameworkCache); 0 when none was measured.
 func footprint(cells []sensitivity.Cell) int64 {
-	var fp int64
-	for _, c := range cells {
-		if !c.Measured || c.Failure != nil || !sensitivity.Unlimited(c.MemLimitBytes) || c.Stats == nil || c.Stats.ColdStart {
-			continue
-		}
-		fp = max(fp, c.Stats.MemAnonBytes+c.Stats.MemCacheBytes)
+	var anon int64
+	for _, c := range ownMemoryCells(cells) {
+		anon = max(anon, c.Stats.MemAnonBytes)
 	}
-	return fp
+	if anon == 0 {
+		return 0
+	}
+	return anon + frameworkCache(cells)
+}
+
+// ownMemoryCells are the cells whose cgroup figures show the job's own
+// memory: measured warm at unlimited memory.
+func ownMemoryCells(cells []sensitivity.Cell) []sensitivity.Cell {
+	var out []sensitivity.Cell
+	for _, c := range cells {
+		if c.Measured && c.Failure == nil && sensitivity.Unlimited(c.MemLimitBytes) && c.Stats != nil && !c.Stats.ColdStart {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// frameworkCache is the page cache the job's own files take (interpreter,
+// framework libraries): the least the warm unlimited points' cgroups
+// held. A point changed in place in a launch that already read its
+// dataset into its own cgroup (a cold point before it, or pages the
+// profiler's had to give back) holds some of the dataset's pages too; the
+// launch's first point, started on a warm dataset, holds the job's own
+// only, and so does every point of a launch per point.
+func frameworkCache(cells []sensitivity.Cell) int64 {
+	least := int64(-1)
+	for _, c := range ownMemoryCells(cells) {
+		if least < 0 || c.Stats.MemCacheBytes < least {
+			least = c.Stats.MemCacheBytes
+		}
+	}
+	return max(least, 0)
 }
 
 // noteFootprint records the footprint in the profile and warns about the

@@ -16,20 +16,18 @@ import (
 const footprintHeadroom = 1.25
 
 // footprintAt predicts the job's own memory (anonymous memory and the page
-// cache it first touched, at the warm unlimited points, where the dataset's
-// pages are the profiler's) with w loader workers: the figure measured at
+// cache of its own files, frameworkCache, at the warm unlimited points,
+// where the dataset's pages are the profiler's) with w loader workers: the figure measured at
 // w workers, else the line through the points measured on either side (or
 // the two nearest), never below the largest figure at fewer workers. ok is
 // false when no unlimited point has been measured, or w lies beyond the
 // only one measured.
 func footprintAt(cells []sensitivity.Cell, gpus, w int) (int64, bool) {
 	byW := map[int]int64{}
-	for _, c := range cells {
-		if !c.Measured || c.Failure != nil || !sensitivity.Unlimited(c.MemLimitBytes) || c.Stats == nil || c.Stats.ColdStart {
-			continue
-		}
+	cache := frameworkCache(cells) // the job's own files' pages, not the dataset's (footprint.go)
+	for _, c := range ownMemoryCells(cells) {
 		cw := cellWorkers(c, gpus)
-		byW[cw] = max(byW[cw], c.Stats.MemAnonBytes+c.Stats.MemCacheBytes)
+		byW[cw] = max(byW[cw], c.Stats.MemAnonBytes+cache)
 	}
 	if fp, ok := byW[w]; ok && fp > 0 {
 		return fp, true
