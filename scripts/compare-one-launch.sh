@@ -33,7 +33,7 @@ pytorch)
 	[[ -d $out/data-pytorch ]] || PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "$root/models/pytorch/gen_data.py" image --dir "$out/data-pytorch" --bytes 64MiB --seed 1 >/dev/null
 	data=$out/data-pytorch
 	flags=(-b 32 --env PYTHONDONTWRITEBYTECODE=1)
-	cmd=(/usr/bin/python3 "$root/models/pytorch/train_imagenet.py" --emulate-gpu v100 --arch resnet18)
+	cmd=(/usr/bin/python3 "$root/models/pytorch/train_imagenet.py" --emulate-gpu v100 --arch resnet18 --epochs 100000)
 	;;
 image | audio)
 	[[ -d $out/data-$job ]] || "$out/bin-new/synthtrain" gen --preset "$job" --bytes 96MiB --dir "$out/data-$job" --seed 1 >/dev/null
