@@ -384,3 +384,65 @@ func TestRun_OneLaunchInterruptedSweepResumes(t *testing.T) {
 		t.Errorf("resumed profile: %d points, %d launches, stop %q; want 9 points in 2 launches, complete; warnings %q", p.Cost.Points, p.Cost.Launches, p.Cost.StopReason, p.Warnings)
 	}
 }
+
+// A point changed in place under a memory limit is measured once the
+// eviction's refill is read, over whole pass-lengths that need not begin
+// where the job's passes do: with a shuffled pass's hits falling from its
+// start to its end, such a window reads what an aligned whole pass reads,
+// and a part of a pass would not.
+func TestMeter_InPlaceColdWindowIsWholePassLengths(t *testing.T) {
+	sw := newSweep(Config{Batch: 4, Warmup: 5, MaxIterations: 40}, Deps{})
+	sw.data.datasetFiles, sw.data.datasetBytes = 40, 100<<20 // a pass: 10 iterations of 4 files
+	m := sw.meter
+	// The job's stream: 4 samples an iteration, fast at a pass's start
+	// (cache hits), slow at its end; the eviction came at iteration 3 of
+	// epoch 2, where this point's part of the stream begins.
+	var all []jobcontract.Iteration
+	ts := 1.7e9
+	for i := 23; i < 23+60; i++ {
+		pos := i % 10
+		ts += 4 / (200 - 15*float64(pos))
+		e := i / 10
+		all = append(all, jobcontract.Iteration{Iter: i, Samples: 4, TS: ts, Epoch: &e})
+	}
+	cold := point{cpus: 1, memLimit: 60 << 20, cold: true}
+	plen := m.passLength(cold, all)
+	if plen != 10 {
+		t.Fatalf("pass length %d, want the stream's 10", plen)
+	}
+	// 60 MiB of a 100 MiB dataset with 10 MiB of anonymous memory: half a
+	// pass refills the cache (and at least the settling: 5 iterations).
+	need := m.refillIterations(cold, plen, 10<<20)
+	if need != 5 {
+		t.Fatalf("refill %d iterations, want 5", need)
+	}
+	if full := m.refillIterations(cold, plen, 0); full != 6 {
+		t.Fatalf("refill with the anonymous memory unknown: %d iterations, want 6 (all of the limit taken as cache)", full)
+	}
+	rf := refill{inPlace: true, need: need, passLen: plen}
+	win, _ := m.window(cold, all, rf)
+	if n := len(win) - 1; n%plen != 0 || n == 0 {
+		t.Fatalf("window of %d measured iterations, want whole pass-lengths of %d", n, plen)
+	}
+	if win[0].Iter != all[need-1].Iter {
+		t.Errorf("window anchored at iter %d, want %d (the refill's last)", win[0].Iter, all[need-1].Iter)
+	}
+	// The aligned whole pass (epoch 4) against the window.
+	var pass []jobcontract.Iteration
+	for i, it := range all {
+		if *it.Epoch == 4 {
+			pass = append(pass, all[i-1:i+10]...)
+			break
+		}
+	}
+	got, want := estimate(win).SamplesPerS, estimate(pass).SamplesPerS
+	if math.Abs(got/want-1) > 0.005 {
+		t.Errorf("unaligned whole pass-lengths read %.2f samples/s, an aligned pass %.2f", got, want)
+	}
+	if part := estimate(all[need-1 : need+5]).SamplesPerS; math.Abs(part/want-1) < 0.02 {
+		t.Errorf("half a pass reads %.2f, as a whole one (%.2f): the test's shape shows nothing", part, want)
+	}
+	if passes, known := m.passCoverage(cold, all[:need+4], rf); !known || passes >= 1 {
+		t.Errorf("coverage %v (known %v) before a whole pass-length was read, want under 1", passes, known)
+	}
+}

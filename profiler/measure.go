@@ -28,6 +28,7 @@ type anchor struct {
 	t0      float64
 	ackIter int
 	counts  runner.Stats // the cgroup's counters at the change
+	refill  refill       // how the point is measured after the change
 }
 
 // Settling after a change: at least settleIterations and settleMin are
@@ -73,7 +74,7 @@ func (s *launcher) measureIn(ctx context.Context, pt point, l *launch, a anchor,
 	s.pollLaunch(pt, l)
 	since, win, first := s.meter.pick(pt, a, run.m.all)
 	view := *run
-	view.m = measurement{all: since, window: win, firstPass: first, est: estimate(win), inPlace: a.changed}
+	view.m = measurement{all: since, window: win, firstPass: first, est: estimate(win), rf: a.refill}
 	if live, ok := run.sampling.liveStats(); ok {
 		view.live = live
 	}
@@ -175,7 +176,7 @@ func (s *launcher) watchPoint(ctx context.Context, pt point, l *launch, a anchor
 				lastUpdate = time.Now()
 				s.deps.Progress.PointUpdate(pt.label(), est.Iterations, est, s.deps.Now().Sub(a.start))
 			}
-			if r := s.meter.stopForPoint(pt, since, a.changed, est); r != "" {
+			if r := s.meter.stopForPoint(pt, since, a.refill, est); r != "" {
 				return r, false
 			}
 		}

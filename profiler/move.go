@@ -115,6 +115,15 @@ func (s *launcher) move(ctx context.Context, l *launch, pt point, st *sensitivit
 	if c, err := l.run.h.Stats(); err == nil {
 		a.counts = c
 	}
+	a.refill = refill{inPlace: true}
+	if pt.cold {
+		var anon int64
+		if a.counts.Has&runner.StatMemAnon != 0 {
+			anon = a.counts.MemAnonBytes
+		}
+		a.refill.passLen = s.meter.passLength(pt, l.run.m.all)
+		a.refill.need = s.meter.refillIterations(pt, a.refill.passLen, anon)
+	}
 	return a, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"sort"
@@ -77,7 +78,20 @@ type measurement struct {
 	window    []jobcontract.Iteration // the steady-state iterations measured
 	firstPass []jobcontract.Iteration // cold points: the first pass over the data
 	est       Estimate
-	inPlace   bool // all begins at a change in place, not at the job's start
+	rf        refill // how a point changed in place is measured (zero: it began its launch)
+}
+
+// refill says how a point is measured in the part of its launch's stream
+// that follows a change in place: under a memory limit, once need
+// iterations have read the dataset since its eviction (the page cache then
+// holds what a new launch's holds after its first pass), over windows of
+// passLen iterations, whole pass-lengths that need not begin where the
+// job's passes do (over a whole pass-length each position in a shuffled
+// pass is read once, as over a pass). The zero value: the point began its
+// launch, measured from the job's start.
+type refill struct {
+	inPlace       bool
+	need, passLen int // 0, 0: not known; the passes' own bounds are used
 }
 
 // window picks the iterations to measure from all seen so far (all since
@@ -88,14 +102,14 @@ type measurement struct {
 // complete (passBounds): under a page-cache limit a shuffled pass hits
 // the cache most at its start and least at its end, so a part of a pass
 // reads high (docs/cost.md, "Whole passes").
-func (s *meter) window(pt point, all []jobcontract.Iteration, inPlace bool) (win, first []jobcontract.Iteration) {
+func (s *meter) window(pt point, all []jobcontract.Iteration, rf refill) (win, first []jobcontract.Iteration) {
 	if !pt.cold {
 		if len(all) <= s.cfg.Warmup {
 			return nil, nil
 		}
 		return all[s.cfg.Warmup:], nil
 	}
-	from, start := s.coldStarts(pt, all, inPlace)
+	from, start := s.coldStarts(pt, all, rf)
 	if start < 0 {
 		if from >= 0 && len(all) > from {
 			first = all[from:]
@@ -106,7 +120,7 @@ func (s *meter) window(pt point, all []jobcontract.Iteration, inPlace bool) (win
 		first = all[from:start]
 	}
 	end := len(all)
-	if e, passes, known := s.passBounds(pt, all, start); known && passes > 0 {
+	if e, passes, known := s.passBounds(pt, all, start, rf); known && passes > 0 {
 		end = e
 	}
 	// The last first-pass iteration anchors the window's time.
@@ -114,15 +128,21 @@ func (s *meter) window(pt point, all []jobcontract.Iteration, inPlace bool) (win
 }
 
 // coldStarts says where a cold point's first pass over the data begins
-// (from) and its second (start), the first measured, in all: for a launch
-// that began cold, its warm-up's end and the job's second pass (epoch 1);
-// for a point changed in place, whose dataset was evicted in the middle of
-// a pass, the next two passes' beginnings (the first whole pass since the
-// eviction fills the cache under the limit, as a new launch's first does).
-// -1 where not reached yet.
-func (s *meter) coldStarts(pt point, all []jobcontract.Iteration, inPlace bool) (from, start int) {
-	if !inPlace {
+// (from) and where its measurement does (start), in all: for a launch that
+// began cold, its warm-up's end and the job's second pass (epoch 1); for a
+// point changed in place, the eviction and rf.need iterations after it;
+// where rf.need is not known, the next two passes' beginnings after the
+// eviction (the first whole pass since fills the cache under the limit,
+// as a new launch's first does). -1 where not reached yet.
+func (s *meter) coldStarts(pt point, all []jobcontract.Iteration, rf refill) (from, start int) {
+	switch {
+	case !rf.inPlace:
 		return min(s.cfg.Warmup, len(all)), s.secondPass(pt, all)
+	case rf.need > 0 && rf.passLen > 0:
+		if len(all) > rf.need {
+			return 0, rf.need
+		}
+		return 0, -1
 	}
 	from, start = -1, -1
 	ipe := s.data.itersPerEpochAt(pt)
@@ -147,6 +167,46 @@ func (s *meter) coldStarts(pt point, all []jobcontract.Iteration, inPlace bool) 
 	return from, -1
 }
 
+// passLength is how many iterations one pass over the data takes, as the
+// job's stream shows it (the last whole epoch it reported), else
+// itersPerEpochAt; 0 when neither says.
+func (s *meter) passLength(pt point, all []jobcontract.Iteration) int {
+	last := -1
+	for j := len(all) - 1; j > 0; j-- {
+		a, b := all[j-1], all[j]
+		if a.Epoch == nil || b.Epoch == nil || *a.Epoch == *b.Epoch {
+			continue
+		}
+		if last >= 0 {
+			return last - j
+		}
+		last = j
+	}
+	return s.data.itersPerEpochAt(pt)
+}
+
+// refillIterations is how many iterations a point changed in place under a
+// memory limit reads after the dataset's eviction before its page cache
+// holds what a new launch's holds after its first pass: the last bytes
+// read, as many as the limit leaves beside the job's anonymous memory
+// (anon, as its cgroup counted it at the change; 0 when unknown, which
+// asks for more), at most a pass; and never fewer than the settling after
+// a change. 0 when the pass's length is not known.
+func (s *meter) refillIterations(pt point, passLen int, anon int64) int {
+	if passLen <= 0 {
+		return 0
+	}
+	frac := 1.0
+	d := s.data.datasetBytes
+	if s.data.scaledPoint(pt) && s.data.scaled != nil {
+		d = s.data.scaled.bytes
+	}
+	if d > 0 {
+		frac = math.Min(1, math.Max(0, float64(s.data.memLimitFor(pt)-anon)/float64(d)))
+	}
+	return max(int(math.Ceil(frac*float64(passLen))), s.settleIterations(Workers(pt.cpus, s.cfg.GPUs)))
+}
+
 // secondPass is the index of a launch's cold point's first iteration of
 // its second pass over the data, or -1 before it.
 func (s *meter) secondPass(pt point, all []jobcontract.Iteration) int {
@@ -165,11 +225,16 @@ func (s *meter) secondPass(pt point, all []jobcontract.Iteration) int {
 // passBounds says where the complete passes over the data that begin at
 // all[start] end: end is the index just past the last complete one, passes
 // how many are complete. A pass ends where the job's epoch changes, or, for
-// a job that reports no epoch, every itersPerEpochAt iterations; known is
-// false when neither says where.
-func (s *meter) passBounds(pt point, all []jobcontract.Iteration, start int) (end, passes int, known bool) {
+// a job that reports no epoch, every itersPerEpochAt iterations; in place,
+// where the refill is known, every rf.passLen iterations from start (whole
+// pass-lengths); known is false when nothing says where.
+func (s *meter) passBounds(pt point, all []jobcontract.Iteration, start int, rf refill) (end, passes int, known bool) {
 	if start < 0 || start >= len(all) {
 		return start, 0, false
+	}
+	if rf.inPlace && rf.need > 0 && rf.passLen > 0 {
+		passes = (len(all) - start) / rf.passLen
+		return start + passes*rf.passLen, passes, true
 	}
 	if all[start].Epoch != nil {
 		end = start
@@ -192,26 +257,28 @@ func (s *meter) passBounds(pt point, all []jobcontract.Iteration, start int) (en
 // holds: whole passes once one is complete, else the share of one pass
 // measured so far (known when the job reports epochs or the pass's length
 // is known). 0, false for a warm point.
-func (s *meter) passCoverage(pt point, all []jobcontract.Iteration, inPlace bool) (passes float64, known bool) {
+func (s *meter) passCoverage(pt point, all []jobcontract.Iteration, rf refill) (passes float64, known bool) {
 	if !pt.cold {
 		return 0, false
 	}
-	from, start := s.coldStarts(pt, all, inPlace)
+	from, start := s.coldStarts(pt, all, rf)
 	if start < 0 {
 		return 0, s.data.itersPerEpochAt(pt) > 0 || slices.ContainsFunc(all, func(it jobcontract.Iteration) bool { return it.Epoch != nil })
 	}
-	_, n, known := s.passBounds(pt, all, start)
+	_, n, known := s.passBounds(pt, all, start, rf)
 	if !known || n > 0 {
 		return float64(n), known
 	}
 	// The share of one pass: a job that reports epochs showed the pass's
 	// length in the pass before start; else the guess.
 	ipe := s.data.itersPerEpochAt(pt)
-	if all[start].Epoch != nil {
+	switch {
+	case rf.inPlace && rf.passLen > 0:
+		ipe = rf.passLen
+	case all[start].Epoch != nil && rf.inPlace:
+		ipe = start - from
+	case all[start].Epoch != nil:
 		ipe = start
-		if inPlace {
-			ipe = start - from
-		}
 	}
 	if ipe > 0 {
 		return min(float64(len(all)-start)/float64(ipe), 0.999), true
@@ -223,8 +290,8 @@ func (s *meter) passCoverage(pt point, all []jobcontract.Iteration, inPlace bool
 // cold point whose window is still inside its first measured pass goes on
 // to the pass's end (the job is given the iterations for it:
 // launchIterations).
-func (s *meter) stopForPoint(pt point, all []jobcontract.Iteration, inPlace bool, est Estimate) string {
-	if passes, known := s.passCoverage(pt, all, inPlace); known && passes < 1 {
+func (s *meter) stopForPoint(pt point, all []jobcontract.Iteration, rf refill, est Estimate) string {
+	if passes, known := s.passCoverage(pt, all, rf); known && passes < 1 {
 		return ""
 	}
 	return s.stopFor(est, s.capFor(pt))
@@ -404,7 +471,7 @@ func (s *meter) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 	if fp := estimate(m.firstPass); fp.SamplesPerS > 0 {
 		stats.FirstPassSamplesPS = fp.SamplesPerS
 	}
-	if passes, known := s.passCoverage(pt, m.all, m.inPlace); known {
+	if passes, known := s.passCoverage(pt, m.all, m.rf); known {
 		stats.MeasuredPasses = passes
 		if passes < 1 {
 			s.rec.warnf("%s: measured %.0f%% of one pass over the data (stopped: %s): under a page-cache limit a shuffled pass hits the cache most at its start and least at its end, so part of a pass reads high; give the point a whole pass (--point-timeout, --max-iterations) or scale the memory points (--mem-scale)",
@@ -592,7 +659,7 @@ func (s *meter) noProgressText(pt point, m *measurement) string {
 func (s *meter) pick(pt point, a anchor, all []jobcontract.Iteration) (since, win, first []jobcontract.Iteration) {
 	since = a.since(all)
 	if !a.changed || pt.cold {
-		win, first = s.window(pt, since, a.changed)
+		win, first = s.window(pt, since, a.refill)
 		return since, win, first
 	}
 	// A warm point after a change drops settleIterations and settleMin.

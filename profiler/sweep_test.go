@@ -637,7 +637,7 @@ func TestPassBounds(t *testing.T) {
 		{"epochs: inside the first", withEpochs[:20], 12, 12, 0},
 		{"no epochs: the guessed 10-iteration pass", without, 10, 30, 2},
 	} {
-		end, passes, known := s.passBounds(cold, tc.all, tc.start)
+		end, passes, known := s.passBounds(cold, tc.all, tc.start, refill{})
 		if !known || end != tc.wantEnd || passes != tc.wantPasses {
 			t.Errorf("%s: end %d, passes %d, known %v; want %d, %d, true", tc.name, end, passes, known, tc.wantEnd, tc.wantPasses)
 		}
