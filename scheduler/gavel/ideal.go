@@ -57,8 +57,14 @@ type idealEvents struct {
 
 var _ simcore.Rounds = (*idealEvents)(nil)
 
-func (r *idealEvents) Over() bool                  { return r.s.cfg.Window != nil && r.s.window.Complete(false) }
-func (r *idealEvents) Now() float64                { return r.s.now }
+// Over says whether the window's jobs are done.
+func (r *idealEvents) Over() bool { return r.s.cfg.Window != nil && r.s.window.Complete(false) }
+
+// Now is the simulated clock.
+func (r *idealEvents) Now() float64 { return r.s.now }
+
+// Advance and Admit do nothing: Round applies the event and admits the
+// arrivals due after it.
 func (r *idealEvents) Advance() error              { return nil }
 func (r *idealEvents) Admit(context.Context) error { return nil }
 

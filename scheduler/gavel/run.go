@@ -114,10 +114,17 @@ type rounds struct {
 
 var _ simcore.Rounds = (*rounds)(nil)
 
-func (r *rounds) Over() bool                      { return r.s.finished(r.l) }
-func (r *rounds) Now() float64                    { return r.s.now }
+// Over is Gavel's exit test (finished), before the round's advance.
+func (r *rounds) Over() bool { return r.s.finished(r.l) }
+
+// Now is the simulated clock.
+func (r *rounds) Now() float64 { return r.s.now }
+
+// Admit adds the jobs that have arrived by now.
 func (r *rounds) Admit(ctx context.Context) error { return r.s.admit(ctx, r.l) }
 
+// Advance moves the clock to the end of the running round (its latest
+// micro-task) and completes the round's micro-tasks.
 func (r *rounds) Advance() error {
 	r.before = r.s.now
 	r.s.advance(r.l)
