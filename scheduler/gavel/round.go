@@ -125,6 +125,7 @@ func (s *simulator) complete(r running, roundStart float64) {
 	}
 	if e := s.byKey[r.key]; e != nil {
 		e.timeSoFar[t] += exec
+		s.markDirty(e)
 	}
 	s.wtime[t] += exec
 	for _, w := range r.workers {

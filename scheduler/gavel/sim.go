@@ -3,6 +3,7 @@ package gavel
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 
@@ -106,6 +107,24 @@ type entry struct {
 	priority  []float64
 	deficit   []float64
 	row       []float64 // s.alloc[key] (nil: the allocation has no row for it), kept by setAlloc
+	// seq orders entries by creation (their order in s.entries, Gavel's
+	// priority-dict order: the selection's last tie-break).
+	seq int
+	// gone: a member finished (the entry waits in s.entries to be
+	// compacted away); live: the row has a non-zero value (the entry is in
+	// s.live); dirty: its time counters may differ from the reset's half
+	// round (it is in s.dirty).
+	gone, live, dirty bool
+}
+
+// nonZero says whether a row gives time on some type.
+func nonZero(row []float64) bool {
+	for _, v := range row {
+		if v != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 type assignment struct {
@@ -135,7 +154,17 @@ type simulator struct {
 	wtime              []float64 // worker time so far per type, since the last reset
 	jobs               map[int]*jobState
 	active             []int    // active job ids, ascending
-	entries            []*entry // in Gavel's priority-dict order
+	entries            []*entry // in Gavel's priority-dict order (seq), gone ones among them until compacted
+	// live is the entries whose row has a non-zero value, in seq order:
+	// the others (nearly every pair of a packing policy) have priority 0
+	// and allocation 0 on every type, so that only these need priorities
+	// and keys every round. dirty is the entries whose time counters
+	// moved since the last reset (new pairs, entries that ran): only
+	// these and the live ones change deficits at a reset.
+	live, dirty []*entry
+	byJob       map[int][]*entry // job → its entries (alone and in pairs)
+	nextSeq     int
+	nGone       int // gone entries still in s.entries
 	byKey              map[ckey]*entry
 	packing            PackingPolicy
 	alloc              map[ckey][]float64
@@ -159,7 +188,7 @@ func newSimulator(cfg Config, p Policy) *simulator {
 	if cfg.MinResetS == 0 {
 		cfg.MinResetS = DefaultMinResetS
 	}
-	s := &simulator{cfg: cfg, policy: p, types: cfg.Cluster.sortedTypes(), jobs: map[int]*jobState{}, byKey: map[ckey]*entry{},
+	s := &simulator{cfg: cfg, policy: p, types: cfg.Cluster.sortedTypes(), jobs: map[int]*jobState{}, byKey: map[ckey]*entry{}, byJob: map[int][]*entry{},
 		alloc: map[ckey][]float64{}, shuffler: NewPyRandom(cfg.Seed + 5), res: &simcore.Result{}}
 	idx := map[string]int{}
 	for i, t := range s.types {
@@ -253,9 +282,29 @@ func (s *simulator) newEntry(k ckey, time0 float64) *entry {
 		e.timeSoFar[t] = time0
 	}
 	e.row = s.alloc[k]
+	e.seq = s.nextSeq
+	s.nextSeq++
 	s.entries = append(s.entries, e)
 	s.byKey[k] = e
+	for _, m := range k.members() {
+		s.byJob[m] = append(s.byJob[m], e)
+	}
+	if nonZero(e.row) {
+		e.live = true
+		s.live = append(s.live, e)
+	}
+	if time0 != s.cfg.RoundS/2 {
+		s.markDirty(e)
+	}
 	return e
+}
+
+// markDirty notes that e's time counters moved since the last reset.
+func (s *simulator) markDirty(e *entry) {
+	if !e.dirty {
+		e.dirty = true
+		s.dirty = append(s.dirty, e)
+	}
 }
 
 func (s *simulator) removeJob(id int, failed bool) {
@@ -264,15 +313,21 @@ func (s *simulator) removeJob(id int, failed bool) {
 	s.window.Finish(id)
 	k := sort.SearchInts(s.active, id)
 	s.active = append(s.active[:k], s.active[k+1:]...)
-	kept := s.entries[:0]
-	for _, e := range s.entries {
-		if e.key.a != id && e.key.b != id {
-			kept = append(kept, e)
-		} else {
+	// The job's entries are marked gone and compacted away once they are
+	// half the list (the order of the rest, seq, is kept).
+	for _, e := range s.byJob[id] {
+		if !e.gone {
+			e.gone = true
+			s.nGone++
 			delete(s.byKey, e.key)
 		}
 	}
-	s.entries = kept
+	delete(s.byJob, id) // the partners' lists keep the gone pairs until they leave too
+	s.live = dropGone(s.live)
+	if 2*s.nGone > len(s.entries) {
+		s.entries = dropGone(s.entries)
+		s.nGone = 0
+	}
 	r := &s.res.Jobs[id]
 	if failed {
 		r.Failed = true
@@ -282,6 +337,18 @@ func (s *simulator) removeJob(id int, failed bool) {
 		r.JCTS, r.FinishS = &jct, &f
 	}
 	s.needUpd = true
+}
+
+// dropGone filters out the gone entries, keeping the order.
+func dropGone(es []*entry) []*entry {
+	kept := es[:0]
+	for _, e := range es {
+		if !e.gone {
+			kept = append(kept, e)
+		}
+	}
+	clear(es[len(kept):])
+	return kept
 }
 
 // state is what the policy sees.
@@ -307,12 +374,22 @@ func (s *simulator) state() *State {
 
 // resetTimeRunSoFar is Gavel's _reset_time_run_so_far: deficits take the
 // time each entry should have had under the allocation minus what it got.
+// An entry with no time on any type and whose counters stand at the half
+// round (neither new nor run since the last reset) gains should − received
+// = 0 − 0: only the live and dirty entries are visited. Each entry still
+// adds its half round to the type's time, as Gavel's loop does.
 func (s *simulator) resetTimeRunSoFar() {
 	elapsed := s.now - s.last
 	half := s.cfg.RoundS / 2
+	n := len(s.entries) - s.nGone
 	for t := range s.types {
-		s.wtime[t] = 0
-		for _, e := range s.entries {
+		s.wtime[t] = halves(half, n)
+	}
+	visit := func(e *entry) {
+		if e.gone {
+			return
+		}
+		for t := range s.types {
 			received := e.timeSoFar[t] - half
 			should := 0.0
 			if e.row != nil { // s.alloc[e.key]
@@ -320,10 +397,34 @@ func (s *simulator) resetTimeRunSoFar() {
 			}
 			e.deficit[t] += should - received
 			e.timeSoFar[t] = half
-			s.wtime[t] += half
 		}
 	}
+	for _, e := range s.live {
+		visit(e)
+	}
+	for _, e := range s.dirty {
+		if !e.live {
+			visit(e)
+		}
+		e.dirty = false
+	}
+	clear(s.dirty)
+	s.dirty = s.dirty[:0]
 	s.last = s.now
+}
+
+// halves is half added n times from 0, as Gavel's loop sums it: n × half
+// where that is exact (a whole half round, as 360 s rounds give, and a
+// sum below 2^53), the additions otherwise.
+func halves(half float64, n int) float64 {
+	if half == math.Trunc(half) && math.Abs(half)*float64(n) < 1<<53 {
+		return half * float64(n)
+	}
+	sum := 0.0
+	for range n {
+		sum += half
+	}
+	return sum
 }
 
 // allocate asks the policy for an allocation of the active jobs (and, for
@@ -335,14 +436,14 @@ func (s *simulator) allocate() (map[ckey][]float64, error) {
 		// policy sees hundreds of thousands of pairs.
 		nt, n := len(s.types), 0
 		for _, e := range s.entries {
-			if e.key.isPair() {
+			if e.key.isPair() && !e.gone {
 				n++
 			}
 		}
 		back := make([][2]float64, nt*n)
 		pairs := make([]PairState, 0, n)
 		for _, e := range s.entries {
-			if e.key.isPair() {
+			if e.key.isPair() && !e.gone {
 				p := PairState{A: e.key.a, B: e.key.b, Throughput: back[:nt:nt]}
 				back = back[nt:]
 				for t := range s.types {
@@ -382,8 +483,20 @@ func (s *simulator) allocate() (map[ckey][]float64, error) {
 // every entry, type and round: tens of thousands of entries with packing policies).
 func (s *simulator) setAlloc(a map[ckey][]float64) {
 	s.alloc = a
+	for _, e := range s.live {
+		e.live = false
+		clear(e.priority)
+	}
+	s.live = s.live[:0]
 	for _, e := range s.entries {
+		if e.gone {
+			continue
+		}
 		e.row = a[e.key]
+		if nonZero(e.row) {
+			e.live = true
+			s.live = append(s.live, e)
+		}
 	}
 }
 
@@ -405,7 +518,7 @@ func (s *simulator) updatePriorities() error {
 		s.allocs++
 		s.needUpd = false
 	}
-	for _, e := range s.entries {
+	for _, e := range s.live { // the others' priorities are 0
 		for t := range s.types {
 			e.priority[t] = s.priority(e, t)
 		}
@@ -439,51 +552,96 @@ func (s *simulator) priority(e *entry, t int) float64 {
 
 type queueKey struct {
 	prio, deficit, allocation float64
-	idx                       int32
+	idx                       int // the entry's seq
 }
 
 // selectJobs is Gavel's _schedule_jobs_on_workers_helper: per type in
 // order, entries by decreasing (priority, deficit, allocation), greedily
 // while GPUs of the type remain, no job twice (alone or in a pair).
 // Entries come off a heap in that order (ties by position, as Gavel's
-// stable sort keeps them) only until the type's GPUs are gone: a packing
-// policy has an entry per pair of jobs, hundreds of thousands, of which a
-// round takes a few.
+// stable sort keeps them) only until the type's GPUs are gone. Only the
+// live entries (a non-zero row) go on it at first: the others have
+// priority 0 and allocation 0, and come after every entry of positive
+// priority. When GPUs are left once those are taken, the other entries
+// that could still be taken (every member unscheduled and able to run on
+// the type, fitting the GPUs left: an entry skipped now would be skipped
+// when popped later, as jobs are only ever scheduled and GPUs taken) join
+// the heap; a FIFO policy takes no entry of priority 0, so never those.
 func (s *simulator) selectJobs(order []int) [][]*entry {
 	left := append([]int(nil), s.workers...)
-	keys := make(queueHeap, len(s.entries))
+	keys := make(queueHeap, 0, len(s.live))
 	fifo := strings.HasPrefix(s.policy.Name(), "FIFO")
 	done := map[int]bool{}
 	sched := make([][]*entry, len(s.types))
+	take := func(e *entry, t int, k queueKey) {
+		skip := false
+		for i, m := range e.key.members() {
+			skip = skip || done[m] || e.tput[t][i] <= 0
+		}
+		sf := s.jobs[e.key.a].job.ScaleFactor
+		if skip || (fifo && k.prio <= 0) || sf > left[t] {
+			return
+		}
+		left[t] -= sf
+		for _, m := range e.key.members() {
+			done[m] = true
+		}
+		sched[t] = append(sched[t], e)
+	}
+	var rest []*entry
 	for _, t := range order {
-		for i, e := range s.entries {
-			a := 0.0
-			if e.row != nil {
-				a = e.row[t]
+		keys = keys[:0]
+		for _, e := range s.live {
+			keys = append(keys, queueKey{e.priority[t], e.deficit[t], e.row[t], e.seq})
+		}
+		keys.init()
+		for len(keys) > 0 && left[t] > 0 && keys[0].prio > 0 {
+			k := keys.pop()
+			take(s.liveBySeq(k.idx), t, k)
+		}
+		if left[t] == 0 || fifo || len(done) == len(s.active) {
+			continue
+		}
+		rest = rest[:0]
+		for _, e := range s.entries {
+			if e.gone || e.live || s.jobs[e.key.a].job.ScaleFactor > left[t] {
+				continue
 			}
-			keys[i] = queueKey{e.priority[t], e.deficit[t], a, int32(i)}
+			ok := true
+			for i, m := range e.key.members() {
+				ok = ok && !done[m] && e.tput[t][i] > 0
+			}
+			if ok {
+				keys = append(keys, queueKey{0, e.deficit[t], 0, e.seq})
+				rest = append(rest, e)
+			}
 		}
 		keys.init()
 		for len(keys) > 0 && left[t] > 0 {
 			k := keys.pop()
-			e := s.entries[k.idx]
-			skip := false
-			for i, m := range e.key.members() {
-				skip = skip || done[m] || e.tput[t][i] <= 0
+			e := s.liveBySeq(k.idx)
+			if e == nil || e.seq != k.idx {
+				e = restBySeq(rest, k.idx)
 			}
-			sf := s.jobs[e.key.a].job.ScaleFactor
-			if skip || (fifo && k.prio <= 0) || sf > left[t] {
-				continue
-			}
-			left[t] -= sf
-			for _, m := range e.key.members() {
-				done[m] = true
-			}
-			sched[t] = append(sched[t], e)
+			take(e, t, k)
 		}
-		keys = keys[:cap(keys)]
 	}
 	return sched
+}
+
+// liveBySeq finds the live entry of a seq (s.live is in seq order); nil if none.
+func (s *simulator) liveBySeq(seq int) *entry {
+	i := sort.Search(len(s.live), func(i int) bool { return s.live[i].seq >= seq })
+	if i < len(s.live) && s.live[i].seq == seq {
+		return s.live[i]
+	}
+	return nil
+}
+
+// restBySeq finds an entry of a seq in es (in seq order).
+func restBySeq(es []*entry, seq int) *entry {
+	i := sort.Search(len(es), func(i int) bool { return es[i].seq >= seq })
+	return es[i]
 }
 
 // queueHeap is a binary heap of queue keys, the first in selection order
