@@ -15,7 +15,6 @@ import (
 type gandivaPolicy struct {
 	rng      *PyRandom
 	assigned map[int]gandivaComb // job → its combination
-	pairs    pairRows            // the pair rows of the last allocation
 }
 
 type gandivaComb struct {
@@ -29,12 +28,34 @@ func (g *gandivaPolicy) Allocate(*State) (Allocation, error) {
 	return nil, fmt.Errorf("gandiva allocates pairs: use AllocatePacked")
 }
 
+var _ sparsePackingPolicy = (*gandivaPolicy)(nil)
+
 // AllocatePacked returns a row for every job and every listed pair, as Gavel's does (a pair
 // outside the combinations gets zeros: a round may still place it when it picks it with
-// priority 0). Only the assigned pairs' throughputs are read, and the pair rows are kept from
-// one allocation to the next (pairRows): the map returned is the policy's own, valid until its
-// next call, and every row is read-only (the pairs without time share one).
+// priority 0): allocateSparse's rows, with the listed pairs' zero rows added (they share one
+// read-only row).
 func (g *gandivaPolicy) AllocatePacked(s *State, pairs []PairState) (Allocation, map[[2]int][]float64, error) {
+	find := pairFinder(pairs)
+	single, packed, err := g.allocateSparse(s, func(a, b int) ([][2]float64, bool) {
+		p, ok := find([2]int{a, b})
+		return p.Throughput, ok
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	zero := make([]float64, len(s.Types))
+	for _, p := range pairs {
+		if k := [2]int{p.A, p.B}; packed[k] == nil {
+			packed[k] = zero
+		}
+	}
+	return single, packed, nil
+}
+
+// allocateSparse is the allocation with only the combinations' pair rows (every other pair
+// has a zero row) and only the assigned pairs' throughputs looked up: a few hundred of the
+// hundreds of thousands of pairs of 1,000 jobs.
+func (g *gandivaPolicy) allocateSparse(s *State, pair pairLookup) (Allocation, map[[2]int][]float64, error) {
 	jobs := make(map[int]*StateJob, len(s.Jobs))
 	for i := range s.Jobs {
 		jobs[s.Jobs[i].ID] = &s.Jobs[i]
@@ -42,11 +63,10 @@ func (g *gandivaPolicy) AllocatePacked(s *State, pairs []PairState) (Allocation,
 	// Only the pairs already assigned are looked up (forget drops those of a job that left
 	// without).
 	pairTput := map[[2]int][][2]float64{}
-	find := pairFinder(pairs)
 	for _, c := range g.assigned {
 		if c.pair[1] >= 0 && jobs[c.pair[0]] != nil && jobs[c.pair[1]] != nil {
-			if p, ok := find(c.pair); ok {
-				pairTput[c.pair] = p.Throughput
+			if tp, ok := pair(c.pair[0], c.pair[1]); ok {
+				pairTput[c.pair] = tp
 			}
 		}
 	}
@@ -80,7 +100,7 @@ func (g *gandivaPolicy) AllocatePacked(s *State, pairs []PairState) (Allocation,
 	for _, j := range s.Jobs {
 		single[j.ID] = make([]float64, len(s.Types))
 	}
-	packed := g.pairs.update(s, pairs)
+	packed := map[[2]int][]float64{}
 	m := float64(len(combos))
 	for _, c := range combos {
 		row := make([]float64, len(s.Types))
@@ -95,7 +115,7 @@ func (g *gandivaPolicy) AllocatePacked(s *State, pairs []PairState) (Allocation,
 		if c[1] < 0 {
 			single[c[0]] = row
 		} else {
-			g.pairs.set(c, row)
+			packed[c] = row
 		}
 	}
 	return single, packed, nil
@@ -138,82 +158,6 @@ func pairFinder(pairs []PairState) func(k [2]int) (PairState, bool) {
 		}
 		return pairs[i], true
 	}
-}
-
-// pairRows is the pair rows of gandiva's allocations, kept from one to the next: a zero row
-// for every pair listed, the combinations' rows set over them. The pairs listed are every two
-// active jobs of one scale factor (PairState), so only the pairs of the jobs that left are
-// dropped and those of the jobs that came added, instead of hundreds of thousands of map
-// entries made per allocation; a list that is not every such pair (its length says so) is
-// taken as it is.
-type pairRows struct {
-	rows     map[[2]int][]float64
-	sf       map[int]int // the jobs the rows are for → scale factor
-	zero     []float64   // the row of every pair without time
-	given    []setRow    // the rows set since the last update
-	fromList int         // updates that took the rows from the list (one not of every pair)
-}
-
-type setRow struct {
-	key    [2]int
-	listed bool // the pair had a zero row
-}
-
-// update undoes the last allocation's rows and brings the zero rows to the jobs of s and the
-// pairs listed.
-func (z *pairRows) update(s *State, pairs []PairState) map[[2]int][]float64 {
-	if z.rows == nil || len(z.zero) != len(s.Types) {
-		z.rows, z.sf, z.zero, z.given = map[[2]int][]float64{}, map[int]int{}, make([]float64, len(s.Types)), nil
-	}
-	for _, r := range z.given {
-		if r.listed {
-			z.rows[r.key] = z.zero
-		} else {
-			delete(z.rows, r.key)
-		}
-	}
-	z.given = z.given[:0]
-	now := make(map[int]bool, len(s.Jobs))
-	for _, j := range s.Jobs {
-		now[j.ID] = true
-	}
-	for id, sf := range z.sf {
-		if now[id] {
-			continue
-		}
-		for o, osf := range z.sf {
-			if osf == sf {
-				delete(z.rows, [2]int{min(id, o), max(id, o)})
-			}
-		}
-		delete(z.sf, id)
-	}
-	for _, j := range s.Jobs {
-		if _, ok := z.sf[j.ID]; ok {
-			continue
-		}
-		for _, o := range s.Jobs {
-			if o.ID != j.ID && o.ScaleFactor == j.ScaleFactor {
-				z.rows[[2]int{min(j.ID, o.ID), max(j.ID, o.ID)}] = z.zero
-			}
-		}
-		z.sf[j.ID] = j.ScaleFactor
-	}
-	if len(z.rows) != len(pairs) {
-		z.fromList++
-		clear(z.rows)
-		for _, p := range pairs {
-			z.rows[[2]int{p.A, p.B}] = z.zero
-		}
-	}
-	return z.rows
-}
-
-// set gives pair k its row until the next update.
-func (z *pairRows) set(k [2]int, row []float64) {
-	_, listed := z.rows[k]
-	z.rows[k] = row
-	z.given = append(z.given, setRow{k, listed})
 }
 
 // forget drops combinations whose jobs left, and pairs whose normalised

@@ -104,11 +104,7 @@ func (s *simulator) idealStep(at float64, more bool, busy []float64) error {
 	if err != nil {
 		return fmt.Errorf("t=%.1f s: allocation: %w", s.now, err)
 	}
-	ka := map[ckey][]float64{}
-	for id, row := range a {
-		ka[single(id)] = row
-	}
-	if err := s.checkAllocation(ka); err != nil {
+	if err := s.checkAllocation(allocation{single: a}); err != nil {
 		return err
 	}
 	s.allocs++

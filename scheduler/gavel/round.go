@@ -160,10 +160,17 @@ func (s *simulator) checkPlacement(out []assignment) error {
 	return nil
 }
 
-func (s *simulator) checkAllocation(a map[ckey][]float64) error {
+func (s *simulator) checkAllocation(a allocation) error {
 	rows := map[int]float64{}
 	load := make([]float64, len(s.types))
-	for k, row := range a {
+	all := make(map[ckey][]float64, len(a.single)+len(a.pairs))
+	for id, row := range a.single {
+		all[single(id)] = row
+	}
+	for k, row := range a.pairs {
+		all[ckey{k[0], k[1]}] = row
+	}
+	for k, row := range all {
 		for t, v := range row {
 			if v < -1e-6 || math.IsNaN(v) {
 				return fmt.Errorf("invariant: t=%.1f s: %v allocation %v", s.now, k.members(), row)
@@ -240,7 +247,7 @@ func (s *simulator) placeType(t int, jobs []*entry, prev map[ckey]assignment, p 
 			}
 		}
 		for _, e := range jobs {
-			if sfOf(e) != sf || e.row == nil { // no row in s.alloc
+			if sfOf(e) != sf || !s.hasRow(e) {
 				continue
 			}
 			var ids []int

@@ -106,7 +106,7 @@ type entry struct {
 	timeSoFar []float64    // since the last reset
 	priority  []float64
 	deficit   []float64
-	row       []float64 // s.alloc[key] (nil: the allocation has no row for it), kept by setAlloc
+	row       []float64 // s.alloc.row(key) (nil: no row, or a zero row left out), kept by setAlloc
 	// seq orders entries by creation (their order in s.entries, Gavel's
 	// priority-dict order: the selection's last tie-break).
 	seq int
@@ -142,32 +142,33 @@ type running struct {
 // simulator is Gavel's Scheduler in simulation mode, for single jobs (no
 // space sharing).
 type simulator struct {
-	cfg                Config
-	policy             Policy
-	types              []string // sorted by name: worker registration and allocation order
-	order              []int    // round order: indices into types, in cluster spec order
-	workers            []int    // GPUs per sorted type
-	servers            [][][]int
-	wtype              []int // worker id → sorted type index
-	wserver            []int // worker id → server index within its type
-	cumBusy            []float64
-	wtime              []float64 // worker time so far per type, since the last reset
-	jobs               map[int]*jobState
-	active             []int    // active job ids, ascending
-	entries            []*entry // in Gavel's priority-dict order (seq), gone ones among them until compacted
+	cfg     Config
+	policy  Policy
+	types   []string // sorted by name: worker registration and allocation order
+	order   []int    // round order: indices into types, in cluster spec order
+	workers []int    // GPUs per sorted type
+	servers [][][]int
+	wtype   []int // worker id → sorted type index
+	wserver []int // worker id → server index within its type
+	cumBusy []float64
+	wtime   []float64 // worker time so far per type, since the last reset
+	jobs    map[int]*jobState
+	active  []int    // active job ids, ascending
+	entries []*entry // in Gavel's priority-dict order (seq), gone ones among them until compacted
 	// live is the entries whose row has a non-zero value, in seq order:
 	// the others (nearly every pair of a packing policy) have priority 0
 	// and allocation 0 on every type, so that only these need priorities
 	// and keys every round. dirty is the entries whose time counters
 	// moved since the last reset (new pairs, entries that ran): only
 	// these and the live ones change deficits at a reset.
-	live, dirty []*entry
-	byJob       map[int][]*entry // job → its entries (alone and in pairs)
-	nextSeq     int
-	nGone       int // gone entries still in s.entries
+	live, dirty        []*entry
+	rowed              []*entry         // the entries whose row is not nil
+	byJob              map[int][]*entry // job → its entries (alone and in pairs)
+	nextSeq            int
+	nGone              int // gone entries still in s.entries
 	byKey              map[ckey]*entry
 	packing            PackingPolicy
-	alloc              map[ckey][]float64
+	alloc              allocation
 	last               float64 // last reset time
 	needUpd            bool
 	now                float64
@@ -189,7 +190,7 @@ func newSimulator(cfg Config, p Policy) *simulator {
 		cfg.MinResetS = DefaultMinResetS
 	}
 	s := &simulator{cfg: cfg, policy: p, types: cfg.Cluster.sortedTypes(), jobs: map[int]*jobState{}, byKey: map[ckey]*entry{}, byJob: map[int][]*entry{},
-		alloc: map[ckey][]float64{}, shuffler: NewPyRandom(cfg.Seed + 5), res: &simcore.Result{}}
+		shuffler: NewPyRandom(cfg.Seed + 5), res: &simcore.Result{}}
 	idx := map[string]int{}
 	for i, t := range s.types {
 		idx[t] = i
@@ -281,7 +282,10 @@ func (s *simulator) newEntry(k ckey, time0 float64) *entry {
 	for t := range e.timeSoFar {
 		e.timeSoFar[t] = time0
 	}
-	e.row = s.alloc[k]
+	e.row = s.alloc.row(k)
+	if e.row != nil {
+		s.rowed = append(s.rowed, e)
+	}
 	e.seq = s.nextSeq
 	s.nextSeq++
 	s.entries = append(s.entries, e)
@@ -427,10 +431,72 @@ func halves(half float64, n int) float64 {
 	return sum
 }
 
+// allocation is the policy's answer: the single jobs' rows and the pairs'.
+// With zeroPairs (a sparse packing policy), a pair entry made before the
+// allocation (seq < seq) and left out of pairs has a zero row: its
+// priority and time are 0 as without a row, but a round that picks it
+// places it, as Gavel places a pair whose row is zeros.
+type allocation struct {
+	single    Allocation
+	pairs     map[[2]int][]float64
+	zeroPairs bool
+	seq       int
+}
+
+// row is k's row; nil where the allocation has none or a zero row left out.
+func (a allocation) row(k ckey) []float64 {
+	if k.isPair() {
+		return a.pairs[[2]int{k.a, k.b}]
+	}
+	return a.single[k.a]
+}
+
+// hasRow says whether e has a row in the allocation, zeros included (a
+// round places only those).
+func (s *simulator) hasRow(e *entry) bool {
+	return e.row != nil || (s.alloc.zeroPairs && e.key.isPair() && e.seq < s.alloc.seq)
+}
+
+// pairLookup gives a pair's throughputs (a < b; per type, [a's, b's]), false for
+// a pair that is not offered.
+type pairLookup func(a, b int) ([][2]float64, bool)
+
+// sparsePackingPolicy is a packing policy that looks up the pairs it reads
+// instead of a list of every pair, and leaves the pairs without time out
+// of its map: each pair offered and left out has a zero row (gandiva reads
+// a few hundred of hundreds of thousands of pairs and gives time to fewer).
+type sparsePackingPolicy interface {
+	PackingPolicy
+	allocateSparse(s *State, pair pairLookup) (Allocation, map[[2]int][]float64, error)
+}
+
+// pairTput is the throughputs of pair entry e as a packing policy sees
+// them (the estimator's, when there is one).
+func (s *simulator) pairTput(e *entry, out [][2]float64) {
+	for t := range s.types {
+		out[t] = [2]float64{e.tput[t][0], e.tput[t][1]}
+		if e.seen != nil {
+			out[t] = e.seen[t]
+		}
+	}
+}
+
 // allocate asks the policy for an allocation of the active jobs (and, for
 // a packing policy, their pairs).
-func (s *simulator) allocate() (map[ckey][]float64, error) {
+func (s *simulator) allocate() (allocation, error) {
 	st := s.state()
+	if sp, ok := s.packing.(sparsePackingPolicy); ok {
+		a, pa, err := sp.allocateSparse(st, func(a, b int) ([][2]float64, bool) {
+			e := s.byKey[ckey{a, b}]
+			if e == nil {
+				return nil, false
+			}
+			tp := make([][2]float64, len(s.types))
+			s.pairTput(e, tp)
+			return tp, true
+		})
+		return allocation{single: a, pairs: pa, zeroPairs: true, seq: s.nextSeq}, err
+	}
 	if s.packing != nil {
 		// One backing array for every pair's throughputs: a packing
 		// policy sees hundreds of thousands of pairs.
@@ -446,58 +512,52 @@ func (s *simulator) allocate() (map[ckey][]float64, error) {
 			if e.key.isPair() && !e.gone {
 				p := PairState{A: e.key.a, B: e.key.b, Throughput: back[:nt:nt]}
 				back = back[nt:]
-				for t := range s.types {
-					p.Throughput[t] = [2]float64{e.tput[t][0], e.tput[t][1]}
-					if e.seen != nil {
-						p.Throughput[t] = e.seen[t]
-					}
-				}
+				s.pairTput(e, p.Throughput)
 				pairs = append(pairs, p)
 			}
 		}
 		a, pa, err := s.packing.AllocatePacked(st, pairs)
-		if err != nil {
-			return nil, err
-		}
-		out := make(map[ckey][]float64, len(a)+len(pa))
-		for id, row := range a {
-			out[single(id)] = row
-		}
-		for k, row := range pa {
-			out[ckey{k[0], k[1]}] = row
-		}
-		return out, nil
+		return allocation{single: a, pairs: pa, seq: s.nextSeq}, err
 	}
 	a, err := s.policy.Allocate(st)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[ckey][]float64, len(a))
-	for id, row := range a {
-		out[single(id)] = row
-	}
-	return out, nil
+	return allocation{single: a, seq: s.nextSeq}, err
 }
 
-// setAlloc installs an allocation and caches each entry's row (the round loop reads it for
-// every entry, type and round: tens of thousands of entries with packing policies).
-func (s *simulator) setAlloc(a map[ckey][]float64) {
+// setAlloc installs an allocation and caches each entry's row (the round
+// loop reads it for every live entry, type and round): the last
+// allocation's rows are undone and the new one's set by key, so that an
+// allocation costs its rows, not the entries (hundreds of thousands of
+// pairs with packing policies).
+func (s *simulator) setAlloc(a allocation) {
 	s.alloc = a
-	for _, e := range s.live {
-		e.live = false
-		clear(e.priority)
-	}
-	s.live = s.live[:0]
-	for _, e := range s.entries {
-		if e.gone {
-			continue
+	for _, e := range s.rowed {
+		e.row = nil
+		if e.live {
+			e.live = false
+			clear(e.priority)
 		}
-		e.row = a[e.key]
-		if nonZero(e.row) {
+	}
+	clear(s.rowed)
+	s.rowed, s.live = s.rowed[:0], s.live[:0]
+	set := func(k ckey, row []float64) {
+		e := s.byKey[k]
+		if e == nil || row == nil {
+			return
+		}
+		e.row = row
+		s.rowed = append(s.rowed, e)
+		if nonZero(row) {
 			e.live = true
 			s.live = append(s.live, e)
 		}
 	}
+	for id, row := range a.single {
+		set(single(id), row)
+	}
+	for k, row := range a.pairs {
+		set(ckey{k[0], k[1]}, row)
+	}
+	sort.Slice(s.live, func(i, j int) bool { return s.live[i].seq < s.live[j].seq })
 }
 
 // updatePriorities is Gavel's _update_priorities in simulation.
