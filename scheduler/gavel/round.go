@@ -123,7 +123,7 @@ func (s *simulator) complete(r running, roundStart float64) {
 			done = append(done, m)
 		}
 	}
-	if e := s.byKey[r.key]; e != nil {
+	if e := s.entryOf(r.key); e != nil {
 		e.timeSoFar[t] += exec
 		s.markDirty(e)
 	}

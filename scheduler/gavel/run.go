@@ -270,7 +270,7 @@ func (s *simulator) dispatch(l *loopState) error {
 		if factors != nil {
 			f = factors[i]
 		}
-		steps, fin, err := s.stepsAndFinish(s.byKey[a.key], s.wtype[a.workers[0]], f)
+		steps, fin, err := s.stepsAndFinish(s.entryOf(a.key), s.wtype[a.workers[0]], f)
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -67,6 +68,7 @@ func inWindow(w *simcore.Window, id int) bool { return w == nil || w.Has(id) }
 type jobState struct {
 	id       int
 	job      Job
+	typeID   int       // with a packing policy: the job type's number (simulator.typeID)
 	tput     []float64 // per sorted type
 	stepsRun float64
 	start    float64
@@ -162,11 +164,12 @@ type simulator struct {
 	// moved since the last reset (new pairs, entries that ran): only
 	// these and the live ones change deficits at a reset.
 	live, dirty        []*entry
-	rowed              []*entry         // the entries whose row is not nil
-	byJob              map[int][]*entry // job → its entries (alone and in pairs)
+	rowed              []*entry            // the entries whose row is not nil
+	byJob              map[int]*jobEntries // job → its entries (alone and in pairs)
 	nextSeq            int
-	nGone              int // gone entries still in s.entries
-	byKey              map[ckey]*entry
+	typeIDs            map[JobType]int
+	pairTputs          map[[2]int][][]float64 // by the two job types' typeIDs
+	nGone              int                    // gone entries still in s.entries
 	packing            PackingPolicy
 	alloc              allocation
 	last               float64 // last reset time
@@ -189,7 +192,7 @@ func newSimulator(cfg Config, p Policy) *simulator {
 	if cfg.MinResetS == 0 {
 		cfg.MinResetS = DefaultMinResetS
 	}
-	s := &simulator{cfg: cfg, policy: p, types: cfg.Cluster.sortedTypes(), jobs: map[int]*jobState{}, byKey: map[ckey]*entry{}, byJob: map[int][]*entry{},
+	s := &simulator{cfg: cfg, policy: p, types: cfg.Cluster.sortedTypes(), jobs: map[int]*jobState{}, byJob: map[int]*jobEntries{},
 		shuffler: NewPyRandom(cfg.Seed + 5), res: &simcore.Result{}}
 	idx := map[string]int{}
 	for i, t := range s.types {
@@ -238,24 +241,23 @@ func (s *simulator) addJob(j Job, tp *Throughputs, at float64) error {
 		return fmt.Errorf("job %d: %w", id, err)
 	}
 	js := &jobState{id: id, job: j, tput: row, start: at}
-	e := s.newEntry(single(id), s.cfg.RoundS/2)
-	for t := range e.tput {
-		e.tput[t] = []float64{row[t]}
+	alone := make([][]float64, len(s.types))
+	for t := range alone {
+		alone[t] = row[t : t+1 : t+1]
 	}
+	s.newEntry(single(id), s.cfg.RoundS/2, alone)
 	if s.packing != nil {
+		js.typeID = s.typeID(j.Key())
 		for _, o := range s.active {
 			other := s.jobs[o]
 			if other.job.ScaleFactor != j.ScaleFactor {
 				continue
 			}
-			pe := s.newEntry(ckey{o, id}, 0)
-			for t, wt := range s.types {
-				p, ok := tp.Colocated[wt][other.job.Key()][j.Key()]
-				if !ok {
-					return fmt.Errorf("job %d: throughputs have no co-located entry for %s with %s on %q (packing policies need them)", id, other.job.Key(), j.Key(), wt)
-				}
-				pe.tput[t] = []float64{p[0], p[1]}
+			pt, err := s.colocated(tp, other, js)
+			if err != nil {
+				return fmt.Errorf("job %d: %w", id, err)
 			}
+			pe := s.newEntry(ckey{o, id}, 0, pt)
 			if s.cfg.PairEstimator != nil {
 				if pe.seen, err = s.cfg.PairEstimator.PairThroughputs(other.job.Key(), j.Key(), s.types); err != nil {
 					return fmt.Errorf("job %d: %w", id, err)
@@ -276,9 +278,48 @@ func (s *simulator) addJob(j Job, tp *Throughputs, at float64) error {
 	return nil
 }
 
-func (s *simulator) newEntry(k ckey, time0 float64) *entry {
+// typeID numbers a job type (colocated's cache is by these numbers).
+func (s *simulator) typeID(k JobType) int {
+	if id, ok := s.typeIDs[k]; ok {
+		return id
+	}
+	if s.typeIDs == nil {
+		s.typeIDs = map[JobType]int{}
+	}
+	s.typeIDs[k] = len(s.typeIDs)
+	return len(s.typeIDs) - 1
+}
+
+// colocated is the throughputs of a and b (per type, [a's, b's]) when they
+// share GPUs, from the file's co-located entries: one read-only table per
+// pair of job types (a run makes millions of pair entries of a few hundred
+// kinds).
+func (s *simulator) colocated(tp *Throughputs, a, b *jobState) ([][]float64, error) {
+	k := [2]int{a.typeID, b.typeID}
+	if pt, ok := s.pairTputs[k]; ok {
+		return pt, nil
+	}
+	pt := make([][]float64, len(s.types))
+	for t, wt := range s.types {
+		p, ok := tp.Colocated[wt][a.job.Key()][b.job.Key()]
+		if !ok {
+			return nil, fmt.Errorf("throughputs have no co-located entry for %s with %s on %q (packing policies need them)", a.job.Key(), b.job.Key(), wt)
+		}
+		pt[t] = []float64{p[0], p[1]}
+	}
+	if s.pairTputs == nil {
+		s.pairTputs = map[[2]int][][]float64{}
+	}
+	s.pairTputs[k] = pt
+	return pt, nil
+}
+
+// newEntry makes k's entry with tput (per type, per member; read-only, may
+// be shared) and its time counters at time0.
+func (s *simulator) newEntry(k ckey, time0 float64, tput [][]float64) *entry {
 	n := len(s.types)
-	e := &entry{key: k, tput: make([][]float64, n), timeSoFar: make([]float64, n), priority: make([]float64, n), deficit: make([]float64, n)}
+	buf := make([]float64, 3*n)
+	e := &entry{key: k, tput: tput, timeSoFar: buf[:n:n], priority: buf[n : 2*n : 2*n], deficit: buf[2*n:]}
 	for t := range e.timeSoFar {
 		e.timeSoFar[t] = time0
 	}
@@ -289,9 +330,18 @@ func (s *simulator) newEntry(k ckey, time0 float64) *entry {
 	e.seq = s.nextSeq
 	s.nextSeq++
 	s.entries = append(s.entries, e)
-	s.byKey[k] = e
 	for _, m := range k.members() {
-		s.byJob[m] = append(s.byJob[m], e)
+		je := s.byJob[m]
+		if je == nil {
+			je = &jobEntries{}
+			s.byJob[m] = je
+		}
+		p := k.a
+		if p == m {
+			p = k.b
+		}
+		je.partner = append(je.partner, p)
+		je.es = append(je.es, e)
 	}
 	if nonZero(e.row) {
 		e.live = true
@@ -301,6 +351,34 @@ func (s *simulator) newEntry(k ckey, time0 float64) *entry {
 		s.markDirty(e)
 	}
 	return e
+}
+
+// jobEntries is a job's entries: alone (partner -1), then its pairs by
+// partner: those made at its arrival with the active jobs (ids below its
+// own, ascending), then those made as later jobs arrived (ids above,
+// ascending). Gone pairs stay until the job leaves too.
+type jobEntries struct {
+	partner []int
+	es      []*entry
+}
+
+// entryOf is k's entry, nil if it is gone.
+func (s *simulator) entryOf(k ckey) *entry {
+	if !k.isPair() {
+		if je := s.byJob[k.a]; je != nil && !je.es[0].gone {
+			return je.es[0]
+		}
+		return nil
+	}
+	je := s.byJob[k.b]
+	if je == nil {
+		return nil
+	}
+	i, ok := slices.BinarySearch(je.partner, k.a)
+	if ok && !je.es[i].gone {
+		return je.es[i]
+	}
+	return nil
 }
 
 // markDirty notes that e's time counters moved since the last reset.
@@ -319,11 +397,10 @@ func (s *simulator) removeJob(id int, failed bool) {
 	s.active = append(s.active[:k], s.active[k+1:]...)
 	// The job's entries are marked gone and compacted away once they are
 	// half the list (the order of the rest, seq, is kept).
-	for _, e := range s.byJob[id] {
+	for _, e := range s.byJob[id].es {
 		if !e.gone {
 			e.gone = true
 			s.nGone++
-			delete(s.byKey, e.key)
 		}
 	}
 	delete(s.byJob, id) // the partners' lists keep the gone pairs until they leave too
@@ -487,7 +564,7 @@ func (s *simulator) allocate() (allocation, error) {
 	st := s.state()
 	if sp, ok := s.packing.(sparsePackingPolicy); ok {
 		a, pa, err := sp.allocateSparse(st, func(a, b int) ([][2]float64, bool) {
-			e := s.byKey[ckey{a, b}]
+			e := s.entryOf(ckey{a, b})
 			if e == nil {
 				return nil, false
 			}
@@ -540,7 +617,7 @@ func (s *simulator) setAlloc(a allocation) {
 	clear(s.rowed)
 	s.rowed, s.live = s.rowed[:0], s.live[:0]
 	set := func(k ckey, row []float64) {
-		e := s.byKey[k]
+		e := s.entryOf(k)
 		if e == nil || row == nil {
 			return
 		}
