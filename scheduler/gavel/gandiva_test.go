@@ -1,9 +1,13 @@
 package gavel
 
 import (
+	"context"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
 // gandivaState is jobs ids (scale factor 2 for every fifth id, else 1) on 2+2 GPUs, with the
@@ -119,5 +123,57 @@ func TestGandiva_SparseAllocationIsTheFullOneLessZeroRows(t *testing.T) {
 				t.Error("no pair ever got time")
 			}
 		})
+	}
+}
+
+// TestSimulator_LazyPairsAreTheEagerOnes runs gandiva with its pair entries made lazily (only
+// when a pair gets a row or is picked, the default) and eagerly (at each arrival, with every
+// active job of its scale factor) on the made-up pair throughputs: the results must be the same,
+// static and continuous, on a cluster small enough that the selection's fallback (GPUs left,
+// jobs unscheduled) takes pairs without a row.
+func TestSimulator_LazyPairsAreTheEagerOnes(t *testing.T) {
+	base, err := LoadThroughputs(filepath.Join("testdata", "generator", "throughputs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := withPairs(base)
+	spec, err := ParseClusterSpec("8:8:8", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		name   string
+		gen    GeneratorConfig
+		window *simcore.Window
+	}{
+		{"static", GeneratorConfig{NumJobs: 40, MultiGPU: true}, nil},
+		{"continuous", GeneratorConfig{MeanInterarrivalS: 3600 / 0.5, MultiGPU: true}, &simcore.Window{First: 0, Last: 29}},
+	} {
+		var res [2]*simcore.Result
+		for i, lazy := range []bool{true, false} {
+			g, err := NewGenerator(w.gen, tp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := NewPolicy("gandiva", 0, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := newSimulator(Config{Cluster: spec, Window: w.window}, p)
+			if !s.lazy {
+				t.Fatal("gandiva without an estimator: pair entries not lazy")
+			}
+			s.lazy = lazy
+			if err := s.loop(context.Background(), tp, Workload{Generator: g}); err != nil {
+				t.Fatal(err)
+			}
+			res[i] = s.summarise()
+		}
+		if !reflect.DeepEqual(res[0], res[1]) {
+			t.Errorf("%s: lazy pairs give mean JCT %.6g h, eager ones %.6g h (results differ)", w.name, res[0].MeanJCTS/3600, res[1].MeanJCTS/3600)
+		}
+		if res[0].NumJobs == 0 {
+			t.Errorf("%s: no jobs", w.name)
+		}
 	}
 }

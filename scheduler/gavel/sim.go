@@ -81,7 +81,31 @@ type jobState struct {
 // pairs, pairs by (a, b).
 type ckey struct{ a, b int }
 
-func single(id int) ckey    { return ckey{id, -1} }
+func single(id int) ckey { return ckey{id, -1} }
+
+// seqShift places a job's id above its partner's in seqOf.
+const seqShift = 32
+
+// seqOf is k's creation order: Gavel makes a job's entry alone, then its
+// pairs with the active jobs of its scale factor by ascending partner, at
+// its arrival (ids are arrival order), so the order is (later job, pairs
+// after the single entry, earlier job). An entry that is not yet made
+// (a lazy pair) has its place all the same.
+func seqOf(k ckey) int {
+	if k.isPair() {
+		return k.b<<seqShift | (k.a + 1)
+	}
+	return k.a << seqShift
+}
+
+// keyOfSeq is seqOf's inverse.
+func keyOfSeq(seq int) ckey {
+	b, lo := seq>>seqShift, seq&(1<<seqShift-1)
+	if lo == 0 {
+		return single(b)
+	}
+	return ckey{lo - 1, b}
+}
 func (k ckey) isPair() bool { return k.b >= 0 }
 func (k ckey) less(o ckey) bool {
 	if k.isPair() != o.isPair() {
@@ -109,8 +133,8 @@ type entry struct {
 	priority  []float64
 	deficit   []float64
 	row       []float64 // s.alloc.row(key) (nil: no row, or a zero row left out), kept by setAlloc
-	// seq orders entries by creation (their order in s.entries, Gavel's
-	// priority-dict order: the selection's last tie-break).
+	// seq orders entries by creation (Gavel's priority-dict order: the
+	// selection's last tie-break), seqOf(key).
 	seq int
 	// gone: a member finished (the entry waits in s.entries to be
 	// compacted away); live: the row has a non-zero value (the entry is in
@@ -155,18 +179,29 @@ type simulator struct {
 	cumBusy []float64
 	wtime   []float64 // worker time so far per type, since the last reset
 	jobs    map[int]*jobState
-	active  []int    // active job ids, ascending
-	entries []*entry // in Gavel's priority-dict order (seq), gone ones among them until compacted
+	active  []int // active job ids, ascending
+	// entries: the made entries, gone ones among them until compacted; in
+	// seq order unless lazy (a lazy pair is appended when made).
+	entries []*entry
 	// live is the entries whose row has a non-zero value, in seq order:
 	// the others (nearly every pair of a packing policy) have priority 0
 	// and allocation 0 on every type, so that only these need priorities
 	// and keys every round. dirty is the entries whose time counters
 	// moved since the last reset (new pairs, entries that ran): only
 	// these and the live ones change deficits at a reset.
-	live, dirty        []*entry
-	rowed              []*entry            // the entries whose row is not nil
-	byJob              map[int]*jobEntries // job → its entries (alone and in pairs)
-	nextSeq            int
+	live, dirty []*entry
+	rowed       []*entry            // the entries whose row is not nil
+	byJob       map[int]*jobEntries // job → its entries (alone and in pairs)
+	nextSeq     int                 // seqOf of the next job's entry alone
+	// lazy: a sparse packing policy without an estimator; its pair entries
+	// are made only when a pair gets a row or is picked (materialise).
+	// Until then a pair of active jobs of one scale factor has a known
+	// state: no row, priority 0, time counters 0 and deficit 0 before the
+	// first reset after it was due (seq < resetSeq), half a round each
+	// after it. bySF counts the active jobs per scale factor.
+	lazy               bool
+	resetSeq           int
+	bySF               map[int]int
 	typeIDs            map[JobType]int
 	pairTputs          map[[2]int][][]float64 // by the two job types' typeIDs
 	nGone              int                    // gone entries still in s.entries
@@ -226,6 +261,9 @@ func newSimulator(cfg Config, p Policy) *simulator {
 	}
 	s.cumBusy = make([]float64, len(s.wtype))
 	s.packing, _ = p.(PackingPolicy)
+	_, sparse := p.(sparsePackingPolicy)
+	s.lazy = sparse && cfg.PairEstimator == nil
+	s.bySF = map[int]int{}
 	if cfg.Window != nil {
 		s.window.Window = *cfg.Window
 	}
@@ -257,6 +295,9 @@ func (s *simulator) addJob(j Job, tp *Throughputs, at float64) error {
 			if err != nil {
 				return fmt.Errorf("job %d: %w", id, err)
 			}
+			if s.lazy {
+				continue
+			}
 			pe := s.newEntry(ckey{o, id}, 0, pt)
 			if s.cfg.PairEstimator != nil {
 				if pe.seen, err = s.cfg.PairEstimator.PairThroughputs(other.job.Key(), j.Key(), s.types); err != nil {
@@ -267,6 +308,8 @@ func (s *simulator) addJob(j Job, tp *Throughputs, at float64) error {
 	}
 	s.jobs[id] = js
 	s.active = append(s.active, id)
+	s.bySF[j.ScaleFactor]++
+	s.nextSeq = seqOf(single(id + 1))
 	s.window.Arrive(id)
 	s.needUpd = true
 	s.res.Jobs = append(s.res.Jobs, simcore.JobRecord{ID: id, JobType: j.JobType, GPUs: j.ScaleFactor,
@@ -327,8 +370,20 @@ func (s *simulator) newEntry(k ckey, time0 float64, tput [][]float64) *entry {
 	if e.row != nil {
 		s.rowed = append(s.rowed, e)
 	}
-	e.seq = s.nextSeq
-	s.nextSeq++
+	e.seq = seqOf(k)
+	s.register(e)
+	if nonZero(e.row) {
+		e.live = true
+		s.live = append(s.live, e)
+	}
+	return e
+}
+
+// register adds a made entry to the entries and its jobs' lists (by
+// partner, ascending), and marks it dirty if its counters are not at the
+// half round.
+func (s *simulator) register(e *entry) {
+	k := e.key
 	s.entries = append(s.entries, e)
 	for _, m := range k.members() {
 		je := s.byJob[m]
@@ -340,16 +395,45 @@ func (s *simulator) newEntry(k ckey, time0 float64, tput [][]float64) *entry {
 		if p == m {
 			p = k.b
 		}
-		je.partner = append(je.partner, p)
-		je.es = append(je.es, e)
+		i := len(je.partner)
+		if i > 0 && je.partner[i-1] > p { // a lazy pair made late
+			i, _ = slices.BinarySearch(je.partner, p)
+		}
+		je.partner = slices.Insert(je.partner, i, p)
+		je.es = slices.Insert(je.es, i, e)
 	}
-	if nonZero(e.row) {
-		e.live = true
-		s.live = append(s.live, e)
-	}
-	if time0 != s.cfg.RoundS/2 {
+	if e.timeSoFar[0] != s.cfg.RoundS/2 {
 		s.markDirty(e)
 	}
+}
+
+// pairDue says whether a and b (a < b) are active jobs of one scale
+// factor: their pair entry exists, made or (lazy) not.
+func (s *simulator) pairDue(a, b int) bool {
+	ja, jb := s.jobs[a], s.jobs[b]
+	return ja != nil && jb != nil && a < b && ja.job.ScaleFactor == jb.job.ScaleFactor
+}
+
+// virtualPair is the state of lazy pair k (due, not made), not registered.
+func (s *simulator) virtualPair(k ckey) *entry {
+	n := len(s.types)
+	buf := make([]float64, 3*n)
+	e := &entry{key: k, tput: s.pairTputs[[2]int{s.jobs[k.a].typeID, s.jobs[k.b].typeID}],
+		timeSoFar: buf[:n:n], priority: buf[n : 2*n : 2*n], deficit: buf[2*n:], seq: seqOf(k)}
+	if e.seq < s.resetSeq {
+		half := s.cfg.RoundS / 2
+		for t := range n {
+			e.timeSoFar[t] = half
+			e.deficit[t] = half // 0 + (0 − (0 − half)), as resetTimeRunSoFar adds it
+		}
+	}
+	return e
+}
+
+// materialise makes lazy pair k's entry (k due, not made).
+func (s *simulator) materialise(k ckey) *entry {
+	e := s.virtualPair(k)
+	s.register(e)
 	return e
 }
 
@@ -397,6 +481,7 @@ func (s *simulator) removeJob(id int, failed bool) {
 	s.active = append(s.active[:k], s.active[k+1:]...)
 	// The job's entries are marked gone and compacted away once they are
 	// half the list (the order of the rest, seq, is kept).
+	s.bySF[js.job.ScaleFactor]--
 	for _, e := range s.byJob[id].es {
 		if !e.gone {
 			e.gone = true
@@ -463,6 +548,12 @@ func (s *simulator) resetTimeRunSoFar() {
 	elapsed := s.now - s.last
 	half := s.cfg.RoundS / 2
 	n := len(s.entries) - s.nGone
+	if s.lazy { // every job alone and every pair due
+		n = len(s.active)
+		for _, c := range s.bySF {
+			n += c * (c - 1) / 2
+		}
+	}
 	for t := range s.types {
 		s.wtime[t] = halves(half, n)
 	}
@@ -492,6 +583,7 @@ func (s *simulator) resetTimeRunSoFar() {
 	clear(s.dirty)
 	s.dirty = s.dirty[:0]
 	s.last = s.now
+	s.resetSeq = s.nextSeq
 }
 
 // halves is half added n times from 0, as Gavel's loop sums it: n × half
@@ -565,6 +657,9 @@ func (s *simulator) allocate() (allocation, error) {
 	if sp, ok := s.packing.(sparsePackingPolicy); ok {
 		a, pa, err := sp.allocateSparse(st, func(a, b int) ([][2]float64, bool) {
 			e := s.entryOf(ckey{a, b})
+			if e == nil && s.lazy && s.pairDue(a, b) {
+				e = &entry{tput: s.pairTputs[[2]int{s.jobs[a].typeID, s.jobs[b].typeID}]}
+			}
 			if e == nil {
 				return nil, false
 			}
@@ -617,8 +712,14 @@ func (s *simulator) setAlloc(a allocation) {
 	clear(s.rowed)
 	s.rowed, s.live = s.rowed[:0], s.live[:0]
 	set := func(k ckey, row []float64) {
+		if row == nil {
+			return
+		}
 		e := s.entryOf(k)
-		if e == nil || row == nil {
+		if e == nil && s.lazy && k.isPair() && s.pairDue(k.a, k.b) {
+			e = s.materialise(k)
+		}
+		if e == nil {
 			return
 		}
 		e.row = row
@@ -704,26 +805,29 @@ type queueKey struct {
 // the type, fitting the GPUs left: an entry skipped now would be skipped
 // when popped later, as jobs are only ever scheduled and GPUs taken) join
 // the heap; a FIFO policy takes no entry of priority 0, so never those.
+// With lazy pairs, those are found from the unscheduled jobs (lazyRest),
+// and a pair not yet made is made when taken.
 func (s *simulator) selectJobs(order []int) [][]*entry {
 	left := append([]int(nil), s.workers...)
 	keys := make(queueHeap, 0, len(s.live))
 	fifo := strings.HasPrefix(s.policy.Name(), "FIFO")
 	done := map[int]bool{}
 	sched := make([][]*entry, len(s.types))
-	take := func(e *entry, t int, k queueKey) {
+	take := func(e *entry, t int, k queueKey) bool {
 		skip := false
 		for i, m := range e.key.members() {
 			skip = skip || done[m] || e.tput[t][i] <= 0
 		}
 		sf := s.jobs[e.key.a].job.ScaleFactor
 		if skip || (fifo && k.prio <= 0) || sf > left[t] {
-			return
+			return false
 		}
 		left[t] -= sf
 		for _, m := range e.key.members() {
 			done[m] = true
 		}
 		sched[t] = append(sched[t], e)
+		return true
 	}
 	var rest []*entry
 	for _, t := range order {
@@ -737,6 +841,28 @@ func (s *simulator) selectJobs(order []int) [][]*entry {
 			take(s.liveBySeq(k.idx), t, k)
 		}
 		if left[t] == 0 || fifo || len(done) == len(s.active) {
+			continue
+		}
+		if s.lazy {
+			keys = s.lazyRest(keys, t, left[t], done)
+			keys.init()
+			for len(keys) > 0 && left[t] > 0 {
+				k := keys.pop()
+				e := s.liveBySeq(k.idx)
+				if e == nil {
+					key := keyOfSeq(k.idx)
+					if e = s.entryOf(key); e == nil {
+						if done[key.a] || done[key.b] {
+							continue
+						}
+						if e = s.virtualPair(key); take(e, t, k) {
+							s.register(e)
+						}
+						continue
+					}
+				}
+				take(e, t, k)
+			}
 			continue
 		}
 		rest = rest[:0]
@@ -764,6 +890,60 @@ func (s *simulator) selectJobs(order []int) [][]*entry {
 		}
 	}
 	return sched
+}
+
+// lazyRest adds to keys the selection's fallback with lazy pairs: the
+// entries not live whose members are all unscheduled (not in done), can
+// run on type t and fit the left GPUs, made or not, keyed (0, deficit, 0,
+// seq) as the eager fallback keys them. It walks the unscheduled jobs'
+// pairs instead of every entry.
+func (s *simulator) lazyRest(keys queueHeap, t, left int, done map[int]bool) queueHeap {
+	bySF := map[int][]int{} // unscheduled active jobs able to run on t, by scale factor, ascending
+	var sfs []int
+	for _, id := range s.active {
+		js := s.jobs[id]
+		sf := js.job.ScaleFactor
+		if done[id] || sf > left {
+			continue
+		}
+		if e := s.byJob[id].es[0]; !e.live && e.tput[t][0] > 0 {
+			keys = append(keys, queueKey{0, e.deficit[t], 0, e.seq})
+		}
+		if _, ok := bySF[sf]; !ok {
+			sfs = append(sfs, sf)
+		}
+		bySF[sf] = append(bySF[sf], id)
+	}
+	half := s.cfg.RoundS / 2
+	for _, sf := range sfs {
+		ids := bySF[sf]
+		for j, b := range ids {
+			je := s.byJob[b]
+			p := 0
+			for _, a := range ids[:j] {
+				for p < len(je.partner) && je.partner[p] < a {
+					p++
+				}
+				seq := seqOf(ckey{a, b})
+				if p < len(je.partner) && je.partner[p] == a {
+					if e := je.es[p]; !e.live && e.tput[t][0] > 0 && e.tput[t][1] > 0 {
+						keys = append(keys, queueKey{0, e.deficit[t], 0, seq})
+					}
+					continue
+				}
+				pt := s.pairTputs[[2]int{s.jobs[a].typeID, s.jobs[b].typeID}]
+				if pt[t][0] <= 0 || pt[t][1] <= 0 {
+					continue
+				}
+				d := 0.0
+				if seq < s.resetSeq {
+					d = half
+				}
+				keys = append(keys, queueKey{0, d, 0, seq})
+			}
+		}
+	}
+	return keys
 }
 
 // liveBySeq finds the live entry of a seq (s.live is in seq order); nil if none.
