@@ -844,25 +844,7 @@ func (s *simulator) selectJobs(order []int) [][]*entry {
 			continue
 		}
 		if s.lazy {
-			keys = s.lazyRest(keys, t, left[t], done)
-			keys.init()
-			for len(keys) > 0 && left[t] > 0 {
-				k := keys.pop()
-				e := s.liveBySeq(k.idx)
-				if e == nil {
-					key := keyOfSeq(k.idx)
-					if e = s.entryOf(key); e == nil {
-						if done[key.a] || done[key.b] {
-							continue
-						}
-						if e = s.virtualPair(key); take(e, t, k) {
-							s.register(e)
-						}
-						continue
-					}
-				}
-				take(e, t, k)
-			}
+			keys = s.takeLazy(keys, t, left, done, take)
 			continue
 		}
 		rest = rest[:0]
@@ -890,6 +872,33 @@ func (s *simulator) selectJobs(order []int) [][]*entry {
 		}
 	}
 	return sched
+}
+
+// takeLazy offers type t's fallback with lazy pairs (lazyRest) to take in
+// key order while GPUs of t are left: a pair not made yet is made
+// (virtualPair) and registered only when taken. It returns keys, emptied,
+// for reuse.
+func (s *simulator) takeLazy(keys queueHeap, t int, left []int, done map[int]bool, take func(*entry, int, queueKey) bool) queueHeap {
+	keys = s.lazyRest(keys, t, left[t], done)
+	keys.init()
+	for len(keys) > 0 && left[t] > 0 {
+		k := keys.pop()
+		e := s.liveBySeq(k.idx)
+		if e == nil {
+			key := keyOfSeq(k.idx)
+			if e = s.entryOf(key); e == nil {
+				if done[key.a] || done[key.b] {
+					continue
+				}
+				if e = s.virtualPair(key); take(e, t, k) {
+					s.register(e)
+				}
+				continue
+			}
+		}
+		take(e, t, k)
+	}
+	return keys
 }
 
 // lazyRest adds to keys the selection's fallback with lazy pairs: the
