@@ -179,4 +179,3 @@ func ParseAck(line []byte) (ControlAck, error) {
 	}
 	return a, nil
 }
-

@@ -309,8 +309,8 @@ type Cost struct {
 	Launches       int      `json:"launches,omitempty"`
 	Relaunches     []string `json:"relaunches,omitempty"`
 	StartupSeconds float64  `json:"startup_seconds,omitempty"`
-	WarmupSeconds  float64 `json:"warmup_seconds,omitempty"`
-	MeasureSeconds float64 `json:"measure_seconds,omitempty"`
+	WarmupSeconds  float64  `json:"warmup_seconds,omitempty"`
+	MeasureSeconds float64  `json:"measure_seconds,omitempty"`
 	// TimeBudgetSeconds is the --time-budget the sweep ran under (0: none);
 	// StopReason says how the last run of the sweep ended (SweepStop*).
 	TimeBudgetSeconds float64 `json:"time_budget_seconds,omitempty"`
