@@ -120,9 +120,9 @@ func (s *launcher) measureIn(ctx context.Context, pt point, l *launch, a anchor,
 	case l.end != nil:
 		s.endLaunch(endedWhy(pt, *l.end))
 	case l.synthetic:
-		s.endLaunch("the step-only run's launch was fed synthetic data")
+		s.endLaunch(whySynthetic)
 	case len(run.m.all) == 0:
-		s.endLaunch("the job wrote no metrics stream, so its points are measured by wall time, one launch each")
+		s.endLaunch(whyNoStream)
 	}
 	return cell, nil
 }

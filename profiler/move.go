@@ -28,9 +28,9 @@ func (s *launcher) cannotServe(l *launch, pt point) string {
 	case l.end != nil:
 		return fmt.Sprintf("the job ended (%s)", exitText(l.end.res))
 	case l.synthetic:
-		return "the step-only run's launch was fed synthetic data"
+		return whySynthetic
 	case len(l.run.m.all) == 0:
-		return "the job wrote no metrics stream, so its points are measured by wall time, one launch each"
+		return whyNoStream
 	case s.data.dataDirFor(pt) != l.dataDir && s.data.scaledPoint(pt):
 		return "the point reads a sample of the dataset (--mem-scale)"
 	case s.data.dataDirFor(pt) != l.dataDir:
@@ -49,6 +49,13 @@ func (s *launcher) cannotServe(l *launch, pt point) string {
 	}
 	return ""
 }
+
+// Why a launch serves no more points, said at its end (measureIn) and
+// checked again before the next point (cannotServe).
+const (
+	whySynthetic = "the step-only run's launch was fed synthetic data"
+	whyNoStream  = "the job wrote no metrics stream, so its points are measured by wall time, one launch each"
+)
 
 // errRelaunch wraps why a change in place failed: the job is relaunched
 // for the point.
