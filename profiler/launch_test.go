@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -37,8 +36,6 @@ type liveRunner struct {
 	// loader workers change (replay runs at replayRate samples/s).
 	control    bool
 	replayRate float64
-	// workersRate, when set, caps the rate by the loader's workers.
-	workersRate func(workers int) float64
 	// oomBelow, when set, OOM-kills the job once its memory limit is
 	// below it.
 	oomBelow int64
@@ -57,27 +54,8 @@ func (f *liveRunner) Start(ctx context.Context, job runner.Job) (runner.Handle, 
 	f.started++
 	n := f.started
 	f.mu.Unlock()
-	var path string
-	for _, e := range job.Env {
-		if v, ok := strings.CutPrefix(e, jobcontract.EnvMetricsFile+"="); ok {
-			path = v
-		}
-	}
-	var maxIter, batch int
-	for i, a := range job.Argv {
-		switch a {
-		case "--max-iterations":
-			fmt.Sscan(job.Argv[i+1], &maxIter)
-		case "--batch":
-			fmt.Sscan(job.Argv[i+1], &batch)
-		}
-	}
-	h := &liveHandle{r: f, rate: f.rate, limits: job.Limits, stop: make(chan struct{}), done: make(chan struct{}), workers: -1}
-	for i, a := range job.Argv {
-		if a == "--workers" {
-			fmt.Sscan(job.Argv[i+1], &h.workers)
-		}
-	}
+	path, maxIter, batch, workers := contractOf(job)
+	h := &liveHandle{r: f, rate: f.rate, limits: job.Limits, stop: make(chan struct{}), done: make(chan struct{}), workers: workers}
 	for _, e := range job.Env {
 		if v, ok := strings.CutPrefix(e, jobcontract.EnvControlFile+"="); ok && f.control {
 			h.ctl = jobcontract.NewLineReader(v)
@@ -168,9 +146,6 @@ func (h *liveHandle) run(ctx context.Context, path string, maxIter, batch int, r
 			return
 		}
 		rate := h.rate(h.limits)
-		if w := h.r.workersRate; w != nil {
-			rate = math.Min(rate, w(h.workers))
-		}
 		if h.replay {
 			rate = h.r.replayRate
 		}

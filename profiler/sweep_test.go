@@ -66,22 +66,7 @@ func (f *fakeRunner) Start(ctx context.Context, job runner.Job) (runner.Handle, 
 	if f.onStart != nil {
 		f.onStart(n)
 	}
-	var path string
-	for _, e := range job.Env {
-		if v, ok := strings.CutPrefix(e, "SYNERGY_METRICS_FILE="); ok {
-			path = v
-		}
-	}
-	maxIter := 0
-	batch := 0
-	for i, a := range job.Argv {
-		if a == "--max-iterations" {
-			fmt.Sscan(job.Argv[i+1], &maxIter)
-		}
-		if a == "--batch" {
-			fmt.Sscan(job.Argv[i+1], &batch)
-		}
-	}
+	path, maxIter, batch, _ := contractOf(job)
 	epochIters := f.epochIters
 	if epochIters == 0 {
 		epochIters = 10
@@ -130,6 +115,29 @@ func (f *fakeRunner) Start(ctx context.Context, job runner.Job) (runner.Handle, 
 		}
 	}()
 	return h, nil
+}
+
+// contractOf reads what a fake job needs of the profiler's contract: its
+// metrics file, and its --max-iterations, --batch and --workers (-1 when
+// not given).
+func contractOf(job runner.Job) (metrics string, maxIter, batch, workers int) {
+	for _, e := range job.Env {
+		if v, ok := strings.CutPrefix(e, jobcontract.EnvMetricsFile+"="); ok {
+			metrics = v
+		}
+	}
+	workers = -1
+	for i, a := range job.Argv[:max(len(job.Argv)-1, 0)] {
+		switch a {
+		case "--max-iterations":
+			fmt.Sscan(job.Argv[i+1], &maxIter)
+		case "--batch":
+			fmt.Sscan(job.Argv[i+1], &batch)
+		case "--workers":
+			fmt.Sscan(job.Argv[i+1], &workers)
+		}
+	}
+	return metrics, maxIter, batch, workers
 }
 
 type fakeHandle struct {
