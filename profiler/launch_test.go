@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -39,10 +41,20 @@ type liveRunner struct {
 	// oomBelow, when set, OOM-kills the job once its memory limit is
 	// below it.
 	oomBelow int64
+	// oomOnSwap, when set, OOM-kills the job when it is asked to change
+	// its loader's workers, before it answers.
+	oomOnSwap bool
 
 	mu      sync.Mutex
 	started int
 	updates int
+	events  []string // "mem N" (a limit set) and "workers N" (a loader change), in order
+}
+
+func (f *liveRunner) event(format string, args ...any) {
+	f.mu.Lock()
+	f.events = append(f.events, fmt.Sprintf(format, args...))
+	f.mu.Unlock()
 }
 
 var _ runner.Runner = (*liveRunner)(nil)
@@ -92,6 +104,8 @@ type liveHandle struct {
 	workers int
 	replay  bool
 	acked   []jobcontract.ControlAck
+	// oomKilled: listen met a command the fake dies of (oomOnSwap).
+	oomKilled bool
 }
 
 // listen applies the commands appended since the last iteration; the
@@ -113,8 +127,14 @@ func (h *liveHandle) listen(i int, ts float64) {
 			continue
 		}
 		h.mu.Lock()
+		if c.Workers != nil && h.r.oomOnSwap {
+			h.mu.Unlock()
+			h.oomKilled = true
+			return
+		}
 		if c.Workers != nil {
 			h.workers, h.queued = *c.Workers, 0
+			h.r.event("workers %d", h.workers)
 		}
 		if c.Replay != nil {
 			h.replay = *c.Replay
@@ -140,7 +160,7 @@ func (h *liveHandle) run(ctx context.Context, path string, maxIter, batch int, r
 	for i := 0; i < maxIter; i++ {
 		h.listen(i, vt)
 		h.mu.Lock()
-		if m := h.limits.MemLimitBytes; m > 0 && m < h.r.oomBelow {
+		if m := h.limits.MemLimitBytes; h.oomKilled || (m > 0 && m < h.r.oomBelow) {
 			h.mu.Unlock()
 			h.res = runner.Result{ExitCode: -1, Signal: "killed", OOMKilled: true}
 			return
@@ -185,6 +205,7 @@ func (h *liveHandle) Update(ctx context.Context, l runner.Limits) error {
 	h.r.mu.Lock()
 	h.r.updates++
 	h.r.mu.Unlock()
+	h.r.event("mem %d", l.MemLimitBytes)
 	return nil
 }
 
@@ -332,6 +353,51 @@ func TestRun_AnOOMKillInPlaceIsRecordedAndTheNextPointRelaunches(t *testing.T) {
 	}
 	if !strings.Contains(p.Cost.Relaunches[0], "OOM-killed") {
 		t.Errorf("relaunch %q does not say why", p.Cost.Relaunches[0])
+	}
+}
+
+// A move that lowers the memory limit and changes the loader's workers
+// changes the workers first, under the old limit (the job starts its new
+// workers before it stops the old ones), and then lowers the limit.
+func TestRun_AMoveChangesTheWorkersBeforeItLowersTheMemoryLimit(t *testing.T) {
+	lr := &liveRunner{rate: fastRate, queue: 4, noise: 0.04, control: true}
+	cfg := oneLaunchConfig(t, lr)
+	cfg.CPUs, cfg.MemLimits, cfg.StallBreakdown = []float64{1, 2}, []int64{1 << 30}, false
+	p, err := run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Cost.Launches != 1 {
+		t.Fatalf("%d launches (relaunches %q), want 1", p.Cost.Launches, p.Cost.Relaunches)
+	}
+	// (1, unlimited), (2, unlimited), then (1, 1GiB): 2 workers become 1
+	// and the limit goes from none to 1 GiB in one move.
+	lowered := slices.Index(lr.events, fmt.Sprintf("mem %d", 1<<30))
+	if lowered < 1 || lr.events[lowered-1] != "workers 1" {
+		t.Fatalf("events %q: want the loader's 1 worker just before the limit of 1 GiB", lr.events)
+	}
+}
+
+// A job OOM-killed while its loader changes is relaunched for the point,
+// and the profile says so, not only that it ended.
+func TestRun_AJobKilledWhileItsLoaderChangesIsRelaunchedAndSaysWhy(t *testing.T) {
+	lr := &liveRunner{rate: fastRate, queue: 4, noise: 0.04, control: true, oomOnSwap: true}
+	cfg := oneLaunchConfig(t, lr)
+	cfg.CPUs, cfg.MemLimits, cfg.StallBreakdown = []float64{1, 2}, []int64{1 << 30}, false
+	p, err := run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Cost.Relaunches) == 0 {
+		t.Fatal("no relaunch recorded")
+	}
+	if why := p.Cost.Relaunches[0]; !strings.Contains(why, "OOM-killed") || !strings.Contains(why, "loader workers became 2") {
+		t.Errorf("relaunch %q: want the OOM kill while 1 loader worker became 2", why)
+	}
+	for _, c := range p.Cells {
+		if c.Measured && c.Failure != nil {
+			t.Errorf("cell cpus=%g mem=%d failed (%+v): the point should have been measured in a new launch", c.CPUs, c.MemLimitBytes, c.Failure)
+		}
 	}
 }
 

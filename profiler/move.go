@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/synergy-sched/synergy/internal/units"
 	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/runner"
 	"github.com/synergy-sched/synergy/sensitivity"
@@ -66,44 +67,26 @@ func (e errRelaunch) Error() string { return e.why }
 // move changes the live launch to pt: its limits (lowering memory
 // reclaims page cache down to the new limit), its loader's workers and
 // replay over the control channel, then the dataset's page cache (evicted
-// for a point under a memory limit, warm otherwise). It returns the
-// point's anchor: when and from which iteration pt's settings hold.
+// for a point under a memory limit, warm otherwise). A lower memory limit
+// is set after the loader changed: the job starts its new workers before
+// it stops the old ones, and under the lower limit those moments of both
+// can OOM-kill it. It returns the point's anchor: when and from which
+// iteration pt's settings hold.
 func (s *launcher) move(ctx context.Context, l *launch, pt point, st *sensitivity.PointStats) (anchor, error) {
 	a := anchor{start: s.deps.Now(), changed: true, ackIter: -1}
-	if want := s.limitsFor(pt); !sameLimits(want, l.limits) {
-		if err := l.u.Update(ctx, runner.Limits{CPUs: want.CPUs, MemLimitBytes: want.MemLimitBytes}); err != nil {
-			if ctx.Err() != nil {
-				return a, errInterrupted
-			}
-			// The job may have ended meanwhile, or the kernel refused.
-			return a, errRelaunch{"changing the running job's limits failed: " + err.Error()}
-		}
-		l.limits = want
+	want := s.limitsFor(pt)
+	first := want
+	if lowersMemory(l.limits, want) {
+		first.MemLimitBytes = l.limits.MemLimitBytes
 	}
-	workers, replay := Workers(pt.cpus, s.cfg.GPUs), pt.synthetic
-	var cmd jobcontract.ControlCommand
-	if replay != l.replay {
-		cmd.Replay = &replay
+	if err := s.setLimits(ctx, l, first); err != nil {
+		return a, err
 	}
-	if workers != l.workers && !replay { // replaying, the loader is idle: its workers change on the way back
-		cmd.Workers = &workers
+	if err := s.changeLoader(ctx, l, pt, &a); err != nil {
+		return a, err
 	}
-	if cmd.Replay != nil || cmd.Workers != nil {
-		ack, err := l.ctl.do(ctx, cmd, s.cfg.Poll, l.ended)
-		switch {
-		case ctx.Err() != nil:
-			return a, errInterrupted
-		case err != nil:
-			return a, errRelaunch{"the job did not change its loader in place: " + err.Error()}
-		}
-		if cmd.Workers != nil && ack.Workers != workers {
-			return a, errRelaunch{fmt.Sprintf("the job answered with %d loader workers, not the %d asked", ack.Workers, workers)}
-		}
-		if cmd.Workers != nil {
-			l.workers = workers
-		}
-		l.replay = ack.Replay
-		a.ackIter = ack.Iter
+	if err := s.setLimits(ctx, l, want); err != nil {
+		return a, err
 	}
 	if !pt.cold && l.readCold && s.deps.Cache != nil && s.cfg.DataDir != "" && !pt.synthetic {
 		// The cold point before read the dataset into the job's cgroup:
@@ -132,6 +115,93 @@ func (s *launcher) move(ctx context.Context, l *launch, pt point, st *sensitivit
 		a.refill.need = s.meter.refillIterations(pt, a.refill.passLen, anon)
 	}
 	return a, nil
+}
+
+// setLimits changes the live launch's limits to want, where they differ.
+func (s *launcher) setLimits(ctx context.Context, l *launch, want runner.Limits) error {
+	if sameLimits(want, l.limits) {
+		return nil
+	}
+	if err := l.u.Update(ctx, runner.Limits{CPUs: want.CPUs, MemLimitBytes: want.MemLimitBytes}); err != nil {
+		if ctx.Err() != nil {
+			return errInterrupted
+		}
+		if why := s.endedDuring(l, "its limits changed"); why != "" {
+			return errRelaunch{why}
+		}
+		// The kernel refused.
+		return errRelaunch{"changing the running job's limits failed: " + err.Error()}
+	}
+	l.limits = want
+	return nil
+}
+
+// lowersMemory says whether going from limits old to want lowers the
+// memory limit (0 is none).
+func lowersMemory(old, want runner.Limits) bool {
+	return want.MemLimitBytes > 0 && (old.MemLimitBytes <= 0 || want.MemLimitBytes < old.MemLimitBytes)
+}
+
+// changeLoader asks the job over the control channel for pt's loader
+// workers and replay, where they differ from the launch's, and sets a's
+// iteration from its answer.
+func (s *launcher) changeLoader(ctx context.Context, l *launch, pt point, a *anchor) error {
+	workers, replay := Workers(pt.cpus, s.cfg.GPUs), pt.synthetic
+	var cmd jobcontract.ControlCommand
+	if replay != l.replay {
+		cmd.Replay = &replay
+	}
+	if workers != l.workers && !replay { // replaying, the loader is idle: its workers change on the way back
+		cmd.Workers = &workers
+	}
+	if cmd.Replay == nil && cmd.Workers == nil {
+		return nil
+	}
+	ack, err := l.ctl.do(ctx, cmd, s.cfg.Poll, l.ended)
+	switch {
+	case ctx.Err() != nil:
+		return errInterrupted
+	case err != nil:
+		what := "it replayed a batch"
+		if cmd.Workers != nil {
+			what = fmt.Sprintf("its %d loader workers became %d", l.workers, workers)
+		}
+		if why := s.endedDuring(l, what); why != "" {
+			return errRelaunch{why}
+		}
+		return errRelaunch{"the job did not change its loader in place: " + err.Error()}
+	}
+	if cmd.Workers != nil && ack.Workers != workers {
+		return errRelaunch{fmt.Sprintf("the job answered with %d loader workers, not the %d asked", ack.Workers, workers)}
+	}
+	if cmd.Workers != nil {
+		l.workers = workers
+	}
+	l.replay = ack.Replay
+	a.ackIter = ack.Iter
+	return nil
+}
+
+// endedDuring says how the launch's job ended while what was being done
+// to it ("" if it is still running): an OOM kill names the limit it ran
+// under.
+func (s *launcher) endedDuring(l *launch, what string) string {
+	if l.end == nil {
+		select {
+		case end := <-l.waitCh:
+			l.end = &end
+		case <-time.After(s.cfg.Poll + time.Second):
+			return ""
+		}
+	}
+	switch {
+	case l.end.res.OOMKilled:
+		return fmt.Sprintf("the job was OOM-killed under its memory limit of %s while %s",
+			units.FormatMemLimit(l.limits.MemLimitBytes), what)
+	case l.end.err != nil:
+		return fmt.Sprintf("the runner failed while %s: %v", what, l.end.err)
+	}
+	return fmt.Sprintf("the job ended (%s) while %s", exitText(l.end.res), what)
 }
 
 // measurePointAt measures pt in the live launch, changed in place, or in
