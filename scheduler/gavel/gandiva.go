@@ -2,6 +2,7 @@ package gavel
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -15,6 +16,9 @@ import (
 type gandivaPolicy struct {
 	rng      *PyRandom
 	assigned map[int]gandivaComb // job → its combination
+	// allocateSparse's lookups, kept between calls (cleared in each).
+	jobs     map[int]*StateJob
+	pairTput map[[2]int][][2]float64
 }
 
 type gandivaComb struct {
@@ -56,13 +60,17 @@ func (g *gandivaPolicy) AllocatePacked(s *State, pairs []PairState) (Allocation,
 // has a zero row) and only the assigned pairs' throughputs looked up: a few hundred of the
 // hundreds of thousands of pairs of 1,000 jobs.
 func (g *gandivaPolicy) allocateSparse(s *State, pair pairLookup) (Allocation, map[[2]int][]float64, error) {
-	jobs := make(map[int]*StateJob, len(s.Jobs))
+	if g.jobs == nil {
+		g.jobs, g.pairTput = map[int]*StateJob{}, map[[2]int][][2]float64{}
+	}
+	jobs, pairTput := g.jobs, g.pairTput // kept between calls: cleared, not made again
+	clear(jobs)
+	clear(pairTput)
 	for i := range s.Jobs {
 		jobs[s.Jobs[i].ID] = &s.Jobs[i]
 	}
 	// Only the pairs already assigned are looked up (forget drops those of a job that left
 	// without).
-	pairTput := map[[2]int][][2]float64{}
 	for _, c := range g.assigned {
 		if c.pair[1] >= 0 && jobs[c.pair[0]] != nil && jobs[c.pair[1]] != nil {
 			if tp, ok := pair(c.pair[0], c.pair[1]); ok {
@@ -85,25 +93,33 @@ func (g *gandivaPolicy) allocateSparse(s *State, pair pairLookup) (Allocation, m
 		}
 	} else {
 		g.pairUp(s, jobs)
-		seen := map[[2]int]bool{}
-		for _, c := range g.assigned {
-			if !seen[c.pair] {
-				seen[c.pair] = true
+		for id, c := range g.assigned {
+			if c.pair[0] == id { // a pair once, from its first job
 				combos = append(combos, c.pair)
 			}
 		}
-		sort.Slice(combos, func(a, b int) bool {
-			return ckey{combos[a][0], combos[a][1]}.less(ckey{combos[b][0], combos[b][1]})
+		slices.SortFunc(combos, func(a, b [2]int) int {
+			switch ka, kb := (ckey{a[0], a[1]}), (ckey{b[0], b[1]}); {
+			case ka.less(kb):
+				return -1
+			case kb.less(ka):
+				return 1
+			}
+			return 0
 		})
 	}
-	single := Allocation{}
+	// Every row is a slice of one array (a job alone and unpaired keeps its zeros).
+	nt := len(s.Types)
+	back := make([]float64, nt*(len(s.Jobs)+len(combos)))
+	single := make(Allocation, len(s.Jobs))
 	for _, j := range s.Jobs {
-		single[j.ID] = make([]float64, len(s.Types))
+		single[j.ID], back = back[:nt:nt], back[nt:]
 	}
 	packed := map[[2]int][]float64{}
 	m := float64(len(combos))
 	for _, c := range combos {
-		row := make([]float64, len(s.Types))
+		row := back[:nt:nt]
+		back = back[nt:]
 		sf := float64(jobs[c[0]].ScaleFactor)
 		for t := range row {
 			row[t] = float64(s.Workers[t]) / m / sf

@@ -1,9 +1,10 @@
 package gavel
 
 import (
+	"cmp"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -21,11 +22,16 @@ func (s *simulator) scheduleRound() ([]assignment, error) {
 		s.shuffler.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	}
 	sched := s.selectJobs(order)
-	prev := map[ckey]assignment{}
+	if s.prevBuf == nil {
+		s.prevBuf, s.posBuf = map[ckey]assignment{}, map[ckey]int{}
+	}
+	prev := s.prevBuf
+	clear(prev)
 	for _, a := range s.cur {
 		prev[a.key] = a
 	}
-	p := &placement{pos: map[ckey]int{}}
+	clear(s.posBuf)
+	p := &placement{pos: s.posBuf}
 	for _, t := range order {
 		if err := s.placeType(t, sched[t], prev, p); err != nil {
 			return nil, err
@@ -74,33 +80,12 @@ func (s *simulator) complete(r running, roundStart float64) {
 		s.jobs[m].latest = r.finish
 	}
 	sf := float64(s.jobs[members[0]].job.ScaleFactor)
-	type upd struct {
-		w     int
-		steps []float64
-	}
-	ups := make([]upd, len(r.workers))
-	acc := make([]float64, len(members))
-	for i, w := range r.workers {
-		ups[i] = upd{w, make([]float64, len(members))}
-		for j := range members {
-			if i == len(r.workers)-1 {
-				ups[i].steps[j] = r.steps[j] - acc[j]
-			} else {
-				ups[i].steps[j] = math.Floor(r.steps[j] / sf)
-				acc[j] += ups[i].steps[j]
-			}
-		}
-	}
-	sort.Slice(ups, func(a, b int) bool { return ups[a].w < ups[b].w })
-	ok := true
-	total := make([]float64, len(members))
-	for _, u := range ups {
-		for j := range members {
-			if u.steps[j] <= 0 || exec <= 0 {
-				ok = false
-			}
-			total[j] += u.steps[j]
-		}
+	ok := exec > 0
+	var total [2]float64
+	for j := range members {
+		var each, last float64
+		total[j], each, last = workerSteps(r.steps[j], sf, r.workers)
+		ok = ok && last > 0 && (len(r.workers) == 1 || each > 0)
 	}
 	t := s.wtype[r.workers[0]]
 	if !ok {
@@ -134,6 +119,35 @@ func (s *simulator) complete(r running, roundStart float64) {
 	for _, m := range done {
 		s.removeJob(m, false)
 	}
+}
+
+// workerSteps splits one member's steps over its workers as Gavel's
+// micro-task does: steps ÷ sf floored (each) to every worker but the last
+// of the list, the rest (last) to that one. total is the member's steps
+// summed over the workers in worker id order, as the callbacks add them
+// (the last of the list sits at its place in that order).
+func workerSteps(steps, sf float64, workers []int) (total, each, last float64) {
+	n := len(workers)
+	each = math.Floor(steps / sf)
+	acc := 0.0
+	for range n - 1 {
+		acc += each
+	}
+	last = steps - acc
+	lw, before := workers[n-1], 0
+	for _, w := range workers[:n-1] {
+		if w < lw {
+			before++
+		}
+	}
+	for k := range n {
+		if k == before {
+			total += last
+		} else {
+			total += each
+		}
+	}
+	return total, each, last
 }
 
 func (s *simulator) checkPlacement(out []assignment) error {
@@ -215,12 +229,24 @@ type placement struct {
 // extension), then the rest, server by server.
 func (s *simulator) placeType(t int, jobs []*entry, prev map[ckey]assignment, p *placement) error {
 	sfOf := func(e *entry) int { return s.jobs[e.key.a].job.ScaleFactor }
-	sort.SliceStable(jobs, func(a, b int) bool { return sfOf(jobs[a]) > sfOf(jobs[b]) })
-	servers := make([][]int, len(s.servers[t]))
-	for i := range servers {
-		servers[i] = append([]int(nil), s.servers[t][i]...)
+	slices.SortStableFunc(jobs, func(a, b *entry) int { return cmp.Compare(sfOf(b), sfOf(a)) })
+	// servers[i][next[i]:] are server i's workers not yet walked past;
+	// taken marks the workers given out (cleared on return).
+	servers := s.servers[t]
+	next := slices.Grow(s.nextBuf[:0], len(servers))[:len(servers)]
+	clear(next)
+	s.nextBuf = next
+	if len(s.taken) < len(s.wtype) {
+		s.taken = make([]bool, len(s.wtype))
 	}
-	taken := map[int]bool{}
+	taken := s.taken
+	defer func() {
+		for _, ids := range servers {
+			for _, w := range ids {
+				taken[w] = false
+			}
+		}
+	}()
 	ptr := 0
 	var sfs []int
 	for _, e := range jobs {
@@ -256,15 +282,15 @@ func (s *simulator) placeType(t int, jobs []*entry, prev map[ckey]assignment, p 
 				ids = p.out[k].workers
 			}
 			for len(ids) < sf && ptr < len(servers) {
-				if len(servers[ptr]) == 0 {
+				if next[ptr] == len(servers[ptr]) {
 					ptr++
 					continue
 				}
-				if w := servers[ptr][0]; !taken[w] {
+				if w := servers[ptr][next[ptr]]; !taken[w] {
 					ids = append(ids, w)
 					taken[w] = true
 				}
-				servers[ptr] = servers[ptr][1:]
+				next[ptr]++
 			}
 			if len(ids) != sf {
 				return fmt.Errorf("t=%.1f s: could not assign %d %s workers to %v", s.now, sf, s.types[t], e.key.members())

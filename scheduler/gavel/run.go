@@ -1,10 +1,11 @@
 package gavel
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 
 	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
@@ -75,6 +76,7 @@ type loopState struct {
 	g                    *Generator             // the generator, if the workload is one
 	remaining            int
 	run                  []running
+	order                []int // advance's completion order, reused
 	roundStart, roundEnd float64
 	haveEnd              bool
 	next                 float64
@@ -196,14 +198,28 @@ func (s *simulator) advance(l *loopState) {
 	} else if l.haveNext {
 		s.now = l.next
 	}
+	// The micro-tasks complete latest first (ties by key): an order of
+	// indices is sorted, not the tasks themselves.
 	run := l.run
-	sort.SliceStable(run, func(a, b int) bool {
-		if run[a].finish != run[b].finish {
-			return run[a].finish > run[b].finish
+	order := l.order[:0]
+	for i := range run {
+		order = append(order, i)
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		ra, rb := &run[a], &run[b]
+		switch {
+		case ra.finish != rb.finish:
+			return -cmp.Compare(ra.finish, rb.finish)
+		case ra.key.less(rb.key):
+			return -1
+		case rb.key.less(ra.key):
+			return 1
 		}
-		return run[a].key.less(run[b].key)
+		return 0
 	})
-	for _, r := range run {
+	l.order = order
+	for _, i := range order {
+		r := run[i]
 		if !s.anyActive(r.key) {
 			continue
 		}
@@ -248,15 +264,16 @@ func (s *simulator) dispatch(l *loopState) error {
 	if err != nil {
 		return err
 	}
-	prev := map[ckey][]int{}
+	prev := s.prevBuf // scheduleRound's, by key: s.cur's
+	clear(prev)
 	for _, a := range s.cur {
 		if s.anyActive(a.key) {
 			s.leaseOpp++
 		}
-		prev[a.key] = a.workers
+		prev[a.key] = a
 	}
 	for _, a := range out {
-		if p, ok := prev[a.key]; ok && sameSet(p, a.workers) {
+		if p, ok := prev[a.key]; ok && sameSet(p.workers, a.workers) {
 			s.leaseExt++
 		}
 	}
@@ -291,16 +308,14 @@ func (s *simulator) anyActive(k ckey) bool {
 	return false
 }
 
+// sameSet says whether a and b hold the same workers: as many, and each
+// of b in a (a micro-task's workers are a few distinct GPUs).
 func sameSet(a, b []int) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	m := map[int]bool{}
-	for _, x := range a {
-		m[x] = true
-	}
 	for _, x := range b {
-		if !m[x] {
+		if !slices.Contains(a, x) {
 			return false
 		}
 	}

@@ -218,6 +218,14 @@ type simulator struct {
 	// ends the run once its jobs are done).
 	window simcore.WindowCount
 	allocs int
+	// Buffers a round reuses: placeType's server positions and taken
+	// workers, scheduleRound's previous assignments and placement positions
+	// (dispatch reuses prevBuf), selectJobs' scheduled jobs.
+	nextBuf []int
+	taken   []bool
+	prevBuf map[ckey]assignment
+	posBuf  map[ckey]int
+	done    jobSet
 }
 
 func newSimulator(cfg Config, p Policy) *simulator {
@@ -519,7 +527,7 @@ func dropGone(es []*entry) []*entry {
 
 // state is what the policy sees.
 func (s *simulator) state() *State {
-	st := &State{Types: s.types, Workers: s.workers, Now: s.now}
+	st := &State{Types: s.types, Workers: s.workers, Now: s.now, Jobs: make([]StateJob, 0, len(s.active))}
 	if p := s.cfg.Prices; p != nil {
 		for _, t := range s.types {
 			st.Prices = append(st.Prices, p.At(t, s.now))
@@ -805,26 +813,29 @@ type queueKey struct {
 // the type, fitting the GPUs left: an entry skipped now would be skipped
 // when popped later, as jobs are only ever scheduled and GPUs taken) join
 // the heap; a FIFO policy takes no entry of priority 0, so never those.
-// With lazy pairs, those are found from the unscheduled jobs (lazyRest),
+// With lazy pairs, those are found from the unscheduled jobs (takeLazy),
 // and a pair not yet made is made when taken.
 func (s *simulator) selectJobs(order []int) [][]*entry {
 	left := append([]int(nil), s.workers...)
 	keys := make(queueHeap, 0, len(s.live))
 	fifo := strings.HasPrefix(s.policy.Name(), "FIFO")
-	done := map[int]bool{}
+	done := &s.done
+	done.reset()
 	sched := make([][]*entry, len(s.types))
 	take := func(e *entry, t int, k queueKey) bool {
-		skip := false
-		for i, m := range e.key.members() {
-			skip = skip || done[m] || e.tput[t][i] <= 0
+		a, b := e.key.a, e.key.b
+		skip := done.has(a) || e.tput[t][0] <= 0
+		if e.key.isPair() {
+			skip = skip || done.has(b) || e.tput[t][1] <= 0
 		}
-		sf := s.jobs[e.key.a].job.ScaleFactor
+		sf := s.jobs[a].job.ScaleFactor
 		if skip || (fifo && k.prio <= 0) || sf > left[t] {
 			return false
 		}
 		left[t] -= sf
-		for _, m := range e.key.members() {
-			done[m] = true
+		done.add(a)
+		if e.key.isPair() {
+			done.add(b)
 		}
 		sched[t] = append(sched[t], e)
 		return true
@@ -840,7 +851,7 @@ func (s *simulator) selectJobs(order []int) [][]*entry {
 			k := keys.pop()
 			take(s.liveBySeq(k.idx), t, k)
 		}
-		if left[t] == 0 || fifo || len(done) == len(s.active) {
+		if left[t] == 0 || fifo || done.len() == len(s.active) {
 			continue
 		}
 		if s.lazy {
@@ -852,9 +863,9 @@ func (s *simulator) selectJobs(order []int) [][]*entry {
 			if e.gone || e.live || s.jobs[e.key.a].job.ScaleFactor > left[t] {
 				continue
 			}
-			ok := true
-			for i, m := range e.key.members() {
-				ok = ok && !done[m] && e.tput[t][i] > 0
+			ok := !done.has(e.key.a) && e.tput[t][0] > 0
+			if e.key.isPair() {
+				ok = ok && !done.has(e.key.b) && e.tput[t][1] > 0
 			}
 			if ok {
 				keys = append(keys, queueKey{0, e.deficit[t], 0, e.seq})
@@ -874,85 +885,155 @@ func (s *simulator) selectJobs(order []int) [][]*entry {
 	return sched
 }
 
-// takeLazy offers type t's fallback with lazy pairs (lazyRest) to take in
-// key order while GPUs of t are left: a pair not made yet is made
-// (virtualPair) and registered only when taken. It returns keys, emptied,
-// for reuse.
-func (s *simulator) takeLazy(keys queueHeap, t int, left []int, done map[int]bool, take func(*entry, int, queueKey) bool) queueHeap {
-	keys = s.lazyRest(keys, t, left[t], done)
+// takeLazy is type t's fallback with lazy pairs: the entries not live
+// whose members are all unscheduled (not in done), can run on t and fit
+// the GPUs left, made or not, keyed (0, deficit, 0, seq) as the eager
+// fallback keys them, taken in key order while GPUs of t are left. The
+// made ones (the live entries left in keys, the jobs alone, the pairs
+// made) go on a heap (madeRest); the pairs not made come from a stream in
+// seq order (pairStream), whose keys are already in key order (deficit
+// half before the last reset's arrivals, 0 after), merged with the heap
+// as they are needed: a round reads the few pairs it takes and not every
+// pair of the queue. A pair not made yet is made (virtualPair) and
+// registered only when taken. It returns keys, emptied, for reuse.
+func (s *simulator) takeLazy(keys queueHeap, t int, left []int, done *jobSet, take func(*entry, int, queueKey) bool) queueHeap {
+	keys, ps := s.madeRest(keys, t, left[t], done)
 	keys.init()
-	for len(keys) > 0 && left[t] > 0 {
+	for left[t] > 0 {
+		vk, ok := ps.peek(done, left[t])
+		if !ok && len(keys) == 0 {
+			break
+		}
+		if ok && (len(keys) == 0 || vk.before(keys[0])) {
+			ps.advance()
+			if e := s.virtualPair(keyOfSeq(vk.idx)); take(e, t, vk) {
+				s.register(e)
+			}
+			continue
+		}
 		k := keys.pop()
 		e := s.liveBySeq(k.idx)
 		if e == nil {
-			key := keyOfSeq(k.idx)
-			if e = s.entryOf(key); e == nil {
-				if done[key.a] || done[key.b] {
-					continue
-				}
-				if e = s.virtualPair(key); take(e, t, k) {
-					s.register(e)
-				}
-				continue
-			}
+			e = s.entryOf(keyOfSeq(k.idx))
 		}
 		take(e, t, k)
 	}
-	return keys
+	return keys[:0]
 }
 
-// lazyRest adds to keys the selection's fallback with lazy pairs: the
-// entries not live whose members are all unscheduled (not in done), can
-// run on type t and fit the left GPUs, made or not, keyed (0, deficit, 0,
-// seq) as the eager fallback keys them. It walks the unscheduled jobs'
-// pairs instead of every entry.
-func (s *simulator) lazyRest(keys queueHeap, t, left int, done map[int]bool) queueHeap {
-	bySF := map[int][]int{} // unscheduled active jobs able to run on t, by scale factor, ascending
-	var sfs []int
+// madeRest adds to keys the fallback's made entries that are not live:
+// the unscheduled jobs alone, and their pairs that are made, keyed (0,
+// deficit, 0, seq); it returns the stream of their pairs not made.
+func (s *simulator) madeRest(keys queueHeap, t, left int, done *jobSet) (queueHeap, *pairStream) {
+	ps := &pairStream{s: s, t: t, bySF: map[int][]int{}, pos: map[int]int{}}
 	for _, id := range s.active {
-		js := s.jobs[id]
-		sf := js.job.ScaleFactor
-		if done[id] || sf > left {
+		sf := s.jobs[id].job.ScaleFactor
+		if done.has(id) || sf > left {
 			continue
 		}
 		if e := s.byJob[id].es[0]; !e.live && e.tput[t][0] > 0 {
 			keys = append(keys, queueKey{0, e.deficit[t], 0, e.seq})
 		}
-		if _, ok := bySF[sf]; !ok {
-			sfs = append(sfs, sf)
-		}
-		bySF[sf] = append(bySF[sf], id)
+		ps.pos[id] = len(ps.bySF[sf])
+		ps.bySF[sf] = append(ps.bySF[sf], id)
+		ps.ids = append(ps.ids, id)
 	}
-	half := s.cfg.RoundS / 2
-	for _, sf := range sfs {
-		ids := bySF[sf]
-		for j, b := range ids {
-			je := s.byJob[b]
-			p := 0
-			for _, a := range ids[:j] {
-				for p < len(je.partner) && je.partner[p] < a {
-					p++
-				}
-				seq := seqOf(ckey{a, b})
-				if p < len(je.partner) && je.partner[p] == a {
-					if e := je.es[p]; !e.live && e.tput[t][0] > 0 && e.tput[t][1] > 0 {
-						keys = append(keys, queueKey{0, e.deficit[t], 0, seq})
-					}
-					continue
-				}
-				pt := s.pairTputs[[2]int{s.jobs[a].typeID, s.jobs[b].typeID}]
-				if pt[t][0] <= 0 || pt[t][1] <= 0 {
-					continue
-				}
-				d := 0.0
-				if seq < s.resetSeq {
-					d = half
-				}
-				keys = append(keys, queueKey{0, d, 0, seq})
+	for _, b := range ps.ids {
+		je := s.byJob[b]
+		for i, a := range je.partner {
+			if a < 0 || a > b {
+				continue
+			}
+			if _, ok := ps.pos[a]; !ok {
+				continue // scheduled, or gone
+			}
+			if e := je.es[i]; !e.gone && !e.live && e.tput[t][0] > 0 && e.tput[t][1] > 0 {
+				keys = append(keys, queueKey{0, e.deficit[t], 0, e.seq})
 			}
 		}
 	}
-	return keys
+	return keys, ps
+}
+
+// pairStream is the fallback's pairs that are not made, of the jobs
+// unscheduled when it began (ids, ascending; by scale factor in bySF, pos
+// the place of each in its list), in seq order: by later job b, then
+// earlier job a. Its keys are (0, half, 0, seq) for pairs due before the
+// last reset and (0, 0, 0, seq) after (virtualPair), so that seq order is
+// key order. A pair is offered only while both its jobs are unscheduled
+// and it fits the GPUs left, as the selection would skip it otherwise.
+type pairStream struct {
+	s      *simulator
+	t      int
+	ids    []int
+	bySF   map[int][]int
+	pos    map[int]int
+	bi, ai int // the next pair: (bySF[sf of ids[bi]][ai], ids[bi])
+	p      int // ids[bi]'s made pairs before ai (byJob partner index)
+}
+
+// peek is the next pair's key, skipping the pairs that cannot be taken now.
+func (ps *pairStream) peek(done *jobSet, left int) (queueKey, bool) {
+	s := ps.s
+	for ; ps.bi < len(ps.ids); ps.bi, ps.ai, ps.p = ps.bi+1, 0, 0 {
+		b := ps.ids[ps.bi]
+		jb := s.jobs[b]
+		if done.has(b) || jb.job.ScaleFactor > left {
+			continue
+		}
+		je, cls := s.byJob[b], ps.bySF[jb.job.ScaleFactor]
+		for ; ps.ai < ps.pos[b]; ps.ai++ {
+			a := cls[ps.ai]
+			for ps.p < len(je.partner) && je.partner[ps.p] < a {
+				ps.p++
+			}
+			if done.has(a) || (ps.p < len(je.partner) && je.partner[ps.p] == a) {
+				continue // taken, or made (on the heap)
+			}
+			pt := s.pairTputs[[2]int{s.jobs[a].typeID, jb.typeID}]
+			if pt[ps.t][0] <= 0 || pt[ps.t][1] <= 0 {
+				continue
+			}
+			k := ckey{a, b}
+			d := 0.0
+			if seqOf(k) < s.resetSeq {
+				d = s.cfg.RoundS / 2
+			}
+			return queueKey{0, d, 0, seqOf(k)}, true
+		}
+	}
+	return queueKey{}, false
+}
+
+// advance moves past the pair peek gave.
+func (ps *pairStream) advance() { ps.ai++ }
+
+// jobSet is a set of job ids (ids are arrival numbers, so dense), kept
+// between rounds: reset clears only what was added.
+type jobSet struct {
+	in  []bool
+	ids []int
+}
+
+func (d *jobSet) has(id int) bool { return id < len(d.in) && d.in[id] }
+
+func (d *jobSet) add(id int) {
+	if id >= len(d.in) {
+		d.in = append(d.in, make([]bool, id+1-len(d.in)+len(d.in)/2)...)
+	}
+	if !d.in[id] {
+		d.in[id] = true
+		d.ids = append(d.ids, id)
+	}
+}
+
+func (d *jobSet) len() int { return len(d.ids) }
+
+func (d *jobSet) reset() {
+	for _, id := range d.ids {
+		d.in[id] = false
+	}
+	d.ids = d.ids[:0]
 }
 
 // liveBySeq finds the live entry of a seq (s.live is in seq order); nil if none.
