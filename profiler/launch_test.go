@@ -42,8 +42,10 @@ type liveRunner struct {
 	// below it.
 	oomBelow int64
 	// oomOnSwap, when set, OOM-kills the job when it is asked to change
-	// its loader's workers, before it answers.
+	// its loader's workers, before it answers; swapNeeds, when set, only
+	// under a memory limit below it (the old and new workers both held).
 	oomOnSwap bool
+	swapNeeds int64
 
 	mu      sync.Mutex
 	started int
@@ -127,7 +129,7 @@ func (h *liveHandle) listen(i int, ts float64) {
 			continue
 		}
 		h.mu.Lock()
-		if c.Workers != nil && h.r.oomOnSwap {
+		if m := h.limits.MemLimitBytes; c.Workers != nil && (h.r.oomOnSwap || (m > 0 && m < h.r.swapNeeds)) {
 			h.mu.Unlock()
 			h.oomKilled = true
 			return
@@ -375,6 +377,27 @@ func TestRun_AMoveChangesTheWorkersBeforeItLowersTheMemoryLimit(t *testing.T) {
 	lowered := slices.Index(lr.events, fmt.Sprintf("mem %d", 1<<30))
 	if lowered < 1 || lr.events[lowered-1] != "workers 1" {
 		t.Fatalf("events %q: want the loader's 1 worker just before the limit of 1 GiB", lr.events)
+	}
+}
+
+// A worker change under a memory limit runs with the limit raised to the
+// host's memory: the job holds its old and new workers for a moment.
+func TestRun_AWorkerChangeUnderALimitRunsUnderTheHostsMemory(t *testing.T) {
+	lr := &liveRunner{rate: fastRate, queue: 4, noise: 0.04, control: true, swapNeeds: 2 << 30}
+	cfg := oneLaunchConfig(t, lr)
+	cfg.CPUs, cfg.MemLimits, cfg.StallBreakdown = []float64{1, 2}, []int64{1 << 30}, false
+	cfg.Host.DRAMBytes = 8 << 30
+	p, err := run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Cost.Launches != 1 {
+		t.Fatalf("%d launches (relaunches %q), want 1", p.Cost.Launches, p.Cost.Relaunches)
+	}
+	// (1, 1GiB) then (2, 1GiB): 1 worker becomes 2 under 8 GiB.
+	want := []string{fmt.Sprintf("mem %d", 8<<30), "workers 2", fmt.Sprintf("mem %d", 1<<30)}
+	if n := len(lr.events); n < 3 || !slices.Equal(lr.events[n-3:], want) {
+		t.Fatalf("events %q: want them to end %q", lr.events, want)
 	}
 }
 

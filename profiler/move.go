@@ -67,16 +67,23 @@ func (e errRelaunch) Error() string { return e.why }
 // move changes the live launch to pt: its limits (lowering memory
 // reclaims page cache down to the new limit), its loader's workers and
 // replay over the control channel, then the dataset's page cache (evicted
-// for a point under a memory limit, warm otherwise). A lower memory limit
-// is set after the loader changed: the job starts its new workers before
-// it stops the old ones, and under the lower limit those moments of both
-// can OOM-kill it. It returns the point's anchor: when and from which
-// iteration pt's settings hold.
+// for a point under a memory limit, warm otherwise). The job starts its
+// new loader workers before it stops the old ones, and for those moments
+// holds both, which a memory limit sized to one set can OOM-kill: so a
+// worker change under a limit runs with the limit raised to the host's
+// memory (swapMemLimit), and a lower limit is set only after the loader
+// changed. Nothing is measured before pt's limit is set and, under a
+// limit, the dataset evicted and refilled. It returns the point's anchor:
+// when and from which iteration pt's settings hold.
 func (s *launcher) move(ctx context.Context, l *launch, pt point, st *sensitivity.PointStats) (anchor, error) {
 	a := anchor{start: s.deps.Now(), changed: true, ackIter: -1}
 	want := s.limitsFor(pt)
 	first := want
-	if lowersMemory(l.limits, want) {
+	swap := Workers(pt.cpus, s.cfg.GPUs) != l.workers && !pt.synthetic
+	switch {
+	case swap && l.limits.MemLimitBytes > 0:
+		first.MemLimitBytes = s.swapMemLimit(l.limits, want)
+	case lowersMemory(l.limits, want):
 		first.MemLimitBytes = l.limits.MemLimitBytes
 	}
 	if err := s.setLimits(ctx, l, first); err != nil {
@@ -134,6 +141,18 @@ func (s *launcher) setLimits(ctx context.Context, l *launch, want runner.Limits)
 	}
 	l.limits = want
 	return nil
+}
+
+// swapMemLimit is the memory limit a worker change runs under when the
+// launch has one: the host's memory (a finite limit: the Docker Engine
+// cannot lift one), and never below the limits before and after; none
+// where the host's memory is not known.
+func (s *launcher) swapMemLimit(old, want runner.Limits) int64 {
+	dram := s.deps.Host.DRAMBytes
+	if dram <= 0 {
+		return 0
+	}
+	return max(dram, old.MemLimitBytes, want.MemLimitBytes)
 }
 
 // lowersMemory says whether going from limits old to want lowers the
