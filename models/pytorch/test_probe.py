@@ -722,6 +722,8 @@ class ControlTorchTest(unittest.TestCase):
             self.assertGreater(a["ts"], last["ts"])
             if "workers" in c:
                 self.assertEqual(children(), c["workers"], "worker processes after workers %d" % c["workers"])
+            if c.get("replay"):
+                time.sleep(0.3)  # a dozen replayed 20 ms steps before the next command
             last = a
         time.sleep(0.3)
         p.kill()
@@ -730,9 +732,13 @@ class ControlTorchTest(unittest.TestCase):
         self.assertGreater(len(lines), last["iter"])
         self.assertEqual([l["iter"] for l in lines], list(range(len(lines))))
         self.assertTrue(all(l["emulated"] for l in lines))
-        # Replayed batches (from seq 3's iter to seq 4's) waited for nothing.
+        # Replayed batches (from seq 3's iter to seq 4's) waited for nothing:
+        # the typical one under 5 ms (the median, so that one iteration
+        # preempted on a busy host does not decide it).
         a3, a4 = read_jsonl(ack)[3:5]
-        self.assertTrue(all(l["data_wait_s"] < 0.005 for l in lines[a3["iter"]:a4["iter"]]))
+        waits = sorted(l["data_wait_s"] for l in lines[a3["iter"]:a4["iter"]])
+        self.assertGreater(len(waits), 5, "replayed iterations")
+        self.assertLess(waits[len(waits) // 2], 0.005, "replayed iterations' data waits: %s" % waits)
 
 
 if __name__ == "__main__":
