@@ -174,17 +174,20 @@ func (s *vmSetup) checkProfile(t *testing.T, name string, wantPath *regexp.Regex
 	}
 	// The CPU-bound image job uses the cores its point gives it, as its
 	// own cgroup counts them: never more than one at 1 core (the quota
-	// and the one-CPU cpuset hold), well over one at 2; and 2 cores give
-	// it at least 1.6x the samples/s of 1. The VM may be emulated
-	// (docs/vm.md): its two vCPUs are then two threads of the host, so
+	// and the one-CPU cpuset hold), well over one at 2; and it turns the
+	// cores it got into samples: its samples/s grow by at least 0.8 of
+	// the ratio of cores used (1.6x where it got 2 cores to 1). The VM
+	// may be emulated (docs/vm.md): its two vCPUs are then two threads of
+	// the host beside qemu's own, and the job gets about 1.5 of them at 2
+	// cores (a PVM host, 2026-11-28), so the bar follows the cores used;
 	// these tests run alone, after the rest of the suite (make test).
 	if cores[1] <= 0 || cores[1] > 1.1 || cores[2] < 1.3 {
 		t.Errorf("image job, memory unlimited: its cgroup used %.2f cores at 1 core and %.2f at 2; want at most 1.1 and at least 1.3",
 			cores[1], cores[2])
 	}
-	if rate[1] <= 0 || rate[2] < 1.6*rate[1] {
-		t.Errorf("image job, memory unlimited: %.1f samples/s at 2 cores, %.1f at 1 (%.2fx); want at least 1.6x (is the host busy beside the VM?)",
-			rate[2], rate[1], rate[2]/rate[1])
+	if want := 0.8 * cores[2] / cores[1]; rate[1] <= 0 || rate[2] < want*rate[1] {
+		t.Errorf("image job, memory unlimited: %.1f samples/s at 2 cores, %.1f at 1 (%.2fx) on %.2f and %.2f cores; want at least %.2fx, 0.8 of the cores' ratio (is the host busy beside the VM?)",
+			rate[2], rate[1], rate[2]/rate[1], cores[2], cores[1], want)
 	}
 	t.Logf("%s: 1 core %.1f samples/s on %.2f cores, 2 cores %.1f on %.2f (%.2fx); %s", name, rate[1], cores[1], rate[2], cores[2],
 		rate[2]/rate[1], p.Host.CgroupPlacement)
