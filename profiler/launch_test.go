@@ -353,8 +353,9 @@ func TestRun_AnOOMKillInPlaceIsRecordedAndTheNextPointRelaunches(t *testing.T) {
 	if ooms != 3 || p.Cost.Launches != 3 {
 		t.Fatalf("%d OOM kills in %d launches, want 3 in 3 (relaunches %q)", ooms, p.Cost.Launches, p.Cost.Relaunches)
 	}
-	if !strings.Contains(p.Cost.Relaunches[0], "OOM-killed") {
-		t.Errorf("relaunch %q does not say why", p.Cost.Relaunches[0])
+	// The relaunch says why: the kill, the limit and the point it was measuring.
+	if why := p.Cost.Relaunches[0]; !strings.Contains(why, "OOM-killed under its memory limit of 50MiB at ") {
+		t.Errorf("relaunch %q does not say the OOM kill, its limit and the point", why)
 	}
 }
 

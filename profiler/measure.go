@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/synergy-sched/synergy/internal/units"
 	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/runner"
 	"github.com/synergy-sched/synergy/sensitivity"
@@ -100,7 +101,7 @@ func (s *launcher) measureIn(ctx context.Context, pt point, l *launch, a anchor,
 	if l.end != nil {
 		after, err = l.end.res.Final, nil
 		if !s.meter.classifyEnd(pt, &view, end, &cell) {
-			s.endLaunch(endedWhy(pt, *l.end))
+			s.endLaunch(endedHow(*l.end, l.limits.MemLimitBytes, "at "+pt.label()))
 			return cell, nil
 		}
 	}
@@ -118,7 +119,7 @@ func (s *launcher) measureIn(ctx context.Context, pt point, l *launch, a anchor,
 	l.points++
 	switch {
 	case l.end != nil:
-		s.endLaunch(endedWhy(pt, *l.end))
+		s.endLaunch(endedHow(*l.end, l.limits.MemLimitBytes, "at "+pt.label()))
 	case l.synthetic:
 		s.endLaunch(whySynthetic)
 	case len(run.m.all) == 0:
@@ -127,16 +128,18 @@ func (s *launcher) measureIn(ctx context.Context, pt point, l *launch, a anchor,
 	return cell, nil
 }
 
-// endedWhy says why a launch that ended during pt cannot serve the next
-// point.
-func endedWhy(pt point, end pointEnd) string {
+// endedHow says how a launch's job ended (its end, under the memory
+// limit memLimit) when something happened to it — "at" a point's
+// measurement, "while" a move — so that the relaunch says why the launch
+// cannot serve the next point: an OOM kill names the limit.
+func endedHow(end pointEnd, memLimit int64, when string) string {
 	switch {
 	case end.err != nil:
-		return fmt.Sprintf("the runner failed at %s: %v", pt.label(), end.err)
+		return fmt.Sprintf("the runner failed %s: %v", when, end.err)
 	case end.res.OOMKilled:
-		return "the job was OOM-killed at " + pt.label()
+		return fmt.Sprintf("the job was OOM-killed under its memory limit of %s %s", units.FormatMemLimit(memLimit), when)
 	}
-	return fmt.Sprintf("the job ended %s at %s", exitText(end.res), pt.label())
+	return fmt.Sprintf("the job ended %s %s", exitText(end.res), when)
 }
 
 // watchPoint follows the launch until pt's estimate is tight or at its

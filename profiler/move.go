@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/synergy-sched/synergy/internal/units"
 	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/runner"
 	"github.com/synergy-sched/synergy/sensitivity"
@@ -202,8 +201,7 @@ func (s *launcher) changeLoader(ctx context.Context, l *launch, pt point, a *anc
 }
 
 // endedDuring says how the launch's job ended while what was being done
-// to it ("" if it is still running): an OOM kill names the limit it ran
-// under.
+// to it ("" if it is still running after a poll and a second).
 func (s *launcher) endedDuring(l *launch, what string) string {
 	if l.end == nil {
 		select {
@@ -213,14 +211,7 @@ func (s *launcher) endedDuring(l *launch, what string) string {
 			return ""
 		}
 	}
-	switch {
-	case l.end.res.OOMKilled:
-		return fmt.Sprintf("the job was OOM-killed under its memory limit of %s while %s",
-			units.FormatMemLimit(l.limits.MemLimitBytes), what)
-	case l.end.err != nil:
-		return fmt.Sprintf("the runner failed while %s: %v", what, l.end.err)
-	}
-	return fmt.Sprintf("the job ended (%s) while %s", exitText(l.end.res), what)
+	return endedHow(*l.end, l.limits.MemLimitBytes, "while "+what)
 }
 
 // measurePointAt measures pt in the live launch, changed in place, or in
