@@ -192,7 +192,7 @@ func (e *env) profiles() {
 }
 
 // webhook runs the webhook on 127.0.0.1 and registers it for the test's
-// namespace only, with the policy of WebhookConfiguration; it returns once
+// namespace only, with the policy of webhookConfiguration; it returns once
 // the API server calls it.
 func (e *env) webhook() {
 	e.t.Helper()
@@ -228,7 +228,7 @@ func (e *env) webhook() {
 		}
 	})
 	url := fmt.Sprintf("https://%s%s", a, WebhookPath)
-	cfg := WebhookConfiguration("synergy-"+e.id, admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: certs.CA},
+	cfg := webhookConfiguration("synergy-"+e.id, admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: certs.CA},
 		&metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": e.ns}})
 	if _, err := e.c.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(e.ctx, cfg, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
@@ -601,7 +601,7 @@ func TestAPI_DeployManifestsPassServerDryRun(t *testing.T) {
 	if err := json.Unmarshal(yaml, &got); err != nil {
 		t.Fatal(err)
 	}
-	want := WebhookConfiguration("synergy", got.Webhooks[0].ClientConfig, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+	want := webhookConfiguration("synergy", got.Webhooks[0].ClientConfig, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "synergy-system"},
 	}}})
 	gw, ww := got.Webhooks[0], want.Webhooks[0]
@@ -614,7 +614,7 @@ func samePolicy(got, want admissionregistrationv1.MutatingWebhook) error {
 	var diffs []string
 	check := func(field string, g, w any) {
 		if fmt.Sprint(g) != fmt.Sprint(w) {
-			diffs = append(diffs, fmt.Sprintf("%s: deploy has %v, WebhookConfiguration %v", field, g, w))
+			diffs = append(diffs, fmt.Sprintf("%s: deploy has %v, webhookConfiguration %v", field, g, w))
 		}
 	}
 	check("name", got.Name, want.Name)
@@ -707,7 +707,7 @@ func TestAPI_DeployRBACIsEnough(t *testing.T) {
 		t.Fatal("webhook as synergy-webhook did not start (its informers need list/watch on nodes and the profiles ConfigMap)")
 	}
 	url := fmt.Sprintf("https://%s%s", a, WebhookPath)
-	mwc := WebhookConfiguration("synergy-"+e.id, admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: certs.CA},
+	mwc := webhookConfiguration("synergy-"+e.id, admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: certs.CA},
 		&metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": e.ns}})
 	if _, err := e.c.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(e.ctx, mwc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -307,7 +307,7 @@ const (
 	WebhookName = "pods.synergy-sched.github.io"
 )
 
-// WebhookConfiguration is the MutatingWebhookConfiguration for a webhook
+// webhookConfiguration is the MutatingWebhookConfiguration for a webhook
 // at cc. Its policy, and why:
 //   - failurePolicy Ignore: when the webhook is down or slow, pods are
 //     created with the requests they came with, never refused: a training
@@ -325,7 +325,7 @@ const (
 //   - sideEffects NoneOnDryRun: the only side effect is an event for a
 //     malformed profile, skipped on dry runs.
 //   - reinvocationPolicy Never: it sets requests once, at creation.
-func WebhookConfiguration(name string, cc admissionregistrationv1.WebhookClientConfig, nsSelector *metav1.LabelSelector) *admissionregistrationv1.MutatingWebhookConfiguration {
+func webhookConfiguration(name string, cc admissionregistrationv1.WebhookClientConfig, nsSelector *metav1.LabelSelector) *admissionregistrationv1.MutatingWebhookConfiguration {
 	ignore := admissionregistrationv1.Ignore
 	side := admissionregistrationv1.SideEffectClassNoneOnDryRun
 	never := admissionregistrationv1.NeverReinvocationPolicy

@@ -184,7 +184,7 @@ func SaveJCTCDF(path string, series []JCTSeries, opt SimOptions) error {
 	return saveAtomic(path, "jct cdf", FormatOf, func(w io.Writer, f string) error { return JCTCDF(w, f, series, opt) })
 }
 
-// SaveUtilization writes the utilisation plot to path.
-func SaveUtilization(path string, points []simcore.UtilPoint, opt SimOptions) error {
+// saveUtilization writes the utilisation plot to path.
+func saveUtilization(path string, points []simcore.UtilPoint, opt SimOptions) error {
 	return saveAtomic(path, "utilization", FormatOf, func(w io.Writer, f string) error { return Utilization(w, f, points, opt) })
 }

@@ -129,7 +129,7 @@ func TestSave_ByExtension(t *testing.T) {
 			if kind == "cdf" {
 				err = SaveJCTCDF(path, SeriesFromRuns(sweep()), SimOptions{})
 			} else {
-				err = SaveUtilization(path, pts, SimOptions{})
+				err = saveUtilization(path, pts, SimOptions{})
 			}
 			if err != nil {
 				t.Fatalf("%s: %v", path, err)

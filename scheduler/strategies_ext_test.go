@@ -13,7 +13,7 @@ import (
 // single-GPU or multi-GPU (1/2/4/8), each with its zoo matrix.
 func genJobs(t testing.TB, n int, multi bool, seed uint64) []*scheduler.Job {
 	t.Helper()
-	g, err := sim.NewGenerator(sim.GeneratorConfig{JobsPerHour: 9, Split: [3]float64{20, 70, 10}, Seed: seed, MultiGPU: multi, NumJobs: n})
+	g, err := sim.NewCatalogGenerator(sim.GeneratorConfig{JobsPerHour: 9, Split: [3]float64{20, 70, 10}, Seed: seed, MultiGPU: multi, NumJobs: n}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

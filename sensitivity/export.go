@@ -212,8 +212,8 @@ func GavelKey(jobType string, scale int) string { return fmt.Sprintf("('%s', %d)
 
 var gavelKeyRE = regexp.MustCompile(`^\('(.*)', (\d+)\)$`)
 
-// ParseGavelKey splits a Gavel throughputs key.
-func ParseGavelKey(key string) (jobType string, scale int, err error) {
+// parseGavelKey splits a Gavel throughputs key.
+func parseGavelKey(key string) (jobType string, scale int, err error) {
 	m := gavelKeyRE.FindStringSubmatch(key)
 	if m == nil {
 		return "", 0, fmt.Errorf("gavel key %q: want ('<job type>', <scale factor>)", key)
@@ -309,10 +309,10 @@ func encodeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// ExportFile loads the profile at path (strictly: a malformed profile is
+// exportFile loads the profile at path (strictly: a malformed profile is
 // refused with the field named), fills its grid when cells are missing,
 // and writes it in format to w.
-func ExportFile(w io.Writer, path, format string, opt ExportOptions) error {
+func exportFile(w io.Writer, path, format string, opt ExportOptions) error {
 	p, err := LoadFilled(path)
 	if err != nil {
 		return err

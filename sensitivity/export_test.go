@@ -167,7 +167,7 @@ func TestGavel_RoundTrip(t *testing.T) {
 		t.Fatalf("gavel = %v, want one GPU type (emulated) with one job", back)
 	}
 	for key, v := range byType {
-		jt, scale, err := ParseGavelKey(key)
+		jt, scale, err := parseGavelKey(key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,8 +177,8 @@ func TestGavel_RoundTrip(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"audio, 1", "('audio', x)", "('audio')"} {
-		if _, _, err := ParseGavelKey(bad); err == nil {
-			t.Errorf("ParseGavelKey(%q) accepted", bad)
+		if _, _, err := parseGavelKey(bad); err == nil {
+			t.Errorf("parseGavelKey(%q) accepted", bad)
 		}
 	}
 }
@@ -276,7 +276,7 @@ func TestExportFile_RefusesMalformedProfiles(t *testing.T) {
 			os.WriteFile(path, []byte(tt.in), 0o644)
 			for _, f := range ExportFormats() {
 				var out bytes.Buffer
-				err := ExportFile(&out, path, f, ExportOptions{Server: smallServer})
+				err := exportFile(&out, path, f, ExportOptions{Server: smallServer})
 				if err == nil || !strings.Contains(err.Error(), tt.field) || out.Len() != 0 {
 					t.Errorf("%s: err = %v (wrote %d bytes), want one naming %q and no output", f, err, out.Len(), tt.field)
 				}
@@ -297,10 +297,10 @@ func TestExportFile_RefusesMalformedProfiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := ExportFile(&out, path, FormatSlurm, ExportOptions{}); err != nil {
+	if err := exportFile(&out, path, FormatSlurm, ExportOptions{}); err != nil {
 		t.Errorf("profile with predicted-later holes: %v", err)
 	}
-	if err := ExportFile(&out, path, "csv", ExportOptions{}); err == nil || !strings.Contains(err.Error(), "synergy-grid") {
+	if err := exportFile(&out, path, "csv", ExportOptions{}); err == nil || !strings.Contains(err.Error(), "synergy-grid") {
 		t.Errorf("unknown format: err = %v, want one listing the formats", err)
 	}
 }

@@ -95,8 +95,8 @@ func FuzzParseExports(f *testing.F) {
 				t.Fatalf("slurm %q: %d %d does not re-read (%d %d %v)", s, c, m, c2, m2, err)
 			}
 		}
-		if jt, sc, err := ParseGavelKey(s); err == nil {
-			if jt2, sc2, err := ParseGavelKey(GavelKey(jt, sc)); err != nil || jt2 != jt || sc2 != sc {
+		if jt, sc, err := parseGavelKey(s); err == nil {
+			if jt2, sc2, err := parseGavelKey(GavelKey(jt, sc)); err != nil || jt2 != jt || sc2 != sc {
 				t.Fatalf("gavel key %q does not re-read", s)
 			}
 		}

@@ -15,9 +15,10 @@ import (
 
 // pkg is the part of `go list -json` these tests read.
 type pkg struct {
-	ImportPath string
-	Imports    []string
-	Module     *struct{ Path string }
+	ImportPath, Dir, Name string
+	GoFiles, CgoFiles     []string
+	Imports               []string
+	Module                *struct{ Path string }
 }
 
 // listPackages runs `go list -json ./...` at the module root and returns the

@@ -84,8 +84,8 @@ func LookupGavel(name string) (GavelTemplate, error) {
 	return GavelTemplate{}, fmt.Errorf("zoo: no Gavel template %q (have %d, e.g. %q)", name, len(GavelTemplates()), GavelTemplates()[0].Name)
 }
 
-// GavelNames lists the templates' names, sorted.
-func GavelNames() []string {
+// gavelNames lists the templates' names, sorted.
+func gavelNames() []string {
 	var out []string
 	for _, t := range GavelTemplates() {
 		out = append(out, t.Name)

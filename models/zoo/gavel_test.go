@@ -45,7 +45,7 @@ func TestGavelTemplates_TableAndLookup(t *testing.T) {
 	if GavelTemplates()[0].Name == "changed" {
 		t.Error("GavelTemplates shares its values between calls")
 	}
-	if len(GavelNames()) != 26 {
-		t.Errorf("GavelNames: %d", len(GavelNames()))
+	if len(gavelNames()) != 26 {
+		t.Errorf("gavelNames: %d", len(gavelNames()))
 	}
 }

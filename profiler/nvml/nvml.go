@@ -69,11 +69,6 @@ type Client struct {
 	closed        bool
 }
 
-// Open initialises NVML. An error wrapping ErrUnavailableLib means there is
-// no library; any error means nothing else was called after it and there is
-// nothing to close.
-func Open() (*Client, error) { return open(newSystemDriver()) }
-
 func open(d driver) (*Client, error) {
 	if err := d.Init(); err != nil {
 		return nil, fmt.Errorf("initialise nvml: %w", err)

@@ -129,8 +129,8 @@ func ParseEntities(r io.Reader) (*Entities, error) {
 	return e, nil
 }
 
-// EqualEntities returns n entities with the given weights, fairness inside, jobs round robin.
-func EqualEntities(weights ...float64) *Entities {
+// equalEntities returns n entities with the given weights, fairness inside, jobs round robin.
+func equalEntities(weights ...float64) *Entities {
 	e := &Entities{jobs: map[int]int{}, assign: "round_robin"}
 	for i, w := range weights {
 		e.List = append(e.List, EntitySpec{Name: fmt.Sprintf("entity%d", i), Weight: w, Policy: "fairness"})

@@ -27,7 +27,7 @@ func TestHierarchical_EntitySharesTrackWeights(t *testing.T) {
 		trace = append(trace, Job{JobType: models[i%len(models)], Command: "x", TotalSteps: 1e9, ScaleFactor: 1,
 			PriorityWeight: 1, SLO: -1, ArrivalS: float64(i) * 600})
 	}
-	ents := EqualEntities(1, 2, 3)
+	ents := equalEntities(1, 2, 3)
 	share := entityShares(t, trace, ents, ents)
 	// Control: the same jobs without the hierarchy (every job its own entity) split about evenly.
 	if flat := entityShares(t, trace, nil, ents); flat[8][2]/(flat[8][0]+flat[8][1]+flat[8][2]) > 0.4 {

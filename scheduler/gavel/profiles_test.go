@@ -198,14 +198,14 @@ func TestZooTemplates_ThroughputsFromTheFile(t *testing.T) {
 	if entries != fileEntries {
 		t.Errorf("%d entries joined, the file has %d (all its job types are templates)", entries, fileEntries)
 	}
-	z, err := ZooTemplate(th, "ResNet-50 (batch size 64)")
+	z, err := zooTemplate(th, "ResNet-50 (batch size 64)")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := z.Throughputs[1]["k80"], th.Isolated["k80"][JobType{Model: "ResNet-50 (batch size 64)", ScaleFactor: 1}]; got != want || got == 0 {
 		t.Errorf("ResNet-50 bs64 on k80: %v, want the file's %v", got, want)
 	}
-	if _, err := ZooTemplate(th, "VGG-16"); err == nil || !strings.Contains(err.Error(), "VGG-16") {
+	if _, err := zooTemplate(th, "VGG-16"); err == nil || !strings.Contains(err.Error(), "VGG-16") {
 		t.Errorf("unknown template: %v", err)
 	}
 	empty := ZooTemplates(&Throughputs{Isolated: map[string]map[JobType]float64{}})

@@ -54,9 +54,9 @@ func ZooTemplates(t *Throughputs) []zoo.GavelTemplate {
 	return ts
 }
 
-// ZooTemplate is one template of ZooTemplates, found by its job type
+// zooTemplate is one template of ZooTemplates, found by its job type
 // name; an unknown name is the zoo's error.
-func ZooTemplate(t *Throughputs, name string) (zoo.GavelTemplate, error) {
+func zooTemplate(t *Throughputs, name string) (zoo.GavelTemplate, error) {
 	for _, z := range ZooTemplates(t) {
 		if z.Name == name {
 			return z, nil

@@ -23,7 +23,7 @@ func anchorConfig(t testing.TB, s scheduler.Strategy) Config {
 // anchorGenerator is the default point's workload: 9 jobs/h, split
 // 20/70/10, single-GPU jobs.
 func anchorGenerator(t testing.TB, seed uint64) *Generator {
-	g, err := NewGenerator(GeneratorConfig{JobsPerHour: 9, Split: [3]float64{20, 70, 10}, Seed: seed})
+	g, err := NewCatalogGenerator(GeneratorConfig{JobsPerHour: 9, Split: [3]float64{20, 70, 10}, Seed: seed}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestAnchor_MatchesOriginalGenerator(t *testing.T) {
 		points = append(points, simcore.Point{Strategy: "tune", Policy: "fifo", JobsPerHour: 9, Seed: seed}, simcore.Point{Strategy: "fair", Policy: "fifo", JobsPerHour: 9, Seed: seed})
 	}
 	res, err := Sweep(context.Background(), anchorConfig(t, nil), points, runtime.GOMAXPROCS(0), func(p simcore.Point) (Source, error) {
-		return NewGenerator(GeneratorConfig{JobsPerHour: p.JobsPerHour, Split: [3]float64{20, 70, 10}, Seed: p.Seed})
+		return NewCatalogGenerator(GeneratorConfig{JobsPerHour: p.JobsPerHour, Split: [3]float64{20, 70, 10}, Seed: p.Seed}, nil)
 	}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 // bigGenerator is a 2-million-job workload arriving far faster than the
 // cluster drains it: a run of it would take hours.
 func bigGenerator(t *testing.T, seed uint64) Source {
-	g, err := NewGenerator(GeneratorConfig{JobsPerHour: 10_000, NumJobs: 2_000_000, Split: [3]float64{20, 70, 10}, Seed: seed})
+	g, err := NewCatalogGenerator(GeneratorConfig{JobsPerHour: 10_000, NumJobs: 2_000_000, Split: [3]float64{20, 70, 10}, Seed: seed}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestSweep_CancelledKeepsFinishedRuns(t *testing.T) {
 	source := func(p simcore.Point) (Source, error) {
 		made++
 		if p.Seed == 1 { // small: finishes
-			return NewGenerator(GeneratorConfig{JobsPerHour: 9, NumJobs: 10, Split: [3]float64{20, 70, 10}, Seed: 1})
+			return NewCatalogGenerator(GeneratorConfig{JobsPerHour: 9, NumJobs: 10, Split: [3]float64{20, 70, 10}, Seed: 1}, nil)
 		}
 		cancel() // the second run is cut short
 		return bigGenerator(t, p.Seed), nil
@@ -135,7 +135,7 @@ func TestParseTraceContext_Cancelled(t *testing.T) {
 }
 
 func TestParseTrace_HeaderRow(t *testing.T) {
-	jobs, err := ParseTrace(strings.NewReader("job_id,model,arrival_s,iterations,gpus\n0,res18,0,1000,1\n"), nil)
+	jobs, err := ParseTraceContext(context.Background(), strings.NewReader("job_id,model,arrival_s,iterations,gpus\n0,res18,0,1000,1\n"), nil)
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("a header row: %d jobs, %v; want it skipped", len(jobs), err)
 	}
@@ -143,7 +143,7 @@ func TestParseTrace_HeaderRow(t *testing.T) {
 		"0,res18,0,1000,1\njob_id,model,arrival_s,iterations,gpus\n": `trace line 2: job_id "job_id" is not a non-negative integer`, // only the first row may be a header
 		"id,model,0,1000,1\n": `trace line 1: job_id "id" is not a non-negative integer`, // words and numbers: a bad row
 	} {
-		if _, err := ParseTrace(strings.NewReader(in), nil); err == nil || err.Error() != want {
+		if _, err := ParseTraceContext(context.Background(), strings.NewReader(in), nil); err == nil || err.Error() != want {
 			t.Errorf("%q: err %v, want %q", in, err, want)
 		}
 	}

@@ -81,12 +81,8 @@ type Generator struct {
 	zoo     zooJobs
 }
 
-// NewGenerator validates cfg and starts a generator of zoo jobs.
-func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
-	return NewCatalogGenerator(cfg, nil)
-}
-
-// NewCatalogGenerator is NewGenerator drawing cfg.Models from catalog.
+// NewCatalogGenerator validates cfg and starts a generator of zoo jobs,
+// drawing cfg.Models from catalog (nil: the built-in zoo).
 func NewCatalogGenerator(cfg GeneratorConfig, catalog *scheduler.Catalog) (*Generator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("generator: %w", err)

@@ -113,7 +113,7 @@ func TestRun_ClosedForm(t *testing.T) {
 // byte-identical JSON; a different seed must differ.
 func TestRun_SameSeedSameBytes(t *testing.T) {
 	run := func(seed uint64) []byte {
-		g, err := NewGenerator(GeneratorConfig{JobsPerHour: 9, Split: [3]float64{20, 70, 10}, Seed: seed, MultiGPU: true})
+		g, err := NewCatalogGenerator(GeneratorConfig{JobsPerHour: 9, Split: [3]float64{20, 70, 10}, Seed: seed, MultiGPU: true}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +147,7 @@ func TestRun_Invariants(t *testing.T) {
 			c := defaultCluster(t)
 			fair := c.FairShare()
 			rounds := 0
-			g, _ := NewGenerator(GeneratorConfig{JobsPerHour: 12, Split: [3]float64{40, 40, 20}, Seed: 3, MultiGPU: true, NumJobs: 400})
+			g, _ := NewCatalogGenerator(GeneratorConfig{JobsPerHour: 12, Split: [3]float64{40, 40, 20}, Seed: 3, MultiGPU: true, NumJobs: 400}, nil)
 			cfg := Config{Cluster: c, Strategy: s, Policy: p, RoundSeconds: 300, Window: simcore.All, FirstRoundAtZero: true}
 			check := roundChecker(t, sn+"/"+pn, c, func(j *scheduler.Job, a *scheduler.Allocation) {
 				if sn != "tune" {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"sort"
@@ -84,7 +85,7 @@ func runStatic(t *testing.T, strategy, policy string, static bool) *simcore.Resu
 		t.Fatal(err)
 	}
 	defer f.Close()
-	jobs, err := ParseTrace(f, nil)
+	jobs, err := ParseTraceContext(context.Background(), f, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func TestRun_NewStrategiesInvariants(t *testing.T) {
 				s, _ := scheduler.NewStrategy(sn)
 				p, _ := scheduler.NewPolicy(pn)
 				c := defaultCluster(t)
-				g, _ := NewGenerator(GeneratorConfig{JobsPerHour: 12, Split: [3]float64{40, 40, 20}, Seed: 5, MultiGPU: true, NumJobs: 100})
+				g, _ := NewCatalogGenerator(GeneratorConfig{JobsPerHour: 12, Split: [3]float64{40, 40, 20}, Seed: 5, MultiGPU: true, NumJobs: 100}, nil)
 				cfg := Config{Cluster: c, Strategy: s, Policy: p, RoundSeconds: 300, Window: simcore.All, FirstRoundAtZero: true}
 				cfg.OnRound = roundChecker(t, sn+"/"+pn, c, nil)
 				res, err := Run(cfg, g)

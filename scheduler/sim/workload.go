@@ -50,7 +50,11 @@ func (l *List) Next() (*scheduler.Job, bool) {
 // Describe implements Source.
 func (l *List) Describe() string { return l.Name }
 
-// ParseTrace reads Synergy's recorded trace CSV (no header), one job per
+// traceCheckEvery is how many rows ParseTraceContext reads between looks at
+// its context.
+const traceCheckEvery = 1 << 12
+
+// ParseTraceContext reads Synergy's recorded trace CSV (no header), one job per
 // line: job_id, model, arrival_seconds, total_iterations, gpus — e.g.
 // "3,m5,1505,122162,1". Blank lines and lines starting with # are skipped.
 // Errors name the line and the field. Jobs keep their file order; the
@@ -63,17 +67,7 @@ func (l *List) Describe() string { return l.Name }
 // all words, not numbers, is taken as a header and skipped
 // ("job_id,model,arrival_s,iterations,gpus"); a row with a mix of words
 // and numbers is an error naming the field. More than MaxJobs rows are
-// refused.
-func ParseTrace(r io.Reader, catalog *scheduler.Catalog) ([]*scheduler.Job, error) {
-	return ParseTraceContext(context.Background(), r, catalog)
-}
-
-// traceCheckEvery is how many rows ParseTraceContext reads between looks at
-// its context.
-const traceCheckEvery = 1 << 12
-
-// ParseTraceContext is ParseTrace stopped by ctx (looked at every
-// traceCheckEvery rows).
+// refused. It stops at ctx, looked at every traceCheckEvery rows.
 func ParseTraceContext(ctx context.Context, r io.Reader, catalog *scheduler.Catalog) ([]*scheduler.Job, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
@@ -156,12 +150,8 @@ func isHeader(f []string) bool {
 	return true
 }
 
-// LoadTrace reads a trace CSV file; catalog as in ParseTrace.
-func LoadTrace(path string, catalog *scheduler.Catalog) ([]*scheduler.Job, error) {
-	return LoadTraceContext(context.Background(), path, catalog)
-}
-
-// LoadTraceContext is LoadTrace stopped by ctx.
+// LoadTraceContext reads a trace CSV file (catalog as in
+// ParseTraceContext), stopped by ctx.
 func LoadTraceContext(ctx context.Context, path string, catalog *scheduler.Catalog) ([]*scheduler.Job, error) {
 	f, err := os.Open(path)
 	if err != nil {

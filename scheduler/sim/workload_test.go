@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"context"
 	"math"
 	"strings"
 	"testing"
@@ -9,7 +10,7 @@ import (
 
 func TestParseTrace_Valid(t *testing.T) {
 	in := "# recorded\n0,alexnet,0.0,3349,1\n\n1, gnmt ,0.001,26435,2\n2,m5,1505,122162,1\n"
-	jobs, err := ParseTrace(strings.NewReader(in), nil)
+	jobs, err := ParseTraceContext(context.Background(), strings.NewReader(in), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestParseTrace_Errors(t *testing.T) {
 		{"\n# only a comment\n", "no jobs"},
 	}
 	for _, c := range cases {
-		_, err := ParseTrace(strings.NewReader(c.in), nil)
+		_, err := ParseTraceContext(context.Background(), strings.NewReader(c.in), nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: error %v, want %q", c.in, err, c.want)
 		}
@@ -58,7 +59,7 @@ func FuzzParseTrace(f *testing.F) {
 	f.Add("3,m5,1505,122162,1")
 	f.Add("# c\n\n7,lstm,1e3,5,16\n")
 	f.Fuzz(func(t *testing.T, in string) {
-		jobs, err := ParseTrace(strings.NewReader(in), nil)
+		jobs, err := ParseTraceContext(context.Background(), strings.NewReader(in), nil)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "trace") {
 				t.Fatalf("error without context: %v", err)
@@ -74,7 +75,7 @@ func FuzzParseTrace(f *testing.F) {
 		if err := WriteTrace(&b, jobs); err != nil {
 			t.Fatal(err)
 		}
-		again, err := ParseTrace(&b, nil)
+		again, err := ParseTraceContext(context.Background(), &b, nil)
 		if err != nil || len(again) != len(jobs) {
 			t.Fatalf("round trip: %v (%d vs %d jobs)", err, len(again), len(jobs))
 		}
@@ -92,7 +93,7 @@ func FuzzParseTrace(f *testing.F) {
 // 10^1.5–10^4 minutes, mean inter-arrival 3600/rate s.
 func TestGenerator_Distribution(t *testing.T) {
 	const n = 20000
-	g, err := NewGenerator(GeneratorConfig{JobsPerHour: 9, Split: [3]float64{20, 70, 10}, Seed: 1, NumJobs: n})
+	g, err := NewCatalogGenerator(GeneratorConfig{JobsPerHour: 9, Split: [3]float64{20, 70, 10}, Seed: 1, NumJobs: n}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestGeneratorConfig_Errors(t *testing.T) {
 		{GeneratorConfig{JobsPerHour: 1, Split: [3]float64{20, 70, 10}, NumJobs: -1}, "num_jobs"},
 	}
 	for _, c := range cases {
-		if _, err := NewGenerator(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := NewCatalogGenerator(c.cfg, nil); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v", c.cfg, err)
 		}
 	}

@@ -56,7 +56,7 @@ func BenchmarkFinishTimeFairnessPerf_1024_fresh(b *testing.B) {
 	for m := range p.Jobs {
 		p.Jobs[m].TimeSinceStart, p.Jobs[m].CumulativeIsolatedTime = 0, 0
 	}
-	sol, err := SolveDetail(FinishTimeFairnessPerf, p, Options{})
+	sol, err := solveDetail(FinishTimeFairnessPerf, p, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func BenchmarkCostSLOs_1024(b *testing.B) {
 		jb.HasSLO, jb.SLOTimeLeftS = true, 20*jb.RemainingSteps/jb.Throughput[0]
 	}
 	opts := Options{Prices: []float64{3.06, 1.46, 0.9}}
-	sol, err := SolveDetail(MaxSumThroughputPerCostPerfSLOs, p, opts)
+	sol, err := solveDetail(MaxSumThroughputPerCostPerfSLOs, p, opts)
 	if err != nil || sol.SLOsDropped {
 		b.Fatalf("SLOs dropped %v, err %v: the benchmark should solve with them", sol.SLOsDropped, err)
 	}

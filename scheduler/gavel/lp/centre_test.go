@@ -19,7 +19,7 @@ func TestCentring_AgnosticMaxMinEndsAtFaceCentre(t *testing.T) {
 				ScaleFactor: c.sf, PriorityWeight: 1, RemainingSteps: 1000})
 		}
 	}
-	sol, err := SolveDetail(MaxMinFairness, p, Options{})
+	sol, err := solveDetail(MaxMinFairness, p, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

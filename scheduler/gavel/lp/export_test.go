@@ -20,7 +20,7 @@ func TestExportCPLEX(t *testing.T) {
 		if err := writeCPLEX(fmt.Sprintf("%s/maxmin_%d.lp", dir, n), p); err != nil {
 			t.Fatal(err)
 		}
-		sol, err := SolveDetail(MaxMinFairnessPerf, p, Options{})
+		sol, err := solveDetail(MaxMinFairnessPerf, p, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

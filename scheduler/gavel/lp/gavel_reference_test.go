@@ -76,7 +76,7 @@ func TestObjectives_MatchGavelCvxpy(t *testing.T) {
 	for ci, c := range f.Cases {
 		p := c.problem()
 		for policy, xg := range c.GavelAllocations {
-			sol, err := SolveDetail(policy, p, Options{})
+			sol, err := solveDetail(policy, p, Options{})
 			if err != nil {
 				t.Fatalf("case %d %s: %v", ci, policy, err)
 			}

@@ -124,8 +124,8 @@ type Solution struct {
 	Warning string
 }
 
-// SolveDetail is Solve with the optimum and its certificate.
-func SolveDetail(policy string, p Problem, opts Options) (Solution, error) {
+// solveDetail is Solve with the optimum and its certificate.
+func solveDetail(policy string, p Problem, opts Options) (Solution, error) {
 	return solve(policy, &p, opts)
 }
 

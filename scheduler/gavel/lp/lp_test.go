@@ -71,7 +71,7 @@ func TestMaxMinFairness_MatchesSimplex(t *testing.T) {
 		for _, n := range []int{1, 2, 5, 12, 30} {
 			for _, w := range clusters {
 				p := randomProblem(rng, n, w)
-				sol, err := SolveDetail(policy, p, Options{})
+				sol, err := solveDetail(policy, p, Options{})
 				if err != nil {
 					t.Fatalf("%s n=%d w=%v: %v", policy, n, w, err)
 				}
@@ -107,7 +107,7 @@ func TestMaxSumThroughput_MatchesSimplex(t *testing.T) {
 				if policy == MaxSumThroughputPerf {
 					opts.Prices = []float64{100, 1, 1} // ignored: Gavel's policy uses unit prices
 				}
-				sol, err := SolveDetail(policy, p, opts)
+				sol, err := solveDetail(policy, p, opts)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -158,7 +158,7 @@ func TestMinTotalDuration_MatchesSimplex(t *testing.T) {
 		for _, n := range []int{1, 4, 12, 30} {
 			for _, w := range clusters {
 				p := randomProblem(rng, n, w)
-				sol, err := SolveDetail(policy, p, Options{})
+				sol, err := solveDetail(policy, p, Options{})
 				if err != nil {
 					t.Fatalf("%s n=%d w=%v: %v", policy, n, w, err)
 				}
@@ -324,7 +324,7 @@ func TestScaleFactor_CountsGPUs(t *testing.T) {
 		{ID: 0, Throughput: []float64{10}, ScaleFactor: 8, PriorityWeight: 1},
 		{ID: 1, Throughput: []float64{10}, ScaleFactor: 1, PriorityWeight: 1},
 	}}
-	sol, err := SolveDetail(MaxMinFairnessPerf, p, Options{})
+	sol, err := solveDetail(MaxMinFairnessPerf, p, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +361,7 @@ func TestFinishTimeFairness_MatchesBisectionOverSimplex(t *testing.T) {
 	for _, n := range []int{1, 3, 8, 16} {
 		for _, w := range [][]int{{1, 1, 1}, {4, 4, 4}, {8, 16, 24}} {
 			p := randomProblem(rng, n, w)
-			sol, err := SolveDetail(FinishTimeFairnessPerf, p, Options{})
+			sol, err := solveDetail(FinishTimeFairnessPerf, p, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

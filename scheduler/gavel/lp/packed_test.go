@@ -221,7 +221,7 @@ func TestMaxMinFairnessPacked_PackingHelps(t *testing.T) {
 		{ID: 0, Throughput: []float64{10}, ScaleFactor: 1, PriorityWeight: 1},
 		{ID: 1, Throughput: []float64{4}, ScaleFactor: 1, PriorityWeight: 1}}},
 		Pairs: []Pair{{A: 0, B: 1, Throughput: [][2]float64{{8, 3.2}}}}}
-	unpacked, err := SolveDetail(MaxMinFairnessPerf, p.Problem, Options{})
+	unpacked, err := solveDetail(MaxMinFairnessPerf, p.Problem, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestMaxMinFairnessPacked_AtLeastUnpacked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		unpacked, err := SolveDetail(MaxMinFairnessPerf, p.Problem, Options{})
+		unpacked, err := solveDetail(MaxMinFairnessPerf, p.Problem, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

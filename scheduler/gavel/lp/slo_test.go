@@ -100,7 +100,7 @@ func TestCostSLOs_MatchesSimplex(t *testing.T) {
 		if rng.Intn(4) == 0 { // a passed deadline constrains nothing
 			p.Jobs[0].HasSLO, p.Jobs[0].SLOTimeLeftS, rhs[0] = true, -100, 0
 		}
-		sol, err := SolveDetail(MaxSumThroughputPerCostPerfSLOs, p, Options{Prices: prices})
+		sol, err := solveDetail(MaxSumThroughputPerCostPerfSLOs, p, Options{Prices: prices})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +108,7 @@ func TestCostSLOs_MatchesSimplex(t *testing.T) {
 		feasible, want := refCostSLOs(t, p, prices, rhs)
 		if !feasible {
 			dropped++
-			plain, err := SolveDetail(MaxSumThroughputPerCostPerf, p, Options{Prices: prices})
+			plain, err := solveDetail(MaxSumThroughputPerCostPerf, p, Options{Prices: prices})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +156,7 @@ func TestCostSLOs_SLOMovesAJobToAFasterType(t *testing.T) {
 	if r := rate(plain, 1); math.Abs(r-2) > 1e-6 {
 		t.Fatalf("without SLOs B runs at %v, want 2 (the K80)", r)
 	}
-	slo, err := SolveDetail(MaxSumThroughputPerCostPerfSLOs, p, opts)
+	slo, err := solveDetail(MaxSumThroughputPerCostPerfSLOs, p, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestCostSLOs_SLOMovesAJobToAFasterType(t *testing.T) {
 	// A deadline B cannot meet even alone (3000 steps in 500 s: 6 steps/s; a whole V100
 	// gives 4): dropped.
 	p.Jobs[1].SLOTimeLeftS = 500
-	d, err := SolveDetail(MaxSumThroughputPerCostPerfSLOs, p, opts)
+	d, err := solveDetail(MaxSumThroughputPerCostPerfSLOs, p, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func TestSolve_StressNoErrors(t *testing.T) {
 			for _, policy := range Policies() {
 				for _, corrected := range []bool{false, true} {
 					opts := Options{Prices: []float64{3, 1.5, 1}, AgnosticCorrected: corrected}
-					sol, err := SolveDetail(policy, p, opts)
+					sol, err := solveDetail(policy, p, opts)
 					if err != nil {
 						t.Fatalf("trial %d n=%d w=%v %s corrected=%v: %v", trial, n, p.Workers, policy, corrected, err)
 					}
