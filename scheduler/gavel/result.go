@@ -1,8 +1,6 @@
 package gavel
 
 import (
-	"math"
-
 	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
@@ -16,27 +14,17 @@ func (s *simulator) summarise() *simcore.Result {
 	r.GPUs = len(s.wtype)
 	r.Allocations, r.EndS, r.LeaseExtensions = s.allocs, s.now, &[2]int{s.leaseExt, s.leaseOpp}
 	r.NumJobs = len(r.Jobs)
-	var all, low, high, every []float64
-	first, last := math.Inf(1), math.Inf(-1)
+	r.Tally(r.Jobs)
+	var low, high []float64
 	for _, j := range r.Jobs {
-		if j.JCTS != nil {
-			every = append(every, *j.JCTS)
-		}
-		if !inWindow(r.Window, j.ID) {
+		if j.JCTS == nil || !inWindow(r.Window, j.ID) {
 			continue
 		}
-		first = math.Min(first, j.ArrivalS)
-		if j.JCTS == nil {
-			continue
-		}
-		r.NumFinished++
-		all = append(all, *j.JCTS)
 		if j.Priority == 1 {
 			low = append(low, *j.JCTS)
 		} else {
 			high = append(high, *j.JCTS)
 		}
-		last = math.Max(last, *j.FinishS)
 	}
 	s.countSLOs(r)
 	if s.cfg.Prices != nil {
@@ -48,7 +36,6 @@ func (s *simulator) summarise() *simcore.Result {
 		}
 		r.TotalCost = &total
 	}
-	r.MeanJCTS, r.JCT, r.AllJobs = simcore.Mean(all), simcore.Summarise(all), simcore.Summarise(every)
 	if len(low) > 0 {
 		m := simcore.Mean(low)
 		r.MeanJCTLowS = &m
@@ -56,9 +43,6 @@ func (s *simulator) summarise() *simcore.Result {
 	if len(high) > 0 {
 		m := simcore.Mean(high)
 		r.MeanJCTHighS = &m
-	}
-	if len(all) > 0 {
-		r.MakespanS = last - first
 	}
 	if s.now > 0 {
 		u := 0.0

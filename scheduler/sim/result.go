@@ -19,29 +19,26 @@ func summarise(cfg Config, src Source, fin []done, arrived, rounds int, end floa
 		RoundS: cfg.RoundSeconds, Window: &w, Rounds: rounds, EndS: end, NumJobs: arrived,
 		Jobs: []simcore.JobRecord{},
 	}
-	var jct, wait, all []float64
-	first, last := math.Inf(1), math.Inf(-1)
+	all := make([]simcore.JobRecord, 0, len(fin))
 	for _, d := range fin {
-		all = append(all, d.finish-d.arrival)
-		if !cfg.Window.Has(d.id) {
-			continue
-		}
-		jct = append(jct, d.finish-d.arrival)
-		wait = append(wait, d.start-d.arrival)
-		first = math.Min(first, d.arrival)
-		last = math.Max(last, d.finish)
 		r := simcore.Finished(d.id, d.arrival, d.start, d.finish)
 		r.Model, r.GPUs = d.model, d.gpus
-		res.Jobs = append(res.Jobs, r)
+		all = append(all, r)
 	}
-	res.JCT = simcore.Summarise(jct)
-	res.NumFinished, res.MeanJCTS = len(jct), res.JCT.MeanHours*3600
+	jct, first, last := res.Tally(all)
+	// Synergy's mean is its summary's (summed in sorted order).
+	res.MeanJCTS = res.JCT.MeanHours * 3600
+	var wait []float64
+	for i, r := range all {
+		if w.Has(r.ID) {
+			res.Jobs = append(res.Jobs, r)
+			wait = append(wait, fin[i].start-fin[i].arrival)
+		}
+	}
 	q := simcore.Summarise(wait)
 	res.QueueingDelay = &q
-	res.AllJobs = simcore.Summarise(all)
 	shares := simcore.UtilPoint{}
 	if len(jct) > 0 {
-		res.MakespanS = last - first
 		shares = average(u.points, first, last)
 	}
 	res.Shares, res.Utilization = &shares, shares.GPUPct/100

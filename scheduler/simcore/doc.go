@@ -7,7 +7,8 @@
 // a workload's jobs in, read one ahead; WindowCount tracks the window of job
 // ids a run reports on and ends at (Window); and Result is the one result
 // type both engines return (per-job records, the JCT distribution, makespan,
-// end and utilisation, with each family's extras as optional fields), with
+// end and utilisation, with each family's extras as optional fields; its
+// Tally computes the common figures from the records), with
 // the sweep's Point and Run that carry it. It is standard library only, so
 // that both engines, the CLI and report import it and it imports none of
 // them.

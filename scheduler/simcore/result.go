@@ -128,6 +128,40 @@ func Finished(id int, arrivalS, startS, finishS float64) JobRecord {
 	return r
 }
 
+// Tally fills r's common figures from jobs, the records the engine
+// reports on (Gavel's every job, finished or not; Synergy's finished
+// ones), over r.Window: NumFinished, JCT and MeanJCTS (the mean in the
+// records' order) over the window's finished jobs, AllJobs over every
+// finished job, and MakespanS from the window's first arrival to its last
+// finish (0 when none of its jobs finished). It returns the window's
+// finished JCTs in the records' order and that first arrival and last
+// finish (±Inf when none).
+func (r *Result) Tally(jobs []JobRecord) (jct []float64, first, last float64) {
+	var every []float64
+	first, last = math.Inf(1), math.Inf(-1)
+	for _, j := range jobs {
+		if j.JCTS != nil {
+			every = append(every, *j.JCTS)
+		}
+		if r.Window != nil && !r.Window.Has(j.ID) {
+			continue
+		}
+		first = math.Min(first, j.ArrivalS)
+		if j.JCTS == nil {
+			continue
+		}
+		jct = append(jct, *j.JCTS)
+		last = math.Max(last, *j.FinishS)
+	}
+	r.NumFinished = len(jct)
+	r.JCT, r.MeanJCTS, r.AllJobs = Summarise(jct), Mean(jct), Summarise(every)
+	r.MakespanS = 0
+	if len(jct) > 0 {
+		r.MakespanS = last - first
+	}
+	return jct, first, last
+}
+
 // Summary is a distribution in hours.
 type Summary struct {
 	N           int     `json:"n"`
