@@ -3,6 +3,7 @@ package gavel
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -103,15 +104,16 @@ func (s *simulator) loop(ctx context.Context, tp *Throughputs, w Workload) error
 	out, err := simcore.Loop(ctx, &rounds{s: s, l: l}, simcore.Limits{MaxS: s.cfg.MaxS, CheckEvery: 64})
 	s.res.Rounds += out.Rounds
 	s.res.Truncated = out.Truncated
+	if errors.Is(err, simcore.ErrStalled) {
+		err = fmt.Errorf("%w: %d active jobs (Gavel's simulator loops forever here)", err, len(s.active))
+	}
 	return err
 }
 
 // rounds is Gavel's part of the shared round loop (simcore.Rounds).
 type rounds struct {
-	s      *simulator
-	l      *loopState
-	before float64 // the clock before the round's Advance
-	stalls int     // rounds in a row that neither ran nor moved the clock
+	s *simulator
+	l *loopState
 }
 
 var _ simcore.Rounds = (*rounds)(nil)
@@ -128,25 +130,21 @@ func (r *rounds) Admit(ctx context.Context) error { return r.s.admit(ctx, r.l) }
 // Advance moves the clock to the end of the running round (its latest
 // micro-task) and completes the round's micro-tasks.
 func (r *rounds) Advance() error {
-	r.before = r.s.now
 	r.s.advance(r.l)
 	return nil
 }
 
-// Round dispatches the round; a run that can never progress (nothing runs,
-// the clock stands still and nothing is to arrive, three rounds in a row)
-// is an error, where Gavel's simulator loops forever.
+// Round dispatches the round. A round that runs nothing while jobs are
+// active and none is due to arrive is Waited: the shared loop fails a run
+// of such rounds that leave the clock where it was (simcore.ErrStalled),
+// where Gavel's simulator loops forever.
 func (r *rounds) Round() (simcore.Step, error) {
 	s, l := r.s, r.l
 	if err := s.dispatch(l); err != nil {
 		return simcore.End, err
 	}
-	if len(l.run) == 0 && s.now == r.before && (!l.haveNext || l.next <= s.now) && len(s.active) > 0 {
-		if r.stalls++; r.stalls > 2 {
-			return simcore.End, fmt.Errorf("t=%.1f s: stalled: %d active jobs, none can run and no job arrives (Gavel's simulator loops forever here)", s.now, len(s.active))
-		}
-	} else {
-		r.stalls = 0
+	if len(l.run) == 0 && (!l.haveNext || l.next <= s.now) && len(s.active) > 0 {
+		return simcore.Waited, nil
 	}
 	return simcore.Ran, nil
 }

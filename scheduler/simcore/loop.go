@@ -3,6 +3,7 @@ package simcore
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // Rounds is one engine's part of the round loop, the plugin that Loop runs
@@ -47,7 +48,16 @@ const (
 	// End: nothing can run and nothing will arrive: the run is over and
 	// the round does not count.
 	End
+	// Waited: the round ran nothing and no job is due to arrive, though
+	// jobs remain; it counts. Such rounds in a row that leave the clock
+	// where it was are a run that can never progress: after stallRounds
+	// of them Loop fails it (ErrStalled) rather than loop forever.
+	Waited
 )
+
+// stallRounds is how many Waited rounds in a row, the clock standing
+// still, make a stall.
+const stallRounds = 3
 
 // Limits bound a Loop.
 type Limits struct {
@@ -73,12 +83,18 @@ type Outcome struct {
 // ErrRoundLimit is the error of a run that reached Limits.MaxRounds.
 var ErrRoundLimit = errors.New("round limit reached")
 
-// Loop runs r's rounds until r is over, its Round says End, a limit is met
-// or ctx is done (its error is then returned as it is, with the rounds run
-// so far). Errors of r's phases are returned as they are.
+// ErrStalled is the error of a run that can never progress: stallRounds
+// Waited rounds in a row with the clock standing still.
+var ErrStalled = errors.New("stalled: jobs remain, none can run, the clock stands still and no job is due to arrive")
+
+// Loop runs r's rounds until r is over, its Round says End, a limit is met,
+// the run stalls (ErrStalled, wrapped with the clock) or ctx is done (its
+// error is then returned as it is, with the rounds run so far). Errors of
+// r's phases are returned as they are.
 func Loop(ctx context.Context, r Rounds, lim Limits) (Outcome, error) {
 	var out Outcome
 	every := max(lim.CheckEvery, 1)
+	stalls := 0
 	for iter := 0; ; iter++ {
 		if iter%every == 0 {
 			if err := ctx.Err(); err != nil {
@@ -95,6 +111,7 @@ func Loop(ctx context.Context, r Rounds, lim Limits) (Outcome, error) {
 		if lim.MaxRounds > 0 && out.Rounds >= lim.MaxRounds {
 			return out, ErrRoundLimit
 		}
+		before := r.Now()
 		step, err := phases(ctx, r)
 		if err != nil {
 			return out, err
@@ -103,6 +120,11 @@ func Loop(ctx context.Context, r Rounds, lim Limits) (Outcome, error) {
 			return out, nil
 		}
 		out.Rounds++
+		if step != Waited || r.Now() != before {
+			stalls = 0
+		} else if stalls++; stalls >= stallRounds {
+			return out, fmt.Errorf("t=%.1f s: %w", r.Now(), ErrStalled)
+		}
 	}
 }
 

@@ -103,3 +103,43 @@ func TestWindowCount_Complete(t *testing.T) {
 		t.Errorf("%+v: both done", c)
 	}
 }
+
+// waiting is a run whose rounds run nothing: its steps are scripted, and
+// its clock moves by the scripted amount each round.
+type waiting struct {
+	steps []Step
+	moves []float64
+	now   float64
+	n     int
+}
+
+func (w *waiting) Over() bool                  { return w.n >= len(w.steps) }
+func (w *waiting) Advance() error              { w.now += w.moves[w.n]; return nil }
+func (w *waiting) Admit(context.Context) error { return nil }
+func (w *waiting) Round() (Step, error)        { w.n++; return w.steps[w.n-1], nil }
+func (w *waiting) Now() float64                { return w.now }
+
+func TestLoop_AStalledRunFails(t *testing.T) {
+	W, R := Waited, Ran
+	cases := []struct {
+		name    string
+		steps   []Step
+		moves   []float64
+		stalled bool
+		rounds  int
+	}{
+		// Three Waited rounds in a row, the clock still: a stall after the third.
+		{"still", []Step{R, W, W, W, R}, []float64{0, 0, 0, 0, 0}, true, 4},
+		// Waited rounds whose clock moves are waiting for something: no stall.
+		{"moving", []Step{W, W, W, W}, []float64{1, 1, 1, 1}, false, 4},
+		// A round that ran, or one that moved the clock, starts the count again.
+		{"interrupted", []Step{W, W, R, W, W, W, W}, []float64{0, 0, 0, 0, 0, 5, 0}, false, 7},
+	}
+	for _, c := range cases {
+		w := &waiting{steps: c.steps, moves: c.moves}
+		out, err := Loop(context.Background(), w, Limits{})
+		if got := errors.Is(err, ErrStalled); got != c.stalled || out.Rounds != c.rounds {
+			t.Errorf("%s: %d rounds, err %v; want %d rounds, stalled %v", c.name, out.Rounds, err, c.rounds, c.stalled)
+		}
+	}
+}

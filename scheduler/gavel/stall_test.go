@@ -1,0 +1,40 @@
+package gavel
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/synergy-sched/synergy/scheduler/simcore"
+)
+
+// A job that can never run (it needs two GPUs; the cluster has one) and
+// nothing left to arrive: where Gavel's simulator loops forever, the run
+// fails as stalled (simcore.ErrStalled) and says how many jobs are active.
+// A job that fits on the same cluster finishes.
+func TestRun_AJobThatCanNeverRunStallsTheRun(t *testing.T) {
+	tp, err := ParseThroughputs([]byte(`{"v100": {"('A', 1)": {"null": 2}, "('A', 2)": {"null": 3}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := ParseClusterSpec("v100=1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(gpus int) (*simcore.Result, error) {
+		p, err := NewPolicy("fifo", 0, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trace := []Job{{JobType: "A", Command: "x", TotalSteps: 100, ScaleFactor: gpus, PriorityWeight: 1, SLO: -1}}
+		return Run(context.Background(), Config{Cluster: spec}, tp, Workload{Trace: trace}, p)
+	}
+	if _, err := run(2); !errors.Is(err, simcore.ErrStalled) || !strings.Contains(err.Error(), "1 active jobs") {
+		t.Errorf("a 2-GPU job on 1 GPU: %v, want a stall naming 1 active job", err)
+	}
+	res, err := run(1)
+	if err != nil || res.NumFinished != 1 {
+		t.Fatalf("a 1-GPU job: %v, %+v", err, res)
+	}
+}
