@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"sort"
+	"strings"
 
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -176,6 +178,10 @@ func Utilization(w io.Writer, format string, points []simcore.UtilPoint, opt Sim
 	if err := plotutil.AddLines(p, "GPU", gpu, "CPU", cpu, "memory", mem); err != nil {
 		return fmt.Errorf("utilization: %w", err)
 	}
+	// A run's allocation rises from zero and falls at the end: the top
+	// left corner is the emptiest.
+	p.Legend.Top = true
+	p.Legend.Left = true
 	return writePlot(w, p, SimWidth, SimHeight, format, "utilization")
 }
 
@@ -184,7 +190,62 @@ func SaveJCTCDF(path string, series []JCTSeries, opt SimOptions) error {
 	return saveAtomic(path, "jct cdf", FormatOf, func(w io.Writer, f string) error { return JCTCDF(w, f, series, opt) })
 }
 
-// saveUtilization writes the utilisation plot to path.
-func saveUtilization(path string, points []simcore.UtilPoint, opt SimOptions) error {
-	return saveAtomic(path, "utilization", FormatOf, func(w io.Writer, f string) error { return Utilization(w, f, points, opt) })
+// AllocationPaths names the files SaveAllocations writes for runs: path
+// itself for a single run; otherwise one per run, path with the run's
+// strategy and policy (and its load and seed where those vary across the
+// sweep) before the extension, e.g. alloc-tune-fifo.png.
+func AllocationPaths(path string, runs []simcore.Run) []string {
+	if len(runs) == 1 {
+		return []string{path}
+	}
+	var l labeller
+	for _, r := range runs {
+		l.see(r.Point.JobsPerHour, r.Point.Seed)
+	}
+	ext := filepath.Ext(path)
+	stem := strings.TrimSuffix(path, ext)
+	out := make([]string, len(runs))
+	for i, r := range runs {
+		name := stem + "-" + r.Point.Strategy + "-" + r.Point.Policy
+		if len(l.loads) > 1 {
+			name += fmt.Sprintf("-%gjph", r.Point.JobsPerHour)
+		}
+		if len(l.seeds) > 1 {
+			name += fmt.Sprintf("-seed%d", r.Point.Seed)
+		}
+		out[i] = name + ext
+	}
+	return out
+}
+
+// SaveAllocations draws each run's allocated GPU, CPU and memory per hour
+// of simulated time (its result's SharesHourly), one file per run at
+// AllocationPaths(path, runs), the format by the extension. The title
+// names the run and opt's title. A run without hourly shares (a failed run,
+// or a typed one) is an error naming it; nothing is written then.
+func SaveAllocations(path string, runs []simcore.Run, opt SimOptions) ([]string, error) {
+	if len(runs) == 0 {
+		return nil, errors.New("allocation: no runs")
+	}
+	paths := AllocationPaths(path, runs)
+	labels := SeriesFromRuns(runs)
+	for i, r := range runs {
+		if r.Result == nil || len(r.Result.SharesHourly) == 0 {
+			return nil, fmt.Errorf("allocation: run %s records no allocation over time", labels[i].Label)
+		}
+	}
+	for i, r := range runs {
+		o := opt
+		o.Title = "Cluster allocation, " + labels[i].Label
+		if opt.Title != "" {
+			o.Title += ", " + opt.Title
+		}
+		err := saveAtomic(paths[i], "allocation", FormatOf, func(w io.Writer, f string) error {
+			return Utilization(w, f, r.Result.SharesHourly, o)
+		})
+		if err != nil {
+			return paths[:i], err
+		}
+	}
+	return paths, nil
 }

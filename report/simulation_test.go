@@ -129,7 +129,9 @@ func TestSave_ByExtension(t *testing.T) {
 			if kind == "cdf" {
 				err = SaveJCTCDF(path, SeriesFromRuns(sweep()), SimOptions{})
 			} else {
-				err = saveUtilization(path, pts, SimOptions{})
+				run := sweep()[0]
+				run.Result.SharesHourly = pts
+				_, err = SaveAllocations(path, []simcore.Run{run}, SimOptions{})
 			}
 			if err != nil {
 				t.Fatalf("%s: %v", path, err)
@@ -151,5 +153,48 @@ func TestSave_ByExtension(t *testing.T) {
 		if _, serr := os.Stat(filepath.Join(dir, bad)); serr == nil {
 			t.Errorf("%s: file left behind", bad)
 		}
+	}
+}
+
+func TestSaveAllocations_OneFilePerRun(t *testing.T) {
+	dir := t.TempDir()
+	runs := sweep()
+	for i := range runs {
+		pct := float64(10 * (i + 1))
+		runs[i].Result.SharesHourly = []simcore.UtilPoint{{StartS: 0, EndS: 3600, GPUPct: pct, CPUPct: pct / 2, MemPct: pct / 4}}
+	}
+	paths, err := SaveAllocations(filepath.Join(dir, "alloc.svg"), runs, SimOptions{Title: "anchor"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"alloc-fair-fifo-seed1.svg", "alloc-tune-fifo-seed1.svg", "alloc-tune-fifo-seed2.svg"}
+	var drawn [][]byte
+	for i, p := range paths {
+		if filepath.Base(p) != want[i] {
+			t.Errorf("path %d: %s, want %s", i, p, want[i])
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if label := SeriesFromRuns(runs)[i].Label; !bytes.Contains(data, []byte(label)) {
+			t.Errorf("%s does not name its run %q", p, label)
+		}
+		drawn = append(drawn, data)
+	}
+	if len(paths) != 3 || bytes.Equal(drawn[0], drawn[1]) {
+		t.Errorf("%d files; the first two runs drew the same picture: %v", len(paths), len(paths) == 3 && bytes.Equal(drawn[0], drawn[1]))
+	}
+	if one := AllocationPaths("a.png", runs[:1]); !reflect.DeepEqual(one, []string{"a.png"}) {
+		t.Errorf("a single run: %v", one)
+	}
+
+	runs[2].Result.SharesHourly = nil
+	path := filepath.Join(dir, "missing.png")
+	if _, err := SaveAllocations(path, runs, SimOptions{}); err == nil || !strings.Contains(err.Error(), "tune+fifo seed 2") {
+		t.Errorf("a run without hourly shares: %v", err)
+	}
+	if matches, _ := filepath.Glob(filepath.Join(dir, "missing*")); len(matches) != 0 {
+		t.Errorf("files written for a refused sweep: %v", matches)
 	}
 }

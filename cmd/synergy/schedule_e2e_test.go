@@ -177,4 +177,37 @@ func TestSimulateE2E_NewStrategiesAndPlot(t *testing.T) {
 	if _, _, err := runCLI(t, "simulate", "--plot", "cdf.gif"); err == nil || !strings.Contains(err.Error(), "--plot: cdf.gif: unknown plot format") {
 		t.Errorf("bad --plot: %v", err)
 	}
+	if _, _, err := runCLI(t, "simulate", "--plot-allocation", "alloc"); err == nil || !strings.Contains(err.Error(), "--plot-allocation: alloc: no extension") {
+		t.Errorf("bad --plot-allocation: %v", err)
+	}
+}
+
+// TestSimulateE2E_PlotAllocation draws each run's allocation over time to a
+// file of its own, named by the run, and says where.
+func TestSimulateE2E_PlotAllocation(t *testing.T) {
+	dir := t.TempDir()
+	_, stderr, err := runCLI(t, "simulate", "--strategies", "fair,tune", "--policies", "fifo",
+		"--loads", "6", "--num-jobs", "60", "--window", "all", "--workers", "2", "--plot-allocation", filepath.Join(dir, "alloc.svg"))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var drawn []string
+	for _, name := range []string{"alloc-fair-fifo.svg", "alloc-tune-fifo.svg"} {
+		path := filepath.Join(dir, name)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v\nstderr: %s", err, stderr)
+		}
+		run := strings.TrimSuffix(strings.TrimPrefix(name, "alloc-"), "-fifo.svg") + "+fifo"
+		if !strings.HasPrefix(string(data), "<?xml") || !strings.Contains(string(data), "Cluster allocation, "+run) {
+			t.Errorf("%s is not an SVG naming its run %s: %.80q", name, run, data)
+		}
+		if !strings.Contains(stderr, path) {
+			t.Errorf("stderr does not name %s:\n%s", path, stderr)
+		}
+		drawn = append(drawn, string(data))
+	}
+	if drawn[0] == drawn[1] {
+		t.Error("fair and tune drew the same allocation")
+	}
 }

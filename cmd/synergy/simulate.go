@@ -46,6 +46,7 @@ const (
 	simFlagWorkers      = "workers"
 	simFlagJSON         = "json"
 	simFlagPlot         = "plot"
+	simFlagPlotAlloc    = "plot-allocation"
 )
 
 func simulateCommand() *cli.Command {
@@ -79,6 +80,7 @@ func simulateCommand() *cli.Command {
 			&cli.IntFlag{Name: simFlagWorkers, Value: runtime.GOMAXPROCS(0), Usage: "parallel runs"},
 			&cli.BoolFlag{Name: simFlagJSON, Usage: "print the results JSON on stdout instead of the table"},
 			&cli.StringFlag{Name: simFlagPlot, Usage: "draw the JCT CDF of every run here; format by extension (.png, .svg, .pdf)"},
+			&cli.StringFlag{Name: simFlagPlotAlloc, Usage: "draw each run's allocated GPU, CPU and memory per simulated hour here (untyped runs); with several runs one file each, named by strategy, policy and what varies, e.g. alloc-tune-fifo.png"},
 		}, gavelFlags()...),
 		Action: runSimulate,
 	}
@@ -115,6 +117,7 @@ type simulateOptions struct {
 	workers     int
 	json        bool
 	plot        string
+	plotAlloc   string
 	warnings    []string
 }
 
@@ -295,6 +298,11 @@ func (o *simulateOptions) parseOutput(c *cli.Command) error {
 			return badFlag(simFlagPlot, err)
 		}
 	}
+	if o.plotAlloc = c.String(simFlagPlotAlloc); o.plotAlloc != "" {
+		if _, err := report.FormatOf(o.plotAlloc); err != nil {
+			return badFlag(simFlagPlotAlloc, err)
+		}
+	}
 	return nil
 }
 
@@ -424,7 +432,7 @@ func runSimulate(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	if err := o.save(res, rec); err != nil {
+	if err := o.save(stderr, res, rec); err != nil {
 		return err
 	}
 	if o.json {
@@ -450,8 +458,8 @@ func interrupted(stdout, stderr io.Writer, tty bool, res *sim.SweepResult, total
 }
 
 // save writes the recorded trace (when rec is set), the results file and
-// the plot, as the flags ask.
-func (o *simulateOptions) save(res *sim.SweepResult, rec *recorder) error {
+// the plots, as the flags ask; the allocation plots' paths go to stderr.
+func (o *simulateOptions) save(stderr io.Writer, res *sim.SweepResult, rec *recorder) error {
 	if rec != nil {
 		if err := atomicfile.WriteWith(o.recordTrace, 0o644, func(w io.Writer) error { return sim.WriteTrace(w, rec.jobs) }); err != nil {
 			return badFlag(simFlagRecordTrace, err)
@@ -466,6 +474,13 @@ func (o *simulateOptions) save(res *sim.SweepResult, rec *recorder) error {
 		if err := report.SaveJCTCDF(o.plot, report.SeriesFromRuns(res.Runs), report.SimOptions{Title: "JCT CDF, " + o.cluster.Name}); err != nil {
 			return badFlag(simFlagPlot, err)
 		}
+	}
+	if o.plotAlloc != "" {
+		paths, err := report.SaveAllocations(o.plotAlloc, res.Runs, report.SimOptions{Title: o.cluster.Name})
+		if err != nil {
+			return badFlag(simFlagPlotAlloc, err)
+		}
+		fmt.Fprintf(stderr, "allocation plots: %s\n", strings.Join(paths, ", "))
 	}
 	return nil
 }

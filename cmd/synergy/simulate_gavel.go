@@ -109,6 +109,9 @@ func parseGavelFlags(c *cli.Command) (gavelOptions, error) {
 			return o, badFlag(f, errors.New("is Synergy's workload; typed runs take --gavel-trace or --gavel-generate"))
 		}
 	}
+	if c.IsSet(simFlagPlotAlloc) {
+		return o, badFlag(simFlagPlotAlloc, errors.New("typed runs record no allocation over time; it draws runs on an untyped cluster (--cluster)"))
+	}
 	share := gavel.Share(gavel.DefaultShare)
 	spec := c.String(gvFlagClusterSpec)
 	if !c.IsSet(gvFlagClusterSpec) && c.IsSet(simFlagCluster) {

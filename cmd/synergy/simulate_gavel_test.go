@@ -132,6 +132,7 @@ func TestSimulateGavel_BadInputNamesFlagAndLine(t *testing.T) {
 		"--gavel-generate":                                                            {"--gavel-generate", "bursty", "--throughputs", tp},
 		"--num-jobs":                                                                  {"--gavel-generate", "static", "--throughputs", tp},
 		"--plot: ":                                                                    {"--gavel-trace", filepath.Join(gavelRef, "synthetic", "static.trace"), "--throughputs", tp, "--plot", filepath.Join(dir, "cdf.bmp")},
+		"--plot-allocation: typed runs record no allocation":                          {"--gavel-trace", static, "--throughputs", tp, "--plot-allocation", filepath.Join(dir, "alloc.png")},
 	}
 	for want, args := range cases {
 		_, _, err := runCLI(t, append([]string{"simulate"}, args...)...)
