@@ -164,7 +164,7 @@ func (s *launcher) watchPoint(ctx context.Context, pt point, l *launch, a anchor
 		case <-ctx.Done():
 			return "", true
 		case <-deadline.C:
-			return StopTimeCap, false
+			return sensitivity.PointStopTimeCap, false
 		case <-ticker.C:
 			s.pollLaunch(pt, l)
 			since, win, _ := s.meter.pick(pt, a, l.run.m.all)

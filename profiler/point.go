@@ -20,14 +20,6 @@ import (
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
-// Stop reasons recorded in a cell's stats.
-const (
-	StopConverged = "converged"     // the confidence interval reached its target
-	StopJobExited = "job_exited"    // the job ran to --max-iterations by itself
-	StopIterCap   = "iteration_cap" // the measured-iteration cap was reached
-	StopTimeCap   = "time_cap"      // the point's time cap was reached
-)
-
 // meter is how a point is measured from its launch's stream: which
 // iterations count (warm-up, settling after a change, whole passes from
 // the second after a cold start), when to stop (the interval's target or a
@@ -371,9 +363,9 @@ func (run *pointRun) close() {
 func (s *meter) stopFor(est Estimate, cap int) string {
 	switch {
 	case est.Iterations >= s.cfg.MinIterations && est.RelHalfWidth() <= s.cfg.TargetRelCI:
-		return StopConverged
+		return sensitivity.PointStopConverged
 	case est.Iterations >= cap:
-		return StopIterCap
+		return sensitivity.PointStopIterCap
 	}
 	return ""
 }
@@ -417,7 +409,7 @@ func (s *meter) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 	cfg, m, stats := s.cfg, &run.m, cell.Stats
 	stopReason := end.stopReason
 	if stopReason == "" {
-		stopReason = StopJobExited
+		stopReason = sensitivity.PointStopJobExited
 	}
 	stats.StopReason = stopReason
 	stats.Iterations = len(m.all)
@@ -429,7 +421,7 @@ func (s *meter) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 		return
 	}
 	switch {
-	case len(m.all) == 0 && stopReason == StopTimeCap:
+	case len(m.all) == 0 && stopReason == sensitivity.PointStopTimeCap:
 		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailTimeout,
 			Message: fmt.Sprintf("no iteration reported within %s", cfg.PointTimeout)}
 		return
@@ -439,7 +431,7 @@ func (s *meter) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 	}
 	stats.MetricsSource = sensitivity.MetricsStream
 	switch {
-	case (m.est.Iterations < 2 || m.est.SamplesPerS <= 0) && stopReason == StopTimeCap:
+	case (m.est.Iterations < 2 || m.est.SamplesPerS <= 0) && stopReason == sensitivity.PointStopTimeCap:
 		msg := fmt.Sprintf("only %d iterations reported within %s (%d measurable)", len(m.all), cfg.PointTimeout, m.est.Iterations)
 		switch ipe := s.data.itersPerEpochAt(pt); {
 		case pt.cold && ipe > 0:
@@ -462,7 +454,7 @@ func (s *meter) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 			pt.label(), n, stopReason, cfg.MinIterations)
 	}
 	stats.MeasureSeconds = m.window[len(m.window)-1].TS - m.window[0].TS // the measured span (cost.go)
-	stats.Converged = stopReason == StopConverged
+	stats.Converged = stopReason == sensitivity.PointStopConverged
 	secs := iterSeconds(m.window)
 	stats.IterSecondsP50 = percentile(secs, 50)
 	stats.IterSecondsP95 = percentile(secs, 95)

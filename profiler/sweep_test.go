@@ -252,7 +252,7 @@ func TestRun_MeasuresAxesAndPredictsTheRest(t *testing.T) {
 			t.Errorf("cell %v: %.1f samples/s, truth %.1f (%.1f%% off)", k, c.SamplesPerS, truth, 100*rel)
 		}
 		if c.Measured {
-			if !c.Stats.Converged || c.Stats.StopReason != StopConverged {
+			if !c.Stats.Converged || c.Stats.StopReason != sensitivity.PointStopConverged {
 				t.Errorf("cell %v: converged=%v stop=%q", k, c.Stats.Converged, c.Stats.StopReason)
 			}
 			if c.SamplesPerSCI95/c.SamplesPerS > 0.02 {

@@ -82,19 +82,15 @@ var (
 	phases         = []string{PhaseCPU, PhaseMemory, PhaseValidate, PhaseGrid}
 	failureClasses = []string{FailCrashed, FailOOMKilled, FailTimeout, FailInterrupted, FailStartFailed, FailNoProgress, FailMalformedMetrics}
 	metricsSources = []string{MetricsStream, MetricsWall}
-	// stopReasons are the profiler's Stop* values (profiler/point.go).
-	stopReasons = []string{"converged", "iteration_cap", "time_cap", "job_exited"}
-	gpuModes    = []string{GPUModeNVML, GPUModeEmulated, GPUModeNone}
-	cgroupModes = []string{"", "v1", "v2", "hybrid", "none"}
-	stallBounds = []string{"prep", "fetch", "step"}
-	fitModels   = []string{ModelMinGPUCPUFetch}
-	baselines   = []string{"", BaselineMinIO}
+	stopReasons    = []string{PointStopConverged, PointStopIterCap, PointStopTimeCap, PointStopJobExited}
+	gpuModes       = []string{GPUModeNVML, GPUModeEmulated, GPUModeNone}
+	cgroupModes    = []string{"", "v1", "v2", "hybrid", "none"}
+	stallBounds    = []string{"prep", "fetch", "step"}
+	fitModels      = []string{ModelMinGPUCPUFetch}
+	baselines      = []string{"", BaselineMinIO}
 	// sweepStops are Cost.StopReason's values ("" in older profiles).
 	sweepStops = []string{"", SweepStopComplete, SweepStopTimeBudget, SweepStopInterrupted}
 )
-
-// StopReasons lists the stop reasons a measured point may record.
-func StopReasons() []string { return append([]string(nil), stopReasons...) }
 
 // checker collects the first FieldError of a profile.
 type checker struct {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -183,20 +182,6 @@ func (g *SynergyGrid) Matrix() Matrix {
 	return m
 }
 
-// DecodeSynergyGrid reads a synergy-grid JSON strictly.
-func DecodeSynergyGrid(r io.Reader) (*SynergyGrid, error) {
-	dec := json.NewDecoder(io.LimitReader(r, MaxProfileBytes))
-	dec.DisallowUnknownFields()
-	var g SynergyGrid
-	if err := dec.Decode(&g); err != nil {
-		return nil, fmt.Errorf("synergy-grid: %w", err)
-	}
-	if err := g.Validate(); err != nil {
-		return nil, fmt.Errorf("synergy-grid: %w", err)
-	}
-	return &g, nil
-}
-
 // Gavel is Gavel's throughputs file: {gpu_type: {"('<job type>', <scale
 // factor>)": {"null": steps_per_s}}}; "null" is the key for a job running
 // alone (Gavel keys co-located pairs by the other job type).
@@ -209,21 +194,6 @@ func GavelJobType(p *Profile) string {
 
 // GavelKey is the key of a job type at a scale factor (GPUs).
 func GavelKey(jobType string, scale int) string { return fmt.Sprintf("('%s', %d)", jobType, scale) }
-
-var gavelKeyRE = regexp.MustCompile(`^\('(.*)', (\d+)\)$`)
-
-// parseGavelKey splits a Gavel throughputs key.
-func parseGavelKey(key string) (jobType string, scale int, err error) {
-	m := gavelKeyRE.FindStringSubmatch(key)
-	if m == nil {
-		return "", 0, fmt.Errorf("gavel key %q: want ('<job type>', <scale factor>)", key)
-	}
-	scale, err = strconv.Atoi(m[2])
-	if err != nil {
-		return "", 0, fmt.Errorf("gavel key %q: scale factor: %w", key, err)
-	}
-	return m[1], scale, nil
-}
 
 // GavelGPUType is the default GPU type key: the profile's gpu.type where
 // it records one, else the NVML device name in lower case with dashes, else
@@ -307,20 +277,6 @@ func encodeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// exportFile loads the profile at path (strictly: a malformed profile is
-// refused with the field named), fills its grid when cells are missing,
-// and writes it in format to w.
-func exportFile(w io.Writer, path, format string, opt ExportOptions) error {
-	p, err := LoadFilled(path)
-	if err != nil {
-		return err
-	}
-	if err := Export(w, p, format, opt); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
 }
 
 // Complete reports whether every cell of p's grid has a value.

@@ -3,10 +3,12 @@ package sensitivity
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -101,55 +103,6 @@ func TestSynergyGrid_ScalesNormalisesAndClamps(t *testing.T) {
 	}
 }
 
-func TestSynergyGrid_RoundTrip(t *testing.T) {
-	g, err := ExportSynergyGrid(gridProfile(), smallServer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := encodeJSON(&buf, g); err != nil {
-		t.Fatal(err)
-	}
-	back, err := DecodeSynergyGrid(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(g, back) {
-		t.Errorf("round trip changed the grid:\n%+v\n%+v", g, back)
-	}
-	m := back.Matrix()
-	if err := m.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if v, ok := m.At(g.FairCPUsPerGPU, g.FairMemBytesPerGPU); !ok || v != 1 {
-		t.Errorf("matrix at the fair share = %v (in range %v), want 1", v, ok)
-	}
-}
-
-func TestDecodeSynergyGrid_Errors(t *testing.T) {
-	g, _ := ExportSynergyGrid(gridProfile(), smallServer)
-	var buf bytes.Buffer
-	encodeJSON(&buf, g)
-	good := buf.String()
-	tests := []struct{ name, in, field string }{
-		{"unknown field", strings.Replace(good, `"format"`, `"extra": 1, "format"`, 1), "extra"},
-		{"wrong format", strings.Replace(good, SynergyGridVersion, "synergy-grid/v9", 1), "format"},
-		{"no gpus", strings.Replace(good, `"gpus": 1`+"\n  }", `"gpus": 0`+"\n  }", 1), "server gpus"},
-		{"negative cell", strings.Replace(good, `"table": [`+"\n    [\n      ", `"table": [`+"\n    [\n      -", 1), "table[0][0]"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if tt.in == good {
-				t.Fatal("test input not modified")
-			}
-			_, err := DecodeSynergyGrid(strings.NewReader(tt.in))
-			if err == nil || !strings.Contains(err.Error(), tt.field) {
-				t.Errorf("err = %v, want one naming %q", err, tt.field)
-			}
-		})
-	}
-}
-
 func TestGavel_RoundTrip(t *testing.T) {
 	p := gridProfile()
 	g, err := ExportGavel(p, smallServer, "")
@@ -180,76 +133,6 @@ func TestGavel_RoundTrip(t *testing.T) {
 		if _, _, err := parseGavelKey(bad); err == nil {
 			t.Errorf("parseGavelKey(%q) accepted", bad)
 		}
-	}
-}
-
-func TestSlurmAndK8s_SmallestAt95PctRoundTrip(t *testing.T) {
-	tests := []struct {
-		name      string
-		edit      func(*Profile)
-		slurm     string
-		cpuMilli  string
-		memory    string
-		unlimited bool
-	}{
-		// best 392; 95% = 372.4: the first cell reaching it, fewest CPUs
-		// first, is (1 CPU, 384 MiB) = 380
-		{"measured grid", func(*Profile) {}, "--cpus-per-gpu=1 --mem-per-gpu=384M", "1000m", "384Mi", false},
-		// two GPUs: per GPU 0.5 CPU → 1 (whole cores), 192 MiB
-		{"two GPUs", func(p *Profile) { p.Job.GPUs = 2 }, "--cpus-per-gpu=1 --mem-per-gpu=192M", "1000m", "384Mi", false},
-		// only unlimited memory reaches 95%: the host's DRAM (8 GiB)
-		{"unlimited needed", func(p *Profile) {
-			for i := range p.Cells {
-				if p.Cells[i].MemLimitBytes == 384*mib {
-					p.Cells[i].SamplesPerS = 100
-				}
-			}
-		}, "--cpus-per-gpu=1 --mem-per-gpu=8G", "1000m", "8192Mi", true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := gridProfile()
-			tt.edit(p)
-			s, a, err := ExportSlurm(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s != tt.slurm {
-				t.Errorf("slurm = %q, want %q", s, tt.slurm)
-			}
-			cpg, mpg, err := ParseSlurm(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// round trip: what Slurm is asked for covers the allocation
-			if float64(cpg*a.GPUs) < a.CPUs || mpg*int64(a.GPUs) < a.MemBytes {
-				t.Errorf("slurm %q asks less than the allocation %+v", s, a)
-			}
-			if a.SamplesPerS < IdealFraction*a.BestSamplesPerS {
-				t.Errorf("allocation %+v does not reach 95%% of the best", a)
-			}
-			y, _, err := ExportK8s(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := ParseK8s(strings.NewReader(y))
-			if err != nil {
-				t.Fatalf("%v\n%s", err, y)
-			}
-			want := map[string]string{"cpu": tt.cpuMilli, "memory": tt.memory, "nvidia.com/gpu": strconv.Itoa(a.GPUs)}
-			if !reflect.DeepEqual(r.Requests, want) || !reflect.DeepEqual(r.Limits, want) {
-				t.Errorf("k8s requests %v limits %v, want %v for both", r.Requests, r.Limits, want)
-			}
-			if a.MemUnlimited != tt.unlimited || strings.Contains(y, "unlimited") != tt.unlimited {
-				t.Errorf("unlimited = %v (yaml says so: %v), want %v", a.MemUnlimited, strings.Contains(y, "unlimited"), tt.unlimited)
-			}
-		})
-	}
-	if _, err := ParseK8s(strings.NewReader("resources:\n  requests:\n    cpu: 1\n")); err == nil || !strings.Contains(err.Error(), "line 3") {
-		t.Errorf("unquoted value: err = %v, want one naming line 3", err)
-	}
-	if _, _, err := ParseSlurm("--cpus-per-gpu=1"); err == nil {
-		t.Error("ParseSlurm accepted a line without --mem-per-gpu")
 	}
 }
 
@@ -303,4 +186,33 @@ func TestExportFile_RefusesMalformedProfiles(t *testing.T) {
 	if err := exportFile(&out, path, "csv", ExportOptions{}); err == nil || !strings.Contains(err.Error(), "synergy-grid") {
 		t.Errorf("unknown format: err = %v, want one listing the formats", err)
 	}
+}
+
+var gavelKeyRE = regexp.MustCompile(`^\('(.*)', (\d+)\)$`)
+
+// parseGavelKey splits a Gavel throughputs key.
+func parseGavelKey(key string) (jobType string, scale int, err error) {
+	m := gavelKeyRE.FindStringSubmatch(key)
+	if m == nil {
+		return "", 0, fmt.Errorf("gavel key %q: want ('<job type>', <scale factor>)", key)
+	}
+	scale, err = strconv.Atoi(m[2])
+	if err != nil {
+		return "", 0, fmt.Errorf("gavel key %q: scale factor: %w", key, err)
+	}
+	return m[1], scale, nil
+}
+
+// exportFile loads the profile at path (strictly: a malformed profile is
+// refused with the field named), fills its grid when cells are missing,
+// and writes it in format to w.
+func exportFile(w io.Writer, path, format string, opt ExportOptions) error {
+	p, err := LoadFilled(path)
+	if err != nil {
+		return err
+	}
+	if err := Export(w, p, format, opt); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }

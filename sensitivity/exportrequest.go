@@ -1,13 +1,9 @@
 package sensitivity
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"regexp"
-	"strconv"
 	"strings"
 )
 
@@ -64,23 +60,6 @@ func ExportSlurm(p *Profile) (string, Allocation, error) {
 	return fmt.Sprintf("--cpus-per-gpu=%d --mem-per-gpu=%s", cpg, slurmMem(mpg)), a, nil
 }
 
-var slurmRE = regexp.MustCompile(`^--cpus-per-gpu=(\d+) --mem-per-gpu=(\d+)([MG])$`)
-
-// ParseSlurm reads ExportSlurm's flags back: CPUs and bytes per GPU.
-func ParseSlurm(s string) (cpusPerGPU int, memBytesPerGPU int64, err error) {
-	m := slurmRE.FindStringSubmatch(strings.TrimSpace(s))
-	if m == nil {
-		return 0, 0, fmt.Errorf("slurm flags %q: want --cpus-per-gpu=N --mem-per-gpu=N[MG]", s)
-	}
-	cpusPerGPU, _ = strconv.Atoi(m[1])
-	n, _ := strconv.ParseInt(m[2], 10, 64)
-	unit := int64(mebi)
-	if m[3] == "G" {
-		unit = 1 << 30
-	}
-	return cpusPerGPU, n * unit, nil
-}
-
 // ExportK8s returns a Kubernetes resources block (YAML, written by hand)
 // for the smallest allocation reaching IdealFraction of the best: CPU in
 // millicores and memory in MiB (rounded up), requests equal to limits (the
@@ -111,52 +90,3 @@ func ExportK8s(p *Profile) (string, Allocation, error) {
 }
 
 func yamlComment(s string) string { return strings.NewReplacer("\n", " ", "\r", " ").Replace(s) }
-
-// K8sResources is what ParseK8s reads back.
-type K8sResources struct {
-	Requests, Limits map[string]string
-}
-
-// ParseK8s reads the resources block ExportK8s writes (that shape only:
-// two levels of two-space indentation, quoted scalars, # comments).
-func ParseK8s(r io.Reader) (*K8sResources, error) {
-	out := &K8sResources{Requests: map[string]string{}, Limits: map[string]string{}}
-	var sect map[string]string
-	sc := bufio.NewScanner(r)
-	n := 0
-	seenRoot := false
-	for sc.Scan() {
-		n++
-		line := sc.Text()
-		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "#") {
-			continue
-		}
-		switch {
-		case line == "resources:":
-			seenRoot = true
-		case line == "  requests:":
-			sect = out.Requests
-		case line == "  limits:":
-			sect = out.Limits
-		case strings.HasPrefix(line, "    ") && sect != nil:
-			k, v, ok := strings.Cut(strings.TrimSpace(line), ": ")
-			if !ok {
-				return nil, fmt.Errorf("k8s line %d: %q is not key: value", n, line)
-			}
-			uq, err := strconv.Unquote(v)
-			if err != nil {
-				return nil, fmt.Errorf("k8s line %d: value %s is not a quoted string", n, v)
-			}
-			sect[k] = uq
-		default:
-			return nil, fmt.Errorf("k8s line %d: unexpected %q", n, line)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	if !seenRoot {
-		return nil, errors.New("k8s: no resources: block")
-	}
-	return out, nil
-}

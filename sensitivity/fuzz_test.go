@@ -1,11 +1,7 @@
 package sensitivity
 
 import (
-	"bytes"
 	"math"
-	"reflect"
-	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -59,47 +55,5 @@ func FuzzFill(f *testing.F) {
 		if !p.Complete() {
 			t.Fatal("Fill left holes")
 		}
-	})
-}
-
-func FuzzDecodeSynergyGrid(f *testing.F) {
-	g, _ := ExportSynergyGrid(gridProfile(), smallServer)
-	var buf bytes.Buffer
-	encodeJSON(&buf, g)
-	f.Add(buf.String())
-	f.Add(`{"format": "synergy-grid/v1"}`)
-	f.Fuzz(func(t *testing.T, s string) {
-		g, err := DecodeSynergyGrid(strings.NewReader(s))
-		if err != nil {
-			return
-		}
-		var b bytes.Buffer
-		if err := encodeJSON(&b, g); err != nil {
-			t.Fatal(err)
-		}
-		back, err := DecodeSynergyGrid(&b)
-		if err != nil || !reflect.DeepEqual(g, back) {
-			t.Fatalf("accepted grid does not round-trip: %v", err)
-		}
-	})
-}
-
-func FuzzParseExports(f *testing.F) {
-	f.Add("--cpus-per-gpu=3 --mem-per-gpu=2G")
-	f.Add("resources:\n  requests:\n    cpu: \"500m\"\n")
-	f.Add("('ResNet-18 (batch size 64)', 1)")
-	f.Fuzz(func(t *testing.T, s string) {
-		if c, m, err := ParseSlurm(s); err == nil {
-			c2, m2, err := ParseSlurm(strings.Replace("--cpus-per-gpu=C --mem-per-gpu="+slurmMem(m), "C", strconv.Itoa(c), 1))
-			if err != nil || c2 != c || m2 != m {
-				t.Fatalf("slurm %q: %d %d does not re-read (%d %d %v)", s, c, m, c2, m2, err)
-			}
-		}
-		if jt, sc, err := parseGavelKey(s); err == nil {
-			if jt2, sc2, err := parseGavelKey(GavelKey(jt, sc)); err != nil || jt2 != jt || sc2 != sc {
-				t.Fatalf("gavel key %q does not re-read", s)
-			}
-		}
-		ParseK8s(strings.NewReader(s)) // must not panic
 	})
 }

@@ -219,7 +219,7 @@ type PointStats struct {
 	WarmupIterations    int     `json:"warmup_iterations"`
 	MetricsSource       string  `json:"metrics_source"`
 	Converged           bool    `json:"converged"`
-	StopReason          string  `json:"stop_reason"`
+	StopReason          string  `json:"stop_reason"` // PointStop*
 	IterSecondsP50      float64 `json:"iter_seconds_p50"`
 	IterSecondsP95      float64 `json:"iter_seconds_p95"`
 	DataWaitFraction    float64 `json:"data_wait_fraction"`
@@ -321,6 +321,14 @@ type Cost struct {
 	MemScale       float64 `json:"mem_scale,omitempty"`
 	MemScaleReason string  `json:"mem_scale_reason,omitempty"`
 }
+
+// How a measured point's iterations ended (PointStats.StopReason).
+const (
+	PointStopConverged = "converged"     // the confidence interval reached its target
+	PointStopJobExited = "job_exited"    // the job ran to --max-iterations by itself
+	PointStopIterCap   = "iteration_cap" // the measured-iteration cap was reached
+	PointStopTimeCap   = "time_cap"      // the point's time cap was reached
+)
 
 // How a sweep ended (Cost.StopReason).
 const (

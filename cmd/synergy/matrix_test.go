@@ -196,7 +196,7 @@ func TestMatrix_ExportFormats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := sensitivity.DecodeSynergyGrid(strings.NewReader(out))
+	g, err := sensitivitytest.DecodeSynergyGrid(strings.NewReader(out))
 	if err != nil {
 		t.Fatalf("synergy-grid output does not read back: %v\n%s", err, out)
 	}
@@ -207,14 +207,14 @@ func TestMatrix_ExportFormats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := sensitivity.ParseSlurm(s); err != nil {
+	if _, _, err := sensitivitytest.ParseSlurm(s); err != nil {
 		t.Errorf("slurm output %q: %v", s, err)
 	}
 	k, err := runMatrix(t, "export", "--format", "k8s", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sensitivity.ParseK8s(strings.NewReader(k)); err != nil {
+	if _, err := sensitivitytest.ParseK8s(strings.NewReader(k)); err != nil {
 		t.Errorf("k8s output: %v\n%s", err, k)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/synergy-sched/synergy/profiler"
-	"github.com/synergy-sched/synergy/sensitivity"
 )
 
 func TestTextProgress_BarOnTerminalLinesOtherwise(t *testing.T) {
@@ -27,19 +26,5 @@ func TestTextProgress_BarOnTerminalLinesOtherwise(t *testing.T) {
 	p.PointUpdate("cpus=1 mem=unlimited", 40, profiler.Estimate{SamplesPerS: 100, HalfWidth: 4, Batches: 10}, 10*time.Second)
 	if strings.ContainsAny(plain.String(), "\r\033#") {
 		t.Errorf("plain output has terminal control or a bar: %q", plain.String())
-	}
-}
-
-// The profile reader accepts every stop reason the profiler records (the
-// reader keeps its own list: sensitivity imports nothing of synergy).
-func TestProfileReader_KnowsTheProfilersStopReasons(t *testing.T) {
-	known := map[string]bool{}
-	for _, s := range sensitivity.StopReasons() {
-		known[s] = true
-	}
-	for _, s := range []string{profiler.StopConverged, profiler.StopJobExited, profiler.StopIterCap, profiler.StopTimeCap} {
-		if !known[s] {
-			t.Errorf("profiler stop reason %q is refused by the profile reader", s)
-		}
 	}
 }

@@ -1,9 +1,6 @@
 package zoo
 
-import (
-	"fmt"
-	"sort"
-)
+import "fmt"
 
 // GavelTemplate is one of Gavel's 26 job templates (stanford-futuredata/gavel,
 // scheduler/job_table.py; facts only): a model at a batch size, the task and
@@ -12,8 +9,8 @@ import (
 //
 // Gavel's templates carry no CPU or memory sensitivity: they are not Synergy
 // models (All) and take no part in Synergy's generator. Their speed per GPU
-// type is in Gavel's throughputs file, which this package does not read:
-// scheduler/gavel.ZooTemplates fills Throughputs from it.
+// type is in Gavel's throughputs file, which this package does not read
+// (scheduler/gavel does, and its generator draws these templates).
 type GavelTemplate struct {
 	// Name is Gavel's job type, "ResNet-18 (batch size 64)" (A3C and
 	// CycleGAN: the bare model name), the key of its throughputs file.
@@ -28,10 +25,6 @@ type GavelTemplate struct {
 	NumStepsArg  string `json:"num_steps_arg"`
 	NeedsDataDir bool   `json:"needs_data_dir"`
 	Distributed  bool   `json:"distributed"`
-	// Throughputs is, per scale factor (GPUs), per GPU type, the isolated
-	// throughput in steps/s from a Gavel throughputs file; nil until filled
-	// (scheduler/gavel.ZooTemplates).
-	Throughputs map[int]map[string]float64 `json:"throughputs_steps_per_s,omitempty"`
 }
 
 // GavelTemplates returns Gavel's job table in Gavel's order (its generator
@@ -71,25 +64,4 @@ func GavelTemplates() []GavelTemplate {
 	add("A3C", 0, "reinforcement learning, Pong", "python3 main.py --env PongDeterministic-v4 --workers 4 --amsgrad True", "rl", "--max-steps", false, false)
 	add("CycleGAN", 0, "image-to-image translation, monet2photo", "python3 cyclegan.py --dataset_path %s/monet2photo --decay_epoch 0", "cyclegan", "--n_steps", true, false)
 	return ts
-}
-
-// LookupGavel returns Gavel's template called name (its job type, e.g.
-// "ResNet-50 (batch size 64)").
-func LookupGavel(name string) (GavelTemplate, error) {
-	for _, t := range GavelTemplates() {
-		if t.Name == name {
-			return t, nil
-		}
-	}
-	return GavelTemplate{}, fmt.Errorf("zoo: no Gavel template %q (have %d, e.g. %q)", name, len(GavelTemplates()), GavelTemplates()[0].Name)
-}
-
-// gavelNames lists the templates' names, sorted.
-func gavelNames() []string {
-	var out []string
-	for _, t := range GavelTemplates() {
-		out = append(out, t.Name)
-	}
-	sort.Strings(out)
-	return out
 }

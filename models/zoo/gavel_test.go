@@ -6,9 +6,9 @@ import (
 )
 
 // Gavel's job table: 26 templates, 5 ResNet-18 + 4 ResNet-50 + 5
-// Transformer + 5 LM + 5 Recommendation + A3C + CycleGAN, each found by
+// Transformer + 5 LM + 5 Recommendation + A3C + CycleGAN, each named by
 // its job type, the batch in the name where Gavel puts one.
-func TestGavelTemplates_TableAndLookup(t *testing.T) {
+func TestGavelTemplates_Table(t *testing.T) {
 	ts := GavelTemplates()
 	if len(ts) != 26 {
 		t.Fatalf("%d templates, want Gavel's 26", len(ts))
@@ -27,10 +27,6 @@ func TestGavelTemplates_TableAndLookup(t *testing.T) {
 		if g.Distributed != (g.Model != "Recommendation" && g.Model != "A3C" && g.Model != "CycleGAN") {
 			t.Errorf("%q: distributed = %v, against Gavel's table", g.Name, g.Distributed)
 		}
-		got, err := LookupGavel(g.Name)
-		if err != nil || got.Command != g.Command {
-			t.Errorf("LookupGavel(%q) = %+v, %v", g.Name, got, err)
-		}
 	}
 	want := map[string]int{"ResNet-18": 5, "ResNet-50": 4, "Transformer": 5, "LM": 5, "Recommendation": 5, "A3C": 1, "CycleGAN": 1}
 	for m, n := range want {
@@ -38,14 +34,11 @@ func TestGavelTemplates_TableAndLookup(t *testing.T) {
 			t.Errorf("%s: %d templates, want %d", m, count[m], n)
 		}
 	}
-	if _, err := LookupGavel("ResNet-50 (batch size 256)"); err == nil {
-		t.Error("ResNet-50 at batch 256 is not in Gavel's table, but was found")
+	if seen["ResNet-50 (batch size 256)"] {
+		t.Error("ResNet-50 at batch 256 is not in Gavel's table, but is here")
 	}
 	ts[0].Name = "changed"
 	if GavelTemplates()[0].Name == "changed" {
 		t.Error("GavelTemplates shares its values between calls")
-	}
-	if len(gavelNames()) != 26 {
-		t.Errorf("gavelNames: %d", len(gavelNames()))
 	}
 }

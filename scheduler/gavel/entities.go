@@ -129,15 +129,6 @@ func ParseEntities(r io.Reader) (*Entities, error) {
 	return e, nil
 }
 
-// equalEntities returns n entities with the given weights, fairness inside, jobs round robin.
-func equalEntities(weights ...float64) *Entities {
-	e := &Entities{jobs: map[int]int{}, assign: "round_robin"}
-	for i, w := range weights {
-		e.List = append(e.List, EntitySpec{Name: fmt.Sprintf("entity%d", i), Weight: w, Policy: "fairness"})
-	}
-	return e
-}
-
 // Of returns the index (into List) of the entity that job id belongs to.
 func (e *Entities) Of(id int) int {
 	if i, ok := e.jobs[id]; ok {

@@ -141,3 +141,12 @@ func TestParseEntities_Assignment(t *testing.T) {
 		t.Errorf("policies %q %q, want fairness (default) and fifo", e.List[0].Policy, e.List[1].Policy)
 	}
 }
+
+// equalEntities returns n entities with the given weights, fairness inside, jobs round robin.
+func equalEntities(weights ...float64) *Entities {
+	e := &Entities{jobs: map[int]int{}, assign: "round_robin"}
+	for i, w := range weights {
+		e.List = append(e.List, EntitySpec{Name: fmt.Sprintf("entity%d", i), Weight: w, Policy: "fairness"})
+	}
+	return e
+}

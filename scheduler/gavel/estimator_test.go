@@ -305,3 +305,44 @@ func TestSimulator_PairEstimatorFeedsPackingPolicies(t *testing.T) {
 		t.Errorf("estimate equals the file's %v on v100: the test cannot tell them apart", file)
 	}
 }
+
+// references returns the reference job types (the matrix's rows).
+func (e *estimator) references() []JobType { return e.refs }
+
+// profileCells is profile with exactly k cells drawn uniformly without replacement.
+func (e *estimator) profileCells(jt JobType, k int) (*jobEstimate, error) {
+	truth, err := e.trueRow(jt)
+	if err != nil {
+		return nil, fmt.Errorf("estimator: %w", err)
+	}
+	perm := e.rng.Perm(len(truth))
+	m := map[int]float64{}
+	for _, c := range perm[:min(k, len(perm))] {
+		m[c] = truth[c]
+	}
+	return e.estimate(m)
+}
+
+// observe refines the estimate with a measurement taken while the job runs: its normalised
+// throughput when co-located with partner on worker type wt. A partner that is a reference type
+// updates that cell (an exponential moving average with α = 0.5 over repeated measurements, as
+// Gavel's physical scheduler folds in measured throughputs) and the match is recomputed.
+func (j *jobEstimate) observe(wt string, partner JobType, normalised float64) error {
+	if !(normalised >= 0 && normalised <= 1) {
+		return fmt.Errorf("estimator: observed normalised throughput %v; want in [0, 1]", normalised)
+	}
+	for c, cell := range j.e.columns() {
+		if cell.WorkerType == wt && cell.Partner == partner {
+			if old, ok := j.measured[c]; ok {
+				normalised = 0.5*normalised + 0.5*old
+			}
+			j.measured[c] = normalised
+			j.refresh()
+			return nil
+		}
+	}
+	return nil // not a reference partner: nothing in the matrix to update
+}
+
+// numMeasured returns how many cells have been measured.
+func (j *jobEstimate) numMeasured() int { return len(j.measured) }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/synergy-sched/synergy/models/zoo"
 	"github.com/synergy-sched/synergy/sensitivity"
 	"github.com/synergy-sched/synergy/sensitivity/sensitivitytest"
 )
@@ -165,51 +166,35 @@ func TestProfilePaths_DirectoryAndList(t *testing.T) {
 	}
 }
 
-// The zoo's Gavel templates carry their per-type throughputs from a
-// throughputs file: every (template, scale factor, type) the file gives,
-// and nothing it does not.
-func TestZooTemplates_ThroughputsFromTheFile(t *testing.T) {
+// Every job type of Gavel's throughputs file is one of the generator's
+// templates (the zoo's table, in its order): the generator can draw every
+// job the file prices, and nothing it does not.
+func TestTemplates_AreTheFilesJobTypes(t *testing.T) {
 	th, err := LoadThroughputs("testdata/generator/throughputs.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	zs := ZooTemplates(th)
+	zs := zoo.GavelTemplates()
 	if len(zs) != len(Templates) {
 		t.Fatalf("%d zoo templates, %d generator templates", len(zs), len(Templates))
 	}
-	entries := 0
+	names := map[string]bool{}
 	for i, z := range zs {
 		if z.Name != Templates[i].Model {
 			t.Errorf("template %d: zoo %q, generator %q (one table, one order)", i, z.Name, Templates[i].Model)
 		}
-		for sf, byType := range z.Throughputs {
-			for wt, v := range byType {
-				entries++
-				if want := th.Isolated[wt][JobType{Model: z.Name, ScaleFactor: sf}]; v != want {
-					t.Errorf("%s ×%d on %s: %v, file %v", z.Name, sf, wt, v, want)
-				}
+		names[z.Name] = true
+	}
+	priced := map[string]bool{}
+	for wt, iso := range th.Isolated {
+		for jt := range iso {
+			if !names[jt.Model] {
+				t.Errorf("%s: the file prices %q, no template", wt, jt.Model)
 			}
+			priced[jt.Model] = true
 		}
 	}
-	fileEntries := 0
-	for _, iso := range th.Isolated {
-		fileEntries += len(iso)
-	}
-	if entries != fileEntries {
-		t.Errorf("%d entries joined, the file has %d (all its job types are templates)", entries, fileEntries)
-	}
-	z, err := zooTemplate(th, "ResNet-50 (batch size 64)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := z.Throughputs[1]["k80"], th.Isolated["k80"][JobType{Model: "ResNet-50 (batch size 64)", ScaleFactor: 1}]; got != want || got == 0 {
-		t.Errorf("ResNet-50 bs64 on k80: %v, want the file's %v", got, want)
-	}
-	if _, err := zooTemplate(th, "VGG-16"); err == nil || !strings.Contains(err.Error(), "VGG-16") {
-		t.Errorf("unknown template: %v", err)
-	}
-	empty := ZooTemplates(&Throughputs{Isolated: map[string]map[JobType]float64{}})
-	if empty[0].Throughputs != nil {
-		t.Errorf("no file entries, but %v", empty[0].Throughputs)
+	if len(priced) != len(names) {
+		t.Errorf("the file prices %d of the %d templates", len(priced), len(names))
 	}
 }

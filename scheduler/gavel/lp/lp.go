@@ -124,11 +124,6 @@ type Solution struct {
 	Warning string
 }
 
-// solveDetail is Solve with the optimum and its certificate.
-func solveDetail(policy string, p Problem, opts Options) (Solution, error) {
-	return solve(policy, &p, opts)
-}
-
 func solve(policy string, p *Problem, opts Options) (Solution, error) {
 	if err := validate(p, policy, opts); err != nil {
 		return Solution{}, err

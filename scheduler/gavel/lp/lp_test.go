@@ -463,3 +463,8 @@ func TestFTFTracker_AccumulatesIsolatedTime(t *testing.T) {
 		t.Error("tracker modified the caller's jobs")
 	}
 }
+
+// solveDetail is Solve with the optimum and its certificate.
+func solveDetail(policy string, p Problem, opts Options) (Solution, error) {
+	return solve(policy, &p, opts)
+}
