@@ -25,13 +25,6 @@ var exportedWithoutCaller = map[string]string{
 	"models/pytorch.ProbeEnvSwitch": "the probe's environment protocol, one name per setting",
 	"runner/cgroupfs.KeyCPUSet":     "the cgroup controller keys, one per controller",
 	"runner.StatAll":                "the counter set's union",
-	// The export formats' readers: what a consumer of synergy's exports
-	// (a Slurm prolog, an admission webhook, a Synergy-grid reader) calls;
-	// the CLI's tests read its output back with them.
-	"sensitivity.DecodeSynergyGrid": "the synergy-grid format's reader",
-	"sensitivity.ParseSlurm":        "the Slurm export's reader",
-	"sensitivity.ParseK8s":          "the Kubernetes export's reader",
-	"sensitivity.StopReasons":       "the profile schema's stop reasons, which the CLI's test holds the profiler to",
 }
 
 // Issue 32: no exported package-level name (function, type, variable,
@@ -112,14 +105,26 @@ func markUses(f *ast.File, path string, declared map[*ast.Ident]bool, used map[s
 		}
 		imports[name] = p
 	}
-	ast.Inspect(f, func(n ast.Node) bool {
+	markNode(f, imports, path, declared, used)
+}
+
+// markNode is markUses over one node of a file whose imports are given
+// (name → path).
+func markNode(root ast.Node, imports map[string]string, path string, declared map[*ast.Ident]bool, used map[string]bool) {
+	ast.Inspect(root, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.SelectorExpr:
 			if x, ok := n.X.(*ast.Ident); ok {
 				if p, ok := imports[x.Name]; ok {
 					used[p+"."+n.Sel.Name] = true
+					return false
 				}
 			}
+			// The selected name is a field or a method, never a use of
+			// the package's own top-level name of that spelling (x.Run
+			// does not call Run).
+			markNode(n.X, imports, path, declared, used)
+			return false
 		case *ast.Ident:
 			if !declared[n] {
 				used[path+"."+n.Name] = true

@@ -32,7 +32,7 @@ func anchorGenerator(t testing.TB, seed uint64) *Generator {
 
 // anchorRun simulates the default point under FIFO for one seed.
 func anchorRun(t testing.TB, s scheduler.Strategy, seed uint64) *simcore.Result {
-	res, err := Run(anchorConfig(t, s), anchorGenerator(t, seed))
+	res, err := simulate(anchorConfig(t, s), anchorGenerator(t, seed))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,7 +79,7 @@ type done struct {
 	arrival, start, finish float64
 }
 
-// Run simulates src on cfg and returns the result. Every round has four
+// RunContext simulates src on cfg and returns the result. Every round has four
 // phases: arrive (jobs due by now join the queue), place (the policy
 // orders the queue and the strategy places it on the empty cluster),
 // credit (each placed job runs the round at its allocation's speed) and
@@ -87,12 +87,8 @@ type done struct {
 // round loop (simcore.Loop) runs them: arrive is its Admit, and its Round
 // places, credits and retires (the original credits a round when it places
 // it, so the round ends in the same phase and Advance has nothing to do).
-func Run(cfg Config, src Source) (*simcore.Result, error) {
-	return RunContext(context.Background(), cfg, src)
-}
-
-// RunContext is Run stopped by ctx: it looks at ctx before every round and
-// returns ctx's error (wrapped) once it is done, with no result.
+// It looks at ctx before every round and returns ctx's error (wrapped) once
+// it is done, with no result.
 func RunContext(ctx context.Context, cfg Config, src Source) (*simcore.Result, error) {
 	s, err := start(cfg, src)
 	if err != nil {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"strings"
@@ -95,7 +96,7 @@ func TestRun_ClosedForm(t *testing.T) {
 			}
 			perRound := math.Floor(300 / (j.IterSeconds / speed))
 			want := math.Ceil(c.arrival/300)*300 + math.Ceil(float64(c.iters)/perRound)*300 - c.arrival
-			res, err := Run(Config{Cluster: defaultCluster(t), Strategy: s, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: simcore.All}, &List{Jobs: []*scheduler.Job{j}})
+			res, err := simulate(Config{Cluster: defaultCluster(t), Strategy: s, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: simcore.All}, &List{Jobs: []*scheduler.Job{j}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +118,7 @@ func TestRun_SameSeedSameBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Run(Config{Cluster: defaultCluster(t), Strategy: scheduler.Tune{}, Policy: scheduler.LAS{}, RoundSeconds: 300, Window: simcore.Window{First: 200, Last: 399}, FirstRoundAtZero: true}, g)
+		res, err := simulate(Config{Cluster: defaultCluster(t), Strategy: scheduler.Tune{}, Policy: scheduler.LAS{}, RoundSeconds: 300, Window: simcore.Window{First: 200, Last: 399}, FirstRoundAtZero: true}, g)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +165,7 @@ func TestRun_Invariants(t *testing.T) {
 				rounds++
 				check(now, r, queue)
 			}
-			res, err := Run(cfg, g)
+			res, err := simulate(cfg, g)
 			if err != nil {
 				t.Fatalf("%s/%s: %v", sn, pn, err)
 			}
@@ -178,12 +179,12 @@ func TestRun_Invariants(t *testing.T) {
 func TestRun_CappedAndOversizedJobs(t *testing.T) {
 	c := scheduler.Homogeneous("tiny", 1, 8, 4, 100e9) // 0.5 CPU per GPU fair share
 	j := mustJob(t, 0, "alexnet", 0, 10, 1)
-	_, err := Run(Config{Cluster: &c, Strategy: scheduler.Greedy{}, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: simcore.All}, &List{Jobs: []*scheduler.Job{j}})
+	_, err := simulate(Config{Cluster: &c, Strategy: scheduler.Greedy{}, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: simcore.All}, &List{Jobs: []*scheduler.Job{j}})
 	if err != nil {
 		t.Fatalf("greedy with the ideal capped to the server should fit: %v", err)
 	}
 	big := mustJob(t, 0, "alexnet", 0, 10, 16)
-	if _, err := Run(Config{Cluster: &c, Strategy: scheduler.Fair{}, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: simcore.All}, &List{Jobs: []*scheduler.Job{big}}); err == nil || !strings.Contains(err.Error(), "needs 16 GPUs") {
+	if _, err := simulate(Config{Cluster: &c, Strategy: scheduler.Fair{}, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: simcore.All}, &List{Jobs: []*scheduler.Job{big}}); err == nil || !strings.Contains(err.Error(), "needs 16 GPUs") {
 		t.Errorf("16-GPU job on 8 GPUs: %v", err)
 	}
 }
@@ -191,7 +192,7 @@ func TestRun_CappedAndOversizedJobs(t *testing.T) {
 func TestRun_StopWhenIdleAsOriginal(t *testing.T) {
 	jobs := []*scheduler.Job{mustJob(t, 0, "res18", 0, 100, 1), mustJob(t, 1, "res18", 10000, 100, 1)}
 	for _, stop := range []bool{false, true} {
-		res, err := Run(Config{Cluster: defaultCluster(t), Strategy: scheduler.Fair{}, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: simcore.All, StopWhenIdle: stop}, &List{Jobs: jobs})
+		res, err := simulate(Config{Cluster: defaultCluster(t), Strategy: scheduler.Fair{}, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: simcore.All, StopWhenIdle: stop}, &List{Jobs: jobs})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,7 +230,7 @@ func TestRun_ProfileFeedsSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(Config{Cluster: c, Strategy: scheduler.Tune{}, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: simcore.All, FirstRoundAtZero: true}, g)
+	res, err := simulate(Config{Cluster: c, Strategy: scheduler.Tune{}, Policy: scheduler.FIFO{}, RoundSeconds: 300, Window: simcore.All, FirstRoundAtZero: true}, g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,4 +240,9 @@ func TestRun_ProfileFeedsSimulator(t *testing.T) {
 	if _, err := cat.AddProfile(p); err == nil {
 		t.Error("the same profile added twice")
 	}
+}
+
+// simulate is RunContext without a deadline.
+func simulate(cfg Config, src Source) (*simcore.Result, error) {
+	return RunContext(context.Background(), cfg, src)
 }

@@ -89,7 +89,7 @@ func runStatic(t *testing.T, strategy, policy string, static bool) *simcore.Resu
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(Config{Cluster: &c, Strategy: s, Policy: p, RoundSeconds: DefaultRoundSeconds, Window: simcore.Window{First: 0, Last: 1 << 30}, Static: static},
+	res, err := simulate(Config{Cluster: &c, Strategy: s, Policy: p, RoundSeconds: DefaultRoundSeconds, Window: simcore.Window{First: 0, Last: 1 << 30}, Static: static},
 		&List{Jobs: jobs, Name: "static"})
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ func TestRun_NewStrategiesInvariants(t *testing.T) {
 				g, _ := NewCatalogGenerator(GeneratorConfig{JobsPerHour: 12, Split: [3]float64{40, 40, 20}, Seed: 5, MultiGPU: true, NumJobs: 100}, nil)
 				cfg := Config{Cluster: c, Strategy: s, Policy: p, RoundSeconds: 300, Window: simcore.All, FirstRoundAtZero: true}
 				cfg.OnRound = roundChecker(t, sn+"/"+pn, c, nil)
-				res, err := Run(cfg, g)
+				res, err := simulate(cfg, g)
 				if err != nil {
 					t.Fatalf("%s/%s: %v", sn, pn, err)
 				}
