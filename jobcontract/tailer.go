@@ -159,17 +159,11 @@ func (t *Tailer) bad(line []byte, err error) {
 	}
 }
 
-// Bytes reports how many bytes of the stream were read so far.
-func (t *Tailer) Bytes() int64 { return t.off }
-
 // Wrote reports whether the job wrote anything but white space to its
 // stream, a partial last line included.
 func (t *Tailer) Wrote() bool {
 	return t.Lines > 0 || len(bytes.TrimSpace(t.partial)) > 0
 }
-
-// PartialBytes is the length of the unterminated last line read so far.
-func (t *Tailer) PartialBytes() int64 { return t.partialLen }
 
 // Broken says why the stream read so far cannot be trusted, or "" when it
 // can: the job wrote something but no line of it parsed (good is the number

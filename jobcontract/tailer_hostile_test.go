@@ -29,8 +29,8 @@ func TestTailer_LongLineIsBoundedAndBad(t *testing.T) {
 	if err != nil || len(its) != 1 {
 		t.Fatalf("poll: %d iterations, %v; want the good line", len(its), err)
 	}
-	if len(tl.partial) > MaxLineBytes+1 || tl.PartialBytes() != int64(len(huge)) {
-		t.Errorf("holding %d bytes of a %d-byte line (counted %d), want at most %d held", len(tl.partial), len(huge), tl.PartialBytes(), MaxLineBytes+1)
+	if len(tl.partial) > MaxLineBytes+1 || tl.partialLen != int64(len(huge)) {
+		t.Errorf("holding %d bytes of a %d-byte line (counted %d), want at most %d held", len(tl.partial), len(huge), tl.partialLen, MaxLineBytes+1)
 	}
 	if why := tl.Broken(len(its)); why != "" {
 		t.Errorf("an unterminated line after a good one: Broken %q", why)

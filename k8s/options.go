@@ -223,7 +223,10 @@ func RunScheduler(ctx context.Context, o SchedulerOptions) error {
 	if err != nil {
 		return err
 	}
-	return s.Run(ctx)
+	err = s.Run(ctx)
+	st := s.Stats()
+	s.cfg.Logger.Info("scheduler stopped", "passes", st.Passes, "binds", st.Binds, "conflicts", st.Conflicts)
+	return err
 }
 
 // ClusterView is the cluster the scheduler sees now, in the form

@@ -148,6 +148,12 @@ func (ps *pointSampling) stop(s *recorder, st *sensitivity.PointStats, window []
 	for _, h := range ps.loop.Health() {
 		s.addHealth(h)
 	}
+	// A record the aggregator or the timeline file refused is a gap in
+	// what the profile says it saw: the sink is listed beside the
+	// samplers once it has failed.
+	if h := ps.loop.SinkHealth(); h.Failures > 0 {
+		s.addHealth(h)
+	}
 }
 
 // GPU series of the NVML sampler, per device: "gpu<i>_" + suffix.

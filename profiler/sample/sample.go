@@ -193,9 +193,6 @@ func NewLoop(interval time.Duration, sink Sink, samplers ...Sampler) (*Loop, err
 	return l, nil
 }
 
-// Interval is the loop's sampling period.
-func (l *Loop) Interval() time.Duration { return l.interval }
-
 // Run samples once at once and then at every tick until ctx is done; it
 // returns nil when ctx ends it (errors of samplers are in Health, not here).
 func (l *Loop) Run(ctx context.Context) error {

@@ -51,8 +51,8 @@ func TestLoop_FailingSamplerDoesNotHideOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Interval() != DefaultInterval {
-		t.Errorf("interval = %v, want default %v", l.Interval(), DefaultInterval)
+	if l.interval != DefaultInterval {
+		t.Errorf("interval = %v, want default %v", l.interval, DefaultInterval)
 	}
 	for i := 0; i < 3; i++ {
 		rec := l.Tick(t0.Add(time.Duration(i) * DefaultInterval))
