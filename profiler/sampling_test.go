@@ -2,12 +2,15 @@ package profiler
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/synergy-sched/synergy/profiler/sample"
 	"github.com/synergy-sched/synergy/runner"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
@@ -94,5 +97,39 @@ func TestFillStalls_DifferentialAndCappedByDataWait(t *testing.T) {
 	fillStalls(p)
 	if p.Cells[0].Stall != nil {
 		t.Error("no breakdown without a successful step-only run")
+	}
+}
+
+// A sample record the sink refused (the timeline file, the aggregator)
+// is listed with the samplers, its error named; a sink that never failed
+// is not listed.
+func TestSampling_SinkFailuresReachTheProfile(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		sink := sample.SinkFunc(func(sample.Record) error {
+			if fail {
+				return errors.New("write timeline: no space left on device")
+			}
+			return nil
+		})
+		loop, err := sample.NewLoop(time.Millisecond, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		loop.Tick(time.Now())
+		ps := &pointSampling{loop: loop, agg: sample.NewAggregator(), cancel: func() {}}
+		rec := &recorder{prof: &sensitivity.Profile{}}
+		ps.stop(rec, &sensitivity.PointStats{}, nil)
+		var got *sensitivity.SamplerRun
+		for i := range rec.prof.Samplers {
+			if rec.prof.Samplers[i].Name == "sink" {
+				got = &rec.prof.Samplers[i]
+			}
+		}
+		switch {
+		case fail && (got == nil || len(got.Errors) != 1 || !strings.Contains(got.Errors[0], "no space left on device")):
+			t.Errorf("a failing sink: samplers %+v, want sink with its error", rec.prof.Samplers)
+		case !fail && got != nil:
+			t.Errorf("a sink that never failed is listed: %+v", *got)
+		}
 	}
 }
