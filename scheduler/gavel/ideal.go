@@ -20,10 +20,7 @@ func (s *simulator) runIdeal(ctx context.Context, tp *Throughputs, w Workload) e
 	if err != nil {
 		return err
 	}
-	r := &idealEvents{ctx: ctx, s: s, tp: tp, arr: arr, busy: make([]float64, len(s.types))}
-	if err := r.admit(ctx); err != nil {
-		return err
-	}
+	r := &idealEvents{s: s, tp: tp, arr: arr, busy: make([]float64, len(s.types))}
 	// The shared loop runs the events; rounds counts the allocations
 	// applied (idealStep), not the clock's jumps to an arrival.
 	out, err := simcore.Loop(ctx, r, simcore.Limits{MaxS: s.cfg.MaxS, CheckEvery: 64})
@@ -44,11 +41,9 @@ func (s *simulator) runIdeal(ctx context.Context, tp *Throughputs, w Workload) e
 
 // idealEvents is ideal mode's part of the shared loop (simcore.Rounds): a
 // "round" is one event, the allocation applied exactly until the next
-// arrival or the first completion, followed by the arrivals due then (so
-// that Over sees them, as the fluid loop always has); Advance and Admit have
-// nothing left to do.
+// arrival or the first completion, and the clock moved to it; the arrivals
+// due then join in the next Admit. Advance has nothing to do.
 type idealEvents struct {
-	ctx  context.Context // the run's, for the arrivals Round admits
 	s    *simulator
 	tp   *Throughputs
 	arr  *simcore.Arrivals[Job] // the jobs still to arrive
@@ -60,58 +55,55 @@ var _ simcore.Rounds = (*idealEvents)(nil)
 // Over says whether the window's jobs are done.
 func (r *idealEvents) Over() bool { return r.s.cfg.Window != nil && r.s.window.Complete(false) }
 
-// Now is the simulated clock.
-func (r *idealEvents) Now() float64 { return r.s.now }
+// Clock is the run's clock.
+func (r *idealEvents) Clock() *simcore.Clock { return r.s.clock }
 
-// Advance and Admit do nothing: Round applies the event and admits the
-// arrivals due after it.
-func (r *idealEvents) Advance() error              { return nil }
-func (r *idealEvents) Admit(context.Context) error { return nil }
+// Advance does nothing: Round applies each event.
+func (r *idealEvents) Advance() (float64, error) { return r.s.clock.Now(), nil }
+
+// Admit adds the jobs arriving by now.
+func (r *idealEvents) Admit(ctx context.Context) error {
+	return r.arr.Due(ctx, r.s.clock.Now(), func(j Job) error { return r.s.addJob(j, r.tp, j.ArrivalS) })
+}
 
 // Round jumps to the next arrival when no job is active (the run ends when
-// none is to come), else applies the allocation until the next event; then
-// admits the arrivals due.
-func (r *idealEvents) Round() (simcore.Step, error) {
+// none is to come), else applies the allocation until the next event.
+func (r *idealEvents) Round() (simcore.Step, float64, error) {
 	s := r.s
 	next, more := r.arr.Next()
 	at := next.ArrivalS
-	step := simcore.Ran
 	switch {
 	case len(s.active) == 0 && !more:
-		return simcore.End, nil
+		return simcore.End, 0, nil
 	case len(s.active) == 0:
-		s.now, step = at, simcore.Idle
-	default:
-		if err := s.idealStep(at, more, r.busy); err != nil {
-			return simcore.End, err
-		}
+		return simcore.Idle, at, nil
 	}
-	return step, r.admit(r.ctx)
-}
-
-// admit adds the jobs arriving by now.
-func (r *idealEvents) admit(ctx context.Context) error {
-	return r.arr.Due(ctx, r.s.now, func(j Job) error { return r.s.addJob(j, r.tp, j.ArrivalS) })
+	end, err := s.idealStep(at, more, r.busy)
+	if err != nil {
+		return simcore.End, 0, err
+	}
+	return simcore.Ran, end, nil
 }
 
 // idealStep allocates, runs every job at its allocated rate until the
-// next arrival or the first completion, and completes the jobs done.
-func (s *simulator) idealStep(at float64, more bool, busy []float64) error {
+// next arrival or the first completion, and completes the jobs done; it
+// returns the time of that event.
+func (s *simulator) idealStep(at float64, more bool, busy []float64) (float64, error) {
 	if s.packing != nil {
-		return fmt.Errorf("ideal mode does not run packing policies (%s)", s.policy.Name())
+		return 0, fmt.Errorf("ideal mode does not run packing policies (%s)", s.policy.Name())
 	}
 	a, err := s.policy.Allocate(s.state())
 	if err != nil {
-		return fmt.Errorf("t=%.1f s: allocation: %w", s.now, err)
+		return 0, fmt.Errorf("t=%.1f s: allocation: %w", s.clock.Now(), err)
 	}
 	if err := s.checkAllocation(allocation{single: a}); err != nil {
-		return err
+		return 0, err
 	}
 	s.allocs++
 	rates := make(map[int]float64, len(s.active))
 	dt := math.Inf(1)
 	if more {
-		dt = at - s.now
+		dt = at - s.clock.Now()
 	}
 	for _, id := range s.active {
 		js := s.jobs[id]
@@ -125,9 +117,9 @@ func (s *simulator) idealStep(at float64, more bool, busy []float64) error {
 		}
 	}
 	if math.IsInf(dt, 1) {
-		return fmt.Errorf("t=%.1f s: stalled: %d active jobs get no throughput and no job arrives", s.now, len(s.active))
+		return 0, fmt.Errorf("t=%.1f s: stalled: %d active jobs get no throughput and no job arrives", s.clock.Now(), len(s.active))
 	}
-	s.now += dt
+	end := s.clock.Now() + dt
 	s.res.Rounds++
 	for _, id := range append([]int(nil), s.active...) {
 		js := s.jobs[id]
@@ -136,9 +128,9 @@ func (s *simulator) idealStep(at float64, more bool, busy []float64) error {
 		}
 		js.stepsRun += rates[id] * dt
 		if js.job.TotalSteps-js.stepsRun <= 1e-9*js.job.TotalSteps {
-			js.latest = s.now
+			js.latest = end
 			s.removeJob(id, false)
 		}
 	}
-	return nil
+	return end, nil
 }

@@ -12,7 +12,7 @@ func (s *simulator) summarise() *simcore.Result {
 	r := s.res
 	r.Engine, r.Policy, r.Cluster, r.Seed, r.RoundS, r.Window = simcore.EngineGavel, s.policy.Name(), s.cfg.Cluster.String(), s.cfg.Seed, s.cfg.RoundS, s.cfg.Window
 	r.GPUs = len(s.wtype)
-	r.Allocations, r.EndS, r.LeaseExtensions = s.allocs, s.now, &[2]int{s.leaseExt, s.leaseOpp}
+	r.Allocations, r.EndS, r.LeaseExtensions = s.allocs, s.clock.Now(), &[2]int{s.leaseExt, s.leaseOpp}
 	r.NumJobs = len(r.Jobs)
 	r.Tally(r.Jobs)
 	var low, high []float64
@@ -44,10 +44,10 @@ func (s *simulator) summarise() *simcore.Result {
 		m := simcore.Mean(high)
 		r.MeanJCTHighS = &m
 	}
-	if s.now > 0 {
+	if s.clock.Now() > 0 {
 		u := 0.0
 		for _, b := range s.cumBusy {
-			u += b / s.now
+			u += b / s.clock.Now()
 		}
 		r.Utilization = u / float64(len(s.cumBusy))
 	}
@@ -73,7 +73,7 @@ func (s *simulator) countSLOs(r *simcore.Result) {
 			if *j.FinishS > d {
 				r.SLOViolations++
 			}
-		case j.Failed || s.now > d:
+		case j.Failed || s.clock.Now() > d:
 			r.SLOViolations++
 		}
 	}

@@ -51,7 +51,7 @@ func (s *simulator) scheduleRound() ([]assignment, error) {
 // when its slowest member does. factor scales the throughput (a Shaper's;
 // 1 without one).
 func (s *simulator) stepsAndFinish(e *entry, t int, factor float64) ([]float64, float64, error) {
-	finish := s.now
+	finish := s.clock.Now()
 	var steps []float64
 	for i, m := range e.key.members() {
 		js := s.jobs[m]
@@ -64,7 +64,7 @@ func (s *simulator) stepsAndFinish(e *entry, t int, factor float64) ([]float64, 
 			n = rem
 		}
 		steps = append(steps, n)
-		finish = math.Max(finish, s.now+n/tp)
+		finish = math.Max(finish, s.clock.Now()+n/tp)
 	}
 	return steps, finish, nil
 }
@@ -157,10 +157,10 @@ func (s *simulator) checkPlacement(out []assignment) error {
 		t := s.wtype[a.workers[0]]
 		for _, w := range a.workers {
 			if seen[w] {
-				return fmt.Errorf("invariant: t=%.1f s: worker %d placed twice", s.now, w)
+				return fmt.Errorf("invariant: t=%.1f s: worker %d placed twice", s.clock.Now(), w)
 			}
 			if s.wtype[w] != t {
-				return fmt.Errorf("invariant: t=%.1f s: job %v spans GPU types", s.now, a.key.members())
+				return fmt.Errorf("invariant: t=%.1f s: job %v spans GPU types", s.clock.Now(), a.key.members())
 			}
 			seen[w] = true
 		}
@@ -168,7 +168,7 @@ func (s *simulator) checkPlacement(out []assignment) error {
 	}
 	for t, n := range used {
 		if n > s.workers[t] {
-			return fmt.Errorf("invariant: t=%.1f s: %d %s GPUs used of %d", s.now, n, s.types[t], s.workers[t])
+			return fmt.Errorf("invariant: t=%.1f s: %d %s GPUs used of %d", s.clock.Now(), n, s.types[t], s.workers[t])
 		}
 	}
 	return nil
@@ -187,7 +187,7 @@ func (s *simulator) checkAllocation(a allocation) error {
 	for k, row := range all {
 		for t, v := range row {
 			if v < -1e-6 || math.IsNaN(v) {
-				return fmt.Errorf("invariant: t=%.1f s: %v allocation %v", s.now, k.members(), row)
+				return fmt.Errorf("invariant: t=%.1f s: %v allocation %v", s.clock.Now(), k.members(), row)
 			}
 			if js, ok := s.jobs[k.a]; ok {
 				load[t] += v * float64(js.job.ScaleFactor)
@@ -201,7 +201,7 @@ func (s *simulator) checkAllocation(a allocation) error {
 	}
 	for id, sum := range rows {
 		if sum > 1+1e-6 {
-			return fmt.Errorf("invariant: t=%.1f s: job %d's allocation sums to %v > 1", s.now, id, sum)
+			return fmt.Errorf("invariant: t=%.1f s: job %d's allocation sums to %v > 1", s.clock.Now(), id, sum)
 		}
 	}
 	if n := s.policy.Name(); strings.HasPrefix(n, "FIFO") || n == "Proportional" {
@@ -212,7 +212,7 @@ func (s *simulator) checkAllocation(a allocation) error {
 	}
 	for t := range s.types {
 		if load[t] > float64(s.workers[t])*(1+1e-6)+1e-6 {
-			return fmt.Errorf("invariant: t=%.1f s: allocation puts %.4f GPUs of load on %d %s GPUs", s.now, load[t], s.workers[t], s.types[t])
+			return fmt.Errorf("invariant: t=%.1f s: allocation puts %.4f GPUs of load on %d %s GPUs", s.clock.Now(), load[t], s.workers[t], s.types[t])
 		}
 	}
 	return nil
@@ -293,7 +293,7 @@ func (s *simulator) placeType(t int, jobs []*entry, prev map[ckey]assignment, p 
 				next[ptr]++
 			}
 			if len(ids) != sf {
-				return fmt.Errorf("t=%.1f s: could not assign %d %s workers to %v", s.now, sf, s.types[t], e.key.members())
+				return fmt.Errorf("t=%.1f s: could not assign %d %s workers to %v", s.clock.Now(), sf, s.types[t], e.key.members())
 			}
 			if had {
 				p.out[k].workers = ids

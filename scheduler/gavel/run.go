@@ -99,7 +99,7 @@ func (s *simulator) loop(ctx context.Context, tp *Throughputs, w Workload) error
 	}
 	first, _ := arr.Next()
 	if l.next = first.ArrivalS; w.Trace != nil {
-		s.now = first.ArrivalS
+		s.clock = simcore.NewClock(first.ArrivalS)
 	}
 	out, err := simcore.Loop(ctx, &rounds{s: s, l: l}, simcore.Limits{MaxS: s.cfg.MaxS, CheckEvery: 64})
 	s.res.Rounds += out.Rounds
@@ -121,32 +121,30 @@ var _ simcore.Rounds = (*rounds)(nil)
 // Over is Gavel's exit test (finished), before the round's advance.
 func (r *rounds) Over() bool { return r.s.finished(r.l) }
 
-// Now is the simulated clock.
-func (r *rounds) Now() float64 { return r.s.now }
+// Clock is the run's clock.
+func (r *rounds) Clock() *simcore.Clock { return r.s.clock }
 
 // Admit adds the jobs that have arrived by now.
 func (r *rounds) Admit(ctx context.Context) error { return r.s.admit(ctx, r.l) }
 
-// Advance moves the clock to the end of the running round (its latest
-// micro-task) and completes the round's micro-tasks.
-func (r *rounds) Advance() error {
-	r.s.advance(r.l)
-	return nil
-}
+// Advance completes the running round's micro-tasks and names its end
+// (its latest micro-task), where the loop moves the clock.
+func (r *rounds) Advance() (float64, error) { return r.s.advance(r.l), nil }
 
 // Round dispatches the round. A round that runs nothing while jobs are
 // active and none is due to arrive is Waited: the shared loop fails a run
 // of such rounds that leave the clock where it was (simcore.ErrStalled),
 // where Gavel's simulator loops forever.
-func (r *rounds) Round() (simcore.Step, error) {
+func (r *rounds) Round() (simcore.Step, float64, error) {
 	s, l := r.s, r.l
+	now := s.clock.Now()
 	if err := s.dispatch(l); err != nil {
-		return simcore.End, err
+		return simcore.End, now, err
 	}
-	if len(l.run) == 0 && (!l.haveNext || l.next <= s.now) && len(s.active) > 0 {
-		return simcore.Waited, nil
+	if len(l.run) == 0 && (!l.haveNext || l.next <= now) && len(s.active) > 0 {
+		return simcore.Waited, now, nil
 	}
-	return simcore.Ran, nil
+	return simcore.Ran, now, nil
 }
 
 // finished is the loop's exit test, in Gavel's order: a window's jobs
@@ -179,22 +177,23 @@ func (s *simulator) finished(l *loopState) bool {
 	return false
 }
 
-// advance moves the clock to the end of the round (its latest
-// micro-task), or to the next arrival when nothing runs, and completes
-// the round's micro-tasks, latest first as Gavel's heap pops them.
-func (s *simulator) advance(l *loopState) {
+// advance completes the round's micro-tasks, latest first as Gavel's
+// heap pops them, and returns the time the clock moves to: the end of the
+// round (its latest micro-task), or the next arrival when nothing ran.
+func (s *simulator) advance(l *loopState) float64 {
 	maxTS := 0.0
 	for _, r := range l.run {
 		maxTS = math.Max(maxTS, r.finish)
 	}
+	to := s.clock.Now()
 	if maxTS > 0 {
 		if l.haveEnd {
 			l.roundStart = l.roundEnd
 		}
 		l.roundEnd, l.haveEnd = maxTS, true
-		s.now = maxTS
+		to = maxTS
 	} else if l.haveNext {
-		s.now = l.next
+		to = l.next
 	}
 	// The micro-tasks complete latest first (ties by key): an order of
 	// indices is sorted, not the tasks themselves.
@@ -229,6 +228,7 @@ func (s *simulator) advance(l *loopState) {
 		}
 	}
 	l.run = run[:0]
+	return to
 }
 
 // admit adds the jobs that have arrived by now. The generator's next
@@ -236,7 +236,7 @@ func (s *simulator) advance(l *loopState) {
 // successor would have arrived, as Gavel's loop reads it; a trace's is read
 // at the top of the next round (finished).
 func (s *simulator) admit(ctx context.Context, l *loopState) error {
-	err := l.arr.Due(ctx, s.now, func(j Job) error { return s.addJob(j, l.tp, j.ArrivalS) })
+	err := l.arr.Due(ctx, s.clock.Now(), func(j Job) error { return s.addJob(j, l.tp, j.ArrivalS) })
 	if err == nil && l.g != nil {
 		if !l.hasNext() {
 			l.next = l.g.NextArrival()
@@ -291,7 +291,7 @@ func (s *simulator) dispatch(l *loopState) error {
 		}
 		l.run = append(l.run, running{a.key, a.workers, steps, fin})
 		if s.cfg.Log != nil {
-			fmt.Fprintf(s.cfg.Log, "[%v] job %v %s workers %v\n", s.now, a.key.members(), s.types[s.wtype[a.workers[0]]], a.workers)
+			fmt.Fprintf(s.cfg.Log, "[%v] job %v %s workers %v\n", s.clock.Now(), a.key.members(), s.types[s.wtype[a.workers[0]]], a.workers)
 		}
 	}
 	return nil

@@ -54,14 +54,14 @@ func (s *simulator) shape(out []assignment) ([]float64, error) {
 	}
 	f, err := s.cfg.Shaper.Shape(round)
 	if err != nil {
-		return nil, fmt.Errorf("t=%.1f s: shaping the round: %w", s.now, err)
+		return nil, fmt.Errorf("t=%.1f s: shaping the round: %w", s.clock.Now(), err)
 	}
 	if len(f) != len(out) {
-		return nil, fmt.Errorf("t=%.1f s: shaper gave %d factors for %d jobs", s.now, len(f), len(out))
+		return nil, fmt.Errorf("t=%.1f s: shaper gave %d factors for %d jobs", s.clock.Now(), len(f), len(out))
 	}
 	for i, v := range f {
 		if !(v > 0) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("t=%.1f s: shaper gave job %d the factor %v", s.now, round[i].ID, v)
+			return nil, fmt.Errorf("t=%.1f s: shaper gave job %d the factor %v", s.clock.Now(), round[i].ID, v)
 		}
 	}
 	return f, nil

@@ -209,7 +209,7 @@ type simulator struct {
 	alloc              allocation
 	last               float64 // last reset time
 	needUpd            bool
-	now                float64
+	clock              *simcore.Clock // the run's, moved by the shared loop
 	shuffler           *PyRandom
 	cur                []assignment
 	leaseExt, leaseOpp int
@@ -236,7 +236,7 @@ func newSimulator(cfg Config, p Policy) *simulator {
 		cfg.MinResetS = DefaultMinResetS
 	}
 	s := &simulator{cfg: cfg, policy: p, types: cfg.Cluster.sortedTypes(), jobs: map[int]*jobState{}, byJob: map[int]*jobEntries{},
-		shuffler: NewPyRandom(cfg.Seed + 5), res: &simcore.Result{}}
+		shuffler: NewPyRandom(cfg.Seed + 5), res: &simcore.Result{}, clock: simcore.NewClock(0)}
 	idx := map[string]int{}
 	for i, t := range s.types {
 		idx[t] = i
@@ -527,17 +527,17 @@ func dropGone(es []*entry) []*entry {
 
 // state is what the policy sees.
 func (s *simulator) state() *State {
-	st := &State{Types: s.types, Workers: s.workers, Now: s.now, Jobs: make([]StateJob, 0, len(s.active))}
+	st := &State{Types: s.types, Workers: s.workers, Now: s.clock.Now(), Jobs: make([]StateJob, 0, len(s.active))}
 	if p := s.cfg.Prices; p != nil {
 		for _, t := range s.types {
-			st.Prices = append(st.Prices, p.At(t, s.now))
+			st.Prices = append(st.Prices, p.At(t, s.clock.Now()))
 		}
 	}
 	for _, id := range s.active {
 		js := s.jobs[id]
 		sj := StateJob{ID: id, Key: js.job.Key(), Throughput: js.tput, ScaleFactor: js.job.ScaleFactor,
 			PriorityWeight: js.job.PriorityWeight, RemainingSteps: js.job.TotalSteps - js.stepsRun,
-			TotalSteps: js.job.TotalSteps, TimeSinceStart: s.now - js.start}
+			TotalSteps: js.job.TotalSteps, TimeSinceStart: s.clock.Now() - js.start}
 		if d := s.res.Jobs[id].DeadlineS; d != nil {
 			sj.HasSLO, sj.DeadlineS = true, *d
 		}
@@ -553,7 +553,7 @@ func (s *simulator) state() *State {
 // = 0 − 0: only the live and dirty entries are visited. Each entry still
 // adds its half round to the type's time, as Gavel's loop does.
 func (s *simulator) resetTimeRunSoFar() {
-	elapsed := s.now - s.last
+	elapsed := s.clock.Now() - s.last
 	half := s.cfg.RoundS / 2
 	n := len(s.entries) - s.nGone
 	if s.lazy { // every job alone and every pair due
@@ -590,7 +590,7 @@ func (s *simulator) resetTimeRunSoFar() {
 	}
 	clear(s.dirty)
 	s.dirty = s.dirty[:0]
-	s.last = s.now
+	s.last = s.clock.Now()
 	s.resetSeq = s.nextSeq
 }
 
@@ -748,12 +748,12 @@ func (s *simulator) setAlloc(a allocation) {
 
 // updatePriorities is Gavel's _update_priorities in simulation.
 func (s *simulator) updatePriorities() error {
-	need := (s.now-s.last >= s.cfg.MinResetS || s.last == 0) && s.needUpd
+	need := (s.clock.Now()-s.last >= s.cfg.MinResetS || s.last == 0) && s.needUpd
 	if need {
 		s.resetTimeRunSoFar()
 		a, err := s.allocate()
 		if err != nil {
-			return fmt.Errorf("t=%.1f s: allocation: %w", s.now, err)
+			return fmt.Errorf("t=%.1f s: allocation: %w", s.clock.Now(), err)
 		}
 		if s.cfg.Check {
 			if err := s.checkAllocation(a); err != nil {

@@ -101,13 +101,13 @@ func RunContext(ctx context.Context, cfg Config, src Source) (*simcore.Result, e
 	out, err := simcore.Loop(ctx, s, simcore.Limits{MaxRounds: maxRounds})
 	switch {
 	case ctx.Err() != nil:
-		return nil, fmt.Errorf("simulate: stopped at round %d (%.0f s simulated, %d jobs finished): %w", out.Rounds, s.now, len(s.finished), ctx.Err())
+		return nil, fmt.Errorf("simulate: stopped at round %d (%.0f s simulated, %d jobs finished): %w", out.Rounds, s.clock.Now(), len(s.finished), ctx.Err())
 	case errors.Is(err, simcore.ErrRoundLimit):
 		return nil, fmt.Errorf("simulate: stopped after %d rounds with %d jobs still queued", maxRounds, len(s.queue))
 	case err != nil:
 		return nil, err
 	}
-	return summarise(s.cfg, src, s.finished, s.arrived, out.Rounds, s.now, &s.util), nil
+	return summarise(s.cfg, src, s.finished, s.arrived, out.Rounds, s.clock.Now(), &s.util), nil
 }
 
 var _ simcore.Rounds = (*run)(nil)
@@ -115,12 +115,12 @@ var _ simcore.Rounds = (*run)(nil)
 // Over says whether the last round's retire ended the run.
 func (s *run) Over() bool { return s.over }
 
-// Now is the clock: the start of the next round.
-func (s *run) Now() float64 { return s.now }
+// Clock is the run's clock: the start of the next round.
+func (s *run) Clock() *simcore.Clock { return s.clock }
 
-// Advance does nothing: a round is credited when placed and retired at its
-// lease end by Round.
-func (s *run) Advance() error { return nil }
+// Advance leaves the clock where it is: a round is credited when placed
+// and retired at its lease end by Round.
+func (s *run) Advance() (float64, error) { return s.clock.Now(), nil }
 
 // Admit moves the jobs arriving by now into the queue.
 func (s *run) Admit(ctx context.Context) error { return s.arrive(ctx) }
@@ -128,21 +128,21 @@ func (s *run) Admit(ctx context.Context) error { return s.arrive(ctx) }
 // Round places, credits and retires one round. With nothing queued the
 // clock jumps to the round of the next arrival (Idle), or, with no arrival
 // to come or StopWhenIdle, the run ends.
-func (s *run) Round() (simcore.Step, error) {
+func (s *run) Round() (simcore.Step, float64, error) {
 	if len(s.queue) == 0 {
 		if s.pending() == nil || s.cfg.StopWhenIdle {
-			return simcore.End, nil
+			return simcore.End, 0, nil
 		}
-		s.skipIdle()
-		return simcore.Idle, nil
+		return simcore.Idle, s.skipIdle(), nil
 	}
 	r, offer, err := s.place()
 	if err != nil {
-		return simcore.End, err
+		return simcore.End, 0, err
 	}
 	s.credit(r, offer)
-	s.over = s.retire()
-	return simcore.Ran, nil
+	end := s.clock.Now() + s.cfg.RoundSeconds
+	s.over = s.retire(end)
+	return simcore.Ran, end, nil
 }
 
 // run is one simulation's state between rounds.
@@ -157,7 +157,9 @@ type run struct {
 	// arrivals is the source read one ahead: its next job is the next to
 	// arrive (fetched only after the previous one arrived).
 	arrivals *simcore.Arrivals[*scheduler.Job]
-	now      float64
+	// clock is the run's, moved by the shared loop: the start of the next
+	// round.
+	clock *simcore.Clock
 	// origin is a round boundary all others are whole rounds from (0, or
 	// StaticFirstRoundSeconds).
 	origin float64
@@ -198,7 +200,7 @@ func start(cfg Config, src Source) (*run, error) {
 	switch {
 	case cfg.Static:
 		s.origin = StaticFirstRoundSeconds
-		s.now = s.origin
+		s.clock = simcore.NewClock(s.origin)
 	case !cfg.FirstRoundAtZero:
 		// The original starts at the round holding the first job of the
 		// list as given (file order), which is the earliest arrival
@@ -207,7 +209,9 @@ func start(cfg Config, src Source) (*run, error) {
 		if l, ok := src.(*List); ok && len(l.Jobs) > 0 {
 			first = l.Jobs[0].ArrivalSeconds
 		}
-		s.now = math.Ceil(first/cfg.RoundSeconds) * cfg.RoundSeconds
+		s.clock = simcore.NewClock(math.Ceil(first/cfg.RoundSeconds) * cfg.RoundSeconds)
+	default:
+		s.clock = simcore.NewClock(0)
 	}
 	return s, nil
 }
@@ -237,7 +241,7 @@ func (s *run) pending() *scheduler.Job {
 // events sort before the round's schedule event at equal times; Arrivals
 // looks at ctx every 4,096 jobs: a trace may bring millions at once).
 func (s *run) arrive(ctx context.Context) error {
-	return s.arrivals.Due(ctx, s.now, func(j *scheduler.Job) error {
+	return s.arrivals.Due(ctx, s.clock.Now(), func(j *scheduler.Job) error {
 		a := scheduler.NewActive(j, scheduler.IdealDemand(j, s.shape).Speedup)
 		s.index[j] = a
 		s.queue = append(s.queue, a)
@@ -247,21 +251,23 @@ func (s *run) arrive(ctx context.Context) error {
 	})
 }
 
-// skipIdle jumps the clock to the round holding the next arrival when
-// nothing is queued.
-func (s *run) skipIdle() {
-	R := s.cfg.RoundSeconds
-	if next := s.origin + math.Ceil((s.pending().ArrivalSeconds-s.origin)/R)*R; next > s.now {
-		s.util.idle(s.now, next, R)
-		s.now = next
+// skipIdle is where the clock jumps when nothing is queued: the round
+// holding the next arrival (the clock's time when that has begun).
+func (s *run) skipIdle() float64 {
+	R, now := s.cfg.RoundSeconds, s.clock.Now()
+	next := s.origin + math.Ceil((s.pending().ArrivalSeconds-s.origin)/R)*R
+	if next <= now {
+		return now
 	}
+	s.util.idle(now, next, R)
+	return next
 }
 
 // place orders the queue, raises the priority of starved jobs, and places
 // the offered jobs on an empty cluster. It fails when nothing can ever be
 // placed (nothing placed, and no job left to arrive).
 func (s *run) place() (*scheduler.Round, []*scheduler.Active, error) {
-	now, starved := s.now, s.cfg.StarvationSeconds
+	now, starved := s.clock.Now(), s.cfg.StarvationSeconds
 	s.order.NowSeconds = now
 	offer := scheduler.Offer(s.cfg.Policy, s.cfg.Strategy, s.queue, s.cfg.Cluster, s.order)
 	for _, a := range s.queue {
@@ -287,7 +293,7 @@ func (s *run) place() (*scheduler.Round, []*scheduler.Active, error) {
 		if len(a) == 0 {
 			a = s.queue
 		}
-		return nil, nil, fmt.Errorf("simulate: at %v s no queued job can be placed on an empty cluster (job %d needs %d GPUs)", s.now, a[0].Job.ID, a[0].Job.GPUs)
+		return nil, nil, fmt.Errorf("simulate: at %v s no queued job can be placed on an empty cluster (job %d needs %d GPUs)", s.clock.Now(), a[0].Job.ID, a[0].Job.GPUs)
 	}
 	return r, offer, nil
 }
@@ -297,7 +303,7 @@ func (s *run) place() (*scheduler.Round, []*scheduler.Active, error) {
 // end; then records the round's utilisation. offer is the round's offer.
 func (s *run) credit(r *scheduler.Round, offer []*scheduler.Active) {
 	R := s.cfg.RoundSeconds
-	end := s.now + R
+	end := s.clock.Now() + R
 	k := 0
 	r.EachPlacement(func(j *scheduler.Job, al *scheduler.Allocation) {
 		a := s.activeOf(j, offer, &k)
@@ -311,13 +317,13 @@ func (s *run) credit(r *scheduler.Round, offer []*scheduler.Active) {
 			a.Speedup = 1
 		}
 		if a.FirstStartSeconds < 0 {
-			a.FirstStartSeconds = s.now
+			a.FirstStartSeconds = s.clock.Now()
 		}
 		a.LastRunEndSeconds = end
 	})
-	s.util.add(s.now, end, r, s.cfg.Cluster, s.totals)
+	s.util.add(s.clock.Now(), end, r, s.cfg.Cluster, s.totals)
 	if s.cfg.OnRound != nil {
-		s.cfg.OnRound(s.now, r, s.queue)
+		s.cfg.OnRound(s.clock.Now(), r, s.queue)
 	}
 }
 
@@ -334,12 +340,11 @@ func (s *run) activeOf(j *scheduler.Job, offer []*scheduler.Active, k *int) *sch
 	return s.index[j]
 }
 
-// retire ends the round's leases: finished jobs leave the queue in order
-// and the clock moves to the round's end. It reports whether the run is
-// over: the window's jobs have all finished and no more of them can
+// retire ends the round's leases at end: finished jobs leave the queue in
+// order (the loop then moves the clock to end). It reports whether the run
+// is over: the window's jobs have all finished and no more of them can
 // arrive, or every job has.
-func (s *run) retire() bool {
-	end := s.now + s.cfg.RoundSeconds
+func (s *run) retire(end float64) bool {
 	keep := s.queue[:0]
 	for _, a := range s.queue {
 		if a.Executed < a.Job.Iterations {
@@ -355,7 +360,6 @@ func (s *run) retire() bool {
 		s.queue[k] = nil
 	}
 	s.queue = keep
-	s.now = end
 	if s.window.Complete(s.windowClosed()) {
 		return true
 	}

@@ -8,32 +8,39 @@ import (
 
 // Rounds is one engine's part of the round loop, the plugin that Loop runs
 // (as kube-scheduler's framework runs its plugins): the engine owns its
-// state, its clock and what each phase does; Loop owns the loop itself —
-// the order of the phases, cancellation, the round count and the limits.
-// Every round is, in this order: Over (has the run ended?), Advance (the
-// clock moves to the end of the running round and what it ran completes),
-// Admit (the jobs that have arrived by then join), Round (allocation and
-// placement for the next round, which starts).
+// state and what each phase does; Loop owns the loop itself — the order of
+// the phases, the clock, cancellation, the round count and the limits.
+// Every round is, in this order: Over (has the run ended?), Advance (what
+// the running round ran completes, and the clock moves to the time it
+// names: the round's end), Admit (the jobs that have arrived by then join),
+// Round (allocation and placement for the next round, which starts; the
+// clock moves to the time it names).
 //
-// Gavel's engine (scheduler/gavel) fills every phase: its rounds end when
-// their last micro-task does, so Advance completes the micro-tasks and
-// Round starts the next ones. Synergy's (scheduler/sim) credits a round when
-// it places it (its original's instant credit), so its Round runs the round
-// to its lease end and its Advance does nothing.
+// Gavel's engine (scheduler/gavel) ends a round when its last micro-task
+// does: its Advance completes the micro-tasks and names that time, and its
+// Round names the clock's own time. Synergy's (scheduler/sim) credits a
+// round when it places it (its original's instant credit): its Round runs
+// the round and names its lease end, and its Advance names the clock's
+// time. Gavel's ideal mode applies one event per Round and names its time.
 type Rounds interface {
+	// Clock is the run's clock, which the engine made at the run's
+	// origin (NewClock) and which only Loop moves.
+	Clock() *Clock
 	// Over reports whether the run has ended (its window's jobs, or all
 	// of its jobs, are done).
 	Over() bool
-	// Advance moves the clock to the end of the running round (to the
-	// next arrival when nothing runs) and completes what the round ran.
-	Advance() error
+	// Advance completes what the running round ran and returns the time
+	// the round ended (the next arrival when nothing ran; the clock's time
+	// when nothing moves it). Loop moves the clock there.
+	Advance() (float64, error)
 	// Admit adds the jobs that have arrived by the clock. It may look at
 	// ctx while many jobs arrive at once.
 	Admit(ctx context.Context) error
-	// Round allocates and places the admitted jobs and starts the round.
-	Round() (Step, error)
-	// Now is the simulated clock in seconds.
-	Now() float64
+	// Round allocates and places the admitted jobs and starts the round;
+	// it returns what it did and the time the clock moves to now (a
+	// round credited when placed: its end; an Idle round: the round of
+	// the next arrival; else the clock's time).
+	Round() (Step, float64, error)
 }
 
 // Step is what a Round did.
@@ -90,9 +97,11 @@ var ErrStalled = errors.New("stalled: jobs remain, none can run, the clock stand
 // Loop runs r's rounds until r is over, its Round says End, a limit is met,
 // the run stalls (ErrStalled, wrapped with the clock) or ctx is done (its
 // error is then returned as it is, with the rounds run so far). Errors of
-// r's phases are returned as they are.
+// r's phases are returned as they are; a phase that would move the clock
+// backwards fails the run.
 func Loop(ctx context.Context, r Rounds, lim Limits) (Outcome, error) {
 	var out Outcome
+	clock := r.Clock()
 	every := max(lim.CheckEvery, 1)
 	stalls := 0
 	for iter := 0; ; iter++ {
@@ -104,15 +113,15 @@ func Loop(ctx context.Context, r Rounds, lim Limits) (Outcome, error) {
 		if r.Over() {
 			return out, nil
 		}
-		if lim.MaxS > 0 && r.Now() > lim.MaxS {
+		if lim.MaxS > 0 && clock.Now() > lim.MaxS {
 			out.Truncated = true
 			return out, nil
 		}
 		if lim.MaxRounds > 0 && out.Rounds >= lim.MaxRounds {
 			return out, ErrRoundLimit
 		}
-		before := r.Now()
-		step, err := phases(ctx, r)
+		before := clock.Now()
+		step, err := phases(ctx, r, clock)
 		if err != nil {
 			return out, err
 		}
@@ -120,21 +129,33 @@ func Loop(ctx context.Context, r Rounds, lim Limits) (Outcome, error) {
 			return out, nil
 		}
 		out.Rounds++
-		if step != Waited || r.Now() != before {
+		if step != Waited || clock.Now() != before {
 			stalls = 0
 		} else if stalls++; stalls >= stallRounds {
-			return out, fmt.Errorf("t=%.1f s: %w", r.Now(), ErrStalled)
+			return out, fmt.Errorf("t=%.1f s: %w", clock.Now(), ErrStalled)
 		}
 	}
 }
 
-// phases runs one round's Advance, Admit and Round.
-func phases(ctx context.Context, r Rounds) (Step, error) {
-	if err := r.Advance(); err != nil {
+// phases runs one round's Advance, Admit and Round, moving the clock to
+// the times Advance and Round name.
+func phases(ctx context.Context, r Rounds, clock *Clock) (Step, error) {
+	to, err := r.Advance()
+	if err == nil {
+		err = clock.moveTo(to)
+	}
+	if err != nil {
 		return End, err
 	}
 	if err := r.Admit(ctx); err != nil {
 		return End, err
 	}
-	return r.Round()
+	step, to, err := r.Round()
+	if err == nil && step != End {
+		err = clock.moveTo(to)
+	}
+	if err != nil {
+		return End, err
+	}
+	return step, nil
 }
