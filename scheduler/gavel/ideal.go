@@ -20,7 +20,7 @@ func (s *simulator) runIdeal(ctx context.Context, tp *Throughputs, w Workload) e
 	if err != nil {
 		return err
 	}
-	r := &idealEvents{s: s, tp: tp, arr: arr, busy: make([]float64, len(s.types))}
+	r := &idealEvents{ctx: ctx, s: s, tp: tp, arr: arr, busy: make([]float64, len(s.types))}
 	// The shared loop runs the events; rounds counts the allocations
 	// applied (idealStep), not the clock's jumps to an arrival.
 	out, err := simcore.Loop(ctx, r, simcore.Limits{MaxS: s.cfg.MaxS, CheckEvery: 64})
@@ -41,9 +41,12 @@ func (s *simulator) runIdeal(ctx context.Context, tp *Throughputs, w Workload) e
 
 // idealEvents is ideal mode's part of the shared loop (simcore.Rounds): a
 // "round" is one event, the allocation applied exactly until the next
-// arrival or the first completion, and the clock moved to it; the arrivals
-// due then join in the next Admit. Advance has nothing to do.
+// arrival or the first completion, followed by the arrivals due then (so
+// that the run's end, by its window or by --gavel-max-hours, sees them, as
+// the fluid loop always has); the loop then moves the clock to the event.
+// Advance has nothing to do; Admit brings the first arrivals in.
 type idealEvents struct {
+	ctx  context.Context // the run's, for the arrivals Round admits
 	s    *simulator
 	tp   *Throughputs
 	arr  *simcore.Arrivals[Job] // the jobs still to arrive
@@ -61,28 +64,35 @@ func (r *idealEvents) Clock() *simcore.Clock { return r.s.clock }
 // Advance does nothing: Round applies each event.
 func (r *idealEvents) Advance() (float64, error) { return r.s.clock.Now(), nil }
 
-// Admit adds the jobs arriving by now.
-func (r *idealEvents) Admit(ctx context.Context) error {
-	return r.arr.Due(ctx, r.s.clock.Now(), func(j Job) error { return r.s.addJob(j, r.tp, j.ArrivalS) })
+// Admit adds the jobs arriving by now (the first round's; later ones
+// join at the end of the Round whose event they are due at).
+func (r *idealEvents) Admit(ctx context.Context) error { return r.admit(ctx, r.s.clock.Now()) }
+
+// admit adds the jobs arriving by t (addJob reads their arrival times, not
+// the clock).
+func (r *idealEvents) admit(ctx context.Context, t float64) error {
+	return r.arr.Due(ctx, t, func(j Job) error { return r.s.addJob(j, r.tp, j.ArrivalS) })
 }
 
 // Round jumps to the next arrival when no job is active (the run ends when
-// none is to come), else applies the allocation until the next event.
+// none is to come), else applies the allocation until the next event; then
+// admits the arrivals due at the event, whose time it names.
 func (r *idealEvents) Round() (simcore.Step, float64, error) {
 	s := r.s
 	next, more := r.arr.Next()
 	at := next.ArrivalS
+	end, step := at, simcore.Idle
 	switch {
 	case len(s.active) == 0 && !more:
 		return simcore.End, 0, nil
-	case len(s.active) == 0:
-		return simcore.Idle, at, nil
+	case len(s.active) > 0:
+		var err error
+		if end, err = s.idealStep(at, more, r.busy); err != nil {
+			return simcore.End, 0, err
+		}
+		step = simcore.Ran
 	}
-	end, err := s.idealStep(at, more, r.busy)
-	if err != nil {
-		return simcore.End, 0, err
-	}
-	return simcore.Ran, end, nil
+	return step, end, r.admit(r.ctx, end)
 }
 
 // idealStep allocates, runs every job at its allocated rate until the

@@ -68,3 +68,32 @@ func TestMaxSTruncatesSaturatedRun(t *testing.T) {
 		t.Fatalf("truncated %v at %v s", res.Truncated, res.EndS)
 	}
 }
+
+// In ideal mode the arrivals due at an event join in the same round, so a
+// run ended by MaxS at that event counts them: a long job at 0 and one
+// arriving at 2 h, a limit of 1 h, end at the 2 h event with both jobs.
+func TestIdeal_MaxSCountsTheArrivalsOfTheLastEvent(t *testing.T) {
+	tp, err := ParseThroughputs([]byte(`{"v100": {"('A', 1)": {"null": 1}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := ParseClusterSpec("v100=1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPolicy("max_min_fairness", 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trace := []Job{
+		{JobType: "A", Command: "x", TotalSteps: 1e6, ScaleFactor: 1, PriorityWeight: 1, SLO: -1},
+		{JobType: "A", Command: "x", TotalSteps: 1e6, ScaleFactor: 1, PriorityWeight: 1, SLO: -1, ArrivalS: 7200},
+	}
+	res, err := Run(context.Background(), Config{Cluster: spec, Ideal: true, MaxS: 3600}, tp, Workload{Trace: trace}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Truncated || res.EndS != 7200 || res.NumJobs != 2 {
+		t.Errorf("truncated %v at %v s with %d jobs; want truncated at 7200 s with 2", res.Truncated, res.EndS, res.NumJobs)
+	}
+}

@@ -192,7 +192,11 @@ func (s *simulator) advance(l *loopState) float64 {
 		}
 		l.roundEnd, l.haveEnd = maxTS, true
 		to = maxTS
-	} else if l.haveNext {
+	} else if l.haveNext && l.next > to {
+		// Nothing ran: the clock jumps to the next arrival. A generator
+		// whose jobs have all arrived names where its next one would
+		// have (0 for a static one): the clock stays, and a run that
+		// can never progress stalls there (simcore.ErrStalled).
 		to = l.next
 	}
 	// The micro-tasks complete latest first (ties by key): an order of

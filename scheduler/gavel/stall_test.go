@@ -3,6 +3,7 @@ package gavel
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -36,5 +37,34 @@ func TestRun_AJobThatCanNeverRunStallsTheRun(t *testing.T) {
 	res, err := run(1)
 	if err != nil || res.NumFinished != 1 {
 		t.Fatalf("a 1-GPU job: %v, %+v", err, res)
+	}
+}
+
+// A generated static workload (every job at t = 0) with jobs wider than
+// the cluster: once every job has arrived, the generator names where its
+// next job would have (0), and the clock must stay where it is, not go
+// back there; the run stalls with the active jobs named.
+func TestRun_AGeneratedWorkloadThatCanNeverFinishStalls(t *testing.T) {
+	tp, err := LoadThroughputs(filepath.Join("testdata", "generator", "throughputs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := ParseClusterSpec("1:1:1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pol := range []string{"fifo", "max_min_fairness"} {
+		g, err := NewGenerator(GeneratorConfig{NumJobs: 12, MultiGPU: true}, tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := NewPolicy(pol, 0, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Run(context.Background(), Config{Cluster: spec}, tp, Workload{Generator: g}, p)
+		if !errors.Is(err, simcore.ErrStalled) || !strings.Contains(err.Error(), "active jobs") {
+			t.Errorf("%s: %v, want a stall naming the active jobs", pol, err)
+		}
 	}
 }
