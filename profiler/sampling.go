@@ -148,12 +148,10 @@ func (ps *pointSampling) stop(s *recorder, st *sensitivity.PointStats, window []
 	for _, h := range ps.loop.Health() {
 		s.addHealth(h)
 	}
-	// A record the aggregator or the timeline file refused is a gap in
-	// what the profile says it saw: the sink is listed beside the
-	// samplers once it has failed.
-	if h := ps.loop.SinkHealth(); h.Failures > 0 {
-		s.addHealth(h)
-	}
+	// The sink (the aggregator and the timeline file) is listed beside
+	// the samplers: its samples are the records written, its errors the
+	// records refused, a gap in what the profile says it saw.
+	s.addHealth(ps.loop.SinkHealth())
 }
 
 // GPU series of the NVML sampler, per device: "gpu<i>_" + suffix.

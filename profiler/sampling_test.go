@@ -100,11 +100,11 @@ func TestFillStalls_DifferentialAndCappedByDataWait(t *testing.T) {
 	}
 }
 
-// A sample record the sink refused (the timeline file, the aggregator)
-// is listed with the samplers, its error named; a sink that never failed
-// is not listed.
+// The sink is listed with the samplers: the records it wrote as its
+// samples over every point, and the error of a record it refused.
 func TestSampling_SinkFailuresReachTheProfile(t *testing.T) {
-	for _, fail := range []bool{false, true} {
+	rec := &recorder{prof: &sensitivity.Profile{}}
+	for _, fail := range []bool{false, true, false} {
 		sink := sample.SinkFunc(func(sample.Record) error {
 			if fail {
 				return errors.New("write timeline: no space left on device")
@@ -116,20 +116,15 @@ func TestSampling_SinkFailuresReachTheProfile(t *testing.T) {
 			t.Fatal(err)
 		}
 		loop.Tick(time.Now())
+		loop.Tick(time.Now())
 		ps := &pointSampling{loop: loop, agg: sample.NewAggregator(), cancel: func() {}}
-		rec := &recorder{prof: &sensitivity.Profile{}}
 		ps.stop(rec, &sensitivity.PointStats{}, nil)
-		var got *sensitivity.SamplerRun
-		for i := range rec.prof.Samplers {
-			if rec.prof.Samplers[i].Name == "sink" {
-				got = &rec.prof.Samplers[i]
-			}
-		}
-		switch {
-		case fail && (got == nil || len(got.Errors) != 1 || !strings.Contains(got.Errors[0], "no space left on device")):
-			t.Errorf("a failing sink: samplers %+v, want sink with its error", rec.prof.Samplers)
-		case !fail && got != nil:
-			t.Errorf("a sink that never failed is listed: %+v", *got)
-		}
+	}
+	if len(rec.prof.Samplers) != 1 {
+		t.Fatalf("samplers %+v, want the sink alone", rec.prof.Samplers)
+	}
+	got := rec.prof.Samplers[0]
+	if got.Name != "sink" || got.Samples != 4 || len(got.Errors) != 1 || !strings.Contains(got.Errors[0], "no space left on device") {
+		t.Errorf("sink %+v; want 4 records written over the three points and the refused one's error", got)
 	}
 }
