@@ -221,8 +221,9 @@ func AllocationPaths(path string, runs []simcore.Run) []string {
 // SaveAllocations draws each run's allocated GPU, CPU and memory per hour
 // of simulated time (its result's SharesHourly), one file per run at
 // AllocationPaths(path, runs), the format by the extension. The title
-// names the run and opt's title. A run without hourly shares (a failed run,
-// or a typed one) is an error naming it; nothing is written then.
+// names the run and opt's title. A run without hourly shares (one that
+// ran no round, or a typed one) is an error naming it; nothing is written
+// then. On a later error the paths already written are returned with it.
 func SaveAllocations(path string, runs []simcore.Run, opt SimOptions) ([]string, error) {
 	if len(runs) == 0 {
 		return nil, errors.New("allocation: no runs")
@@ -231,7 +232,7 @@ func SaveAllocations(path string, runs []simcore.Run, opt SimOptions) ([]string,
 	labels := SeriesFromRuns(runs)
 	for i, r := range runs {
 		if r.Result == nil || len(r.Result.SharesHourly) == 0 {
-			return nil, fmt.Errorf("allocation: run %s records no allocation over time", labels[i].Label)
+			return nil, fmt.Errorf("allocation: run %s records no allocation over time (it ran no round)", labels[i].Label)
 		}
 	}
 	for i, r := range runs {

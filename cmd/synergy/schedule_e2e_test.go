@@ -180,6 +180,9 @@ func TestSimulateE2E_NewStrategiesAndPlot(t *testing.T) {
 	if _, _, err := runCLI(t, "simulate", "--plot-allocation", "alloc"); err == nil || !strings.Contains(err.Error(), "--plot-allocation: alloc: no extension") {
 		t.Errorf("bad --plot-allocation: %v", err)
 	}
+	if _, _, err := runCLI(t, "simulate", "--plot", "a.png", "--plot-allocation", "./a.png"); err == nil || !strings.Contains(err.Error(), "--plot-allocation: ./a.png is --plot's file too") {
+		t.Errorf("--plot-allocation on --plot's file: %v", err)
+	}
 }
 
 // TestSimulateE2E_PlotAllocation draws each run's allocation over time to a

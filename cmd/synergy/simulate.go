@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -302,6 +303,11 @@ func (o *simulateOptions) parseOutput(c *cli.Command) error {
 		if _, err := report.FormatOf(o.plotAlloc); err != nil {
 			return badFlag(simFlagPlotAlloc, err)
 		}
+		for _, other := range []struct{ flag, path string }{{simFlagPlot, o.plot}, {simFlagOut, o.out}} {
+			if other.path != "" && filepath.Clean(other.path) == filepath.Clean(o.plotAlloc) {
+				return badFlag(simFlagPlotAlloc, fmt.Errorf("%s is --%s's file too: give each its own", o.plotAlloc, other.flag))
+			}
+		}
 	}
 	return nil
 }
@@ -478,6 +484,9 @@ func (o *simulateOptions) save(stderr io.Writer, res *sim.SweepResult, rec *reco
 	if o.plotAlloc != "" {
 		paths, err := report.SaveAllocations(o.plotAlloc, res.Runs, report.SimOptions{Title: o.cluster.Name})
 		if err != nil {
+			if len(paths) > 0 {
+				err = fmt.Errorf("%w (written before it: %s)", err, strings.Join(paths, ", "))
+			}
 			return badFlag(simFlagPlotAlloc, err)
 		}
 		fmt.Fprintf(stderr, "allocation plots: %s\n", strings.Join(paths, ", "))
