@@ -44,17 +44,26 @@ type SimOptions struct {
 // Synergy's strategy first when the run has one ("tune+fifo"), plus the
 // load and seed when those vary across the sweep.
 func SeriesFromRuns(runs []simcore.Run) []JCTSeries {
-	var l labeller
-	for _, r := range runs {
-		l.see(r.Point.JobsPerHour, r.Point.Seed)
-	}
+	labels := runLabels(runs)
 	var out []JCTSeries
-	for _, r := range runs {
+	for i, r := range runs {
+		out = append(out, JCTSeries{Label: labels[i], JCTHours: windowJCTHours(r.Result)})
+	}
+	return out
+}
+
+// runLabels names each run of a sweep: the policy, with Synergy's strategy
+// first when the run has one ("tune+fifo"), plus the load and seed when
+// those vary across the sweep.
+func runLabels(runs []simcore.Run) []string {
+	l := newLabeller(runs)
+	out := make([]string, len(runs))
+	for i, r := range runs {
 		name := r.Point.Policy
 		if r.Point.Strategy != "" {
 			name = r.Point.Strategy + "+" + name
 		}
-		out = append(out, JCTSeries{Label: l.label(name, r.Point.JobsPerHour, r.Point.Seed), JCTHours: windowJCTHours(r.Result)})
+		out[i] = l.label(name, r.Point.JobsPerHour, r.Point.Seed)
 	}
 	return out
 }
@@ -81,11 +90,13 @@ type labeller struct {
 	seeds map[uint64]bool
 }
 
-func (l *labeller) see(load float64, seed uint64) {
-	if l.loads == nil {
-		l.loads, l.seeds = map[float64]bool{}, map[uint64]bool{}
+// newLabeller is the labeller of runs' sweep.
+func newLabeller(runs []simcore.Run) labeller {
+	l := labeller{loads: map[float64]bool{}, seeds: map[uint64]bool{}}
+	for _, r := range runs {
+		l.loads[r.Point.JobsPerHour], l.seeds[r.Point.Seed] = true, true
 	}
-	l.loads[load], l.seeds[seed] = true, true
+	return l
 }
 
 func (l *labeller) label(base string, load float64, seed uint64) string {
@@ -190,18 +201,15 @@ func SaveJCTCDF(path string, series []JCTSeries, opt SimOptions) error {
 	return saveAtomic(path, "jct cdf", FormatOf, func(w io.Writer, f string) error { return JCTCDF(w, f, series, opt) })
 }
 
-// AllocationPaths names the files SaveAllocations writes for runs: path
+// allocationPaths names the files SaveAllocations writes for runs: path
 // itself for a single run; otherwise one per run, path with the run's
 // strategy and policy (and its load and seed where those vary across the
 // sweep) before the extension, e.g. alloc-tune-fifo.png.
-func AllocationPaths(path string, runs []simcore.Run) []string {
+func allocationPaths(path string, runs []simcore.Run) []string {
 	if len(runs) == 1 {
 		return []string{path}
 	}
-	var l labeller
-	for _, r := range runs {
-		l.see(r.Point.JobsPerHour, r.Point.Seed)
-	}
+	l := newLabeller(runs)
 	ext := filepath.Ext(path)
 	stem := strings.TrimSuffix(path, ext)
 	out := make([]string, len(runs))
@@ -220,7 +228,7 @@ func AllocationPaths(path string, runs []simcore.Run) []string {
 
 // SaveAllocations draws each run's allocated GPU, CPU and memory per hour
 // of simulated time (its result's SharesHourly), one file per run at
-// AllocationPaths(path, runs), the format by the extension. The title
+// allocationPaths(path, runs), the format by the extension. The title
 // names the run and opt's title. A run without hourly shares (one that
 // ran no round, or a typed one) is an error naming it; nothing is written
 // then. On a later error the paths already written are returned with it.
@@ -228,16 +236,15 @@ func SaveAllocations(path string, runs []simcore.Run, opt SimOptions) ([]string,
 	if len(runs) == 0 {
 		return nil, errors.New("allocation: no runs")
 	}
-	paths := AllocationPaths(path, runs)
-	labels := SeriesFromRuns(runs)
+	paths, labels := allocationPaths(path, runs), runLabels(runs)
 	for i, r := range runs {
 		if r.Result == nil || len(r.Result.SharesHourly) == 0 {
-			return nil, fmt.Errorf("allocation: run %s records no allocation over time (it ran no round)", labels[i].Label)
+			return nil, fmt.Errorf("allocation: run %s records no allocation over time (it ran no round)", labels[i])
 		}
 	}
 	for i, r := range runs {
 		o := opt
-		o.Title = "Cluster allocation, " + labels[i].Label
+		o.Title = "Cluster allocation, " + labels[i]
 		if opt.Title != "" {
 			o.Title += ", " + opt.Title
 		}

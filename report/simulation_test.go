@@ -185,7 +185,7 @@ func TestSaveAllocations_OneFilePerRun(t *testing.T) {
 	if len(paths) != 3 || bytes.Equal(drawn[0], drawn[1]) {
 		t.Errorf("%d files; the first two runs drew the same picture: %v", len(paths), len(paths) == 3 && bytes.Equal(drawn[0], drawn[1]))
 	}
-	if one := AllocationPaths("a.png", runs[:1]); !reflect.DeepEqual(one, []string{"a.png"}) {
+	if one := allocationPaths("a.png", runs[:1]); !reflect.DeepEqual(one, []string{"a.png"}) {
 		t.Errorf("a single run: %v", one)
 	}
 
