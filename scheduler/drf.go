@@ -67,3 +67,10 @@ func (d DRF) Place(r *Round, j *Job) Decision {
 	dec.Note = fmt.Sprintf("dominant share %.4g: %s", share, dec.Note)
 	return dec
 }
+
+func (d DRF) placeQuiet(r *Round, j *Job) bool {
+	if d.Tune {
+		return Tune{}.placeQuiet(r, j)
+	}
+	return Greedy{}.placeQuiet(r, j)
+}

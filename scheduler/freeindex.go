@@ -11,8 +11,16 @@ import "math"
 // exactly as Round.Free computes them, so a search selects the servers a
 // walk in index order comparing Round.Free would select, in the same order.
 type freeIndex struct {
+	r     *Round
 	size  int        // leaves: a power of two ≥ the number of servers
 	nodes []freeNode // 1 is the root, k's children are 2k and 2k+1, leaf i is size+i
+	// dirty lists the servers whose use changed since the tree was last
+	// brought up to date: a change only marks its server, and a search
+	// first climbs from each marked leaf (flush). Most placements find
+	// their server without searching (Round.firstFit's hints), so several
+	// changes to one server cost one climb.
+	dirty   []int
+	isDirty []bool
 	// fewest is a second tree, of the fewest free GPUs (at least one)
 	// below each node, math.MaxInt32 if none. It is brought up to date
 	// only when read (fewestFree, in TUNE's revert step): the server
@@ -36,13 +44,15 @@ func newFreeIndex(r *Round) *freeIndex {
 	for size < n {
 		size *= 2
 	}
-	x := &freeIndex{size: size, nodes: make([]freeNode, 2*size), fewest: make([]int32, 2*size), isStale: make([]bool, size)}
-	x.rebuild(r)
+	x := &freeIndex{r: r, size: size, nodes: make([]freeNode, 2*size), fewest: make([]int32, 2*size),
+		isStale: make([]bool, size), isDirty: make([]bool, size)}
+	x.rebuild()
 	return x
 }
 
 // rebuild re-reads every server.
-func (x *freeIndex) rebuild(r *Round) {
+func (x *freeIndex) rebuild() {
+	r := x.r
 	for i := range x.size {
 		x.nodes[x.size+i] = x.leaf(r, i)
 		x.fewest[x.size+i] = leastOf(x.nodes[x.size+i])
@@ -55,6 +65,10 @@ func (x *freeIndex) rebuild(r *Round) {
 		x.isStale[i] = false
 	}
 	x.stale = x.stale[:0]
+	for _, i := range x.dirty {
+		x.isDirty[i] = false
+	}
+	x.dirty = x.dirty[:0]
 }
 
 // leastOf is a leaf's entry in the fewest tree.
@@ -81,22 +95,35 @@ func merge(a, b freeNode) freeNode {
 	return freeNode{cpus: max(a.cpus, b.cpus), mem: max(a.mem, b.mem), maxGPUs: max(a.maxGPUs, b.maxGPUs)}
 }
 
-// update re-reads server i after its use changed; it stops climbing where
-// a node's summary did not change.
-func (x *freeIndex) update(r *Round, i int) {
-	k := x.size + i
-	x.nodes[k] = x.leaf(r, i)
-	if !x.isStale[i] {
-		x.isStale[i] = true
-		x.stale = append(x.stale, i)
+// update marks server i as changed (its use changed); the tree reads it
+// again before its next search.
+func (x *freeIndex) update(i int) {
+	if !x.isDirty[i] {
+		x.isDirty[i] = true
+		x.dirty = append(x.dirty, i)
 	}
-	for k /= 2; k >= 1; k /= 2 {
-		n := merge(x.nodes[2*k], x.nodes[2*k+1])
-		if n == x.nodes[k] {
-			return
+}
+
+// flush re-reads the servers marked changed, each climbing only as far as
+// a node's summary changes.
+func (x *freeIndex) flush() {
+	for _, i := range x.dirty {
+		x.isDirty[i] = false
+		k := x.size + i
+		x.nodes[k] = x.leaf(x.r, i)
+		if !x.isStale[i] {
+			x.isStale[i] = true
+			x.stale = append(x.stale, i)
 		}
-		x.nodes[k] = n
+		for k /= 2; k >= 1; k /= 2 {
+			n := merge(x.nodes[2*k], x.nodes[2*k+1])
+			if n == x.nodes[k] {
+				break
+			}
+			x.nodes[k] = n
+		}
 	}
+	x.dirty = x.dirty[:0]
 }
 
 // next returns the first server at index ≥ from with at least gpus
@@ -108,6 +135,7 @@ func (x *freeIndex) next(from, gpus int, cpus, mem float64) int {
 	if from >= x.size {
 		return -1
 	}
+	x.flush()
 	ok := func(k int) bool {
 		n := &x.nodes[k]
 		return n.maxGPUs >= gpus && n.cpus >= cpus && n.mem >= mem
@@ -161,6 +189,7 @@ func (x *freeIndex) nextWithFree(from int) int {
 // fewestFree returns the server with the fewest free GPUs (at least one),
 // the lowest index among equals, or −1.
 func (x *freeIndex) fewestFree() int {
+	x.flush()
 	for _, i := range x.stale {
 		x.isStale[i] = false
 		k := x.size + i

@@ -56,7 +56,9 @@ func walkFirstFit(r *Round, per PerGPU, n int) ([]ServerAlloc, bool) {
 // random clusters (servers of 1–8 GPUs, 4–64 CPUs, 50–1000 GB, with
 // fractional CPU and memory amounts as TUNE's reverts make) and checks
 // after every change that every search of the index finds what a walk over
-// all servers finds, and that firstFit returns what the walk does.
+// all servers finds, and that firstFit returns what the walk does, for
+// shares asked for once and for shares asked for again (which start from
+// the round's hints).
 func TestFreeIndex_MatchesWalk(t *testing.T) {
 	for seed := uint64(1); seed <= 40; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
@@ -67,6 +69,7 @@ func TestFreeIndex_MatchesWalk(t *testing.T) {
 		}
 		r := NewRound(&c)
 		var held []ServerAlloc
+		shares := []PerGPU{{CPUs: 3, MemBytes: 62.5e9}, {CPUs: 6, MemBytes: 30e9}, {CPUs: 1.5, MemBytes: 125e9}}
 		for step := range 400 {
 			if len(held) > 0 && rng.IntN(3) == 0 {
 				k := rng.IntN(len(held))
@@ -100,8 +103,14 @@ func TestFreeIndex_MatchesWalk(t *testing.T) {
 					t.Fatalf("seed %d step %d: next(%d, %d, %.3g, %.3g) = %d, a walk finds %d", seed, step, from, gpus, cpus, mem, got, want)
 				}
 				per := PerGPU{CPUs: rng.Float64() * 12, MemBytes: rng.Float64() * 200e9}
-				if rng.IntN(2) == 0 {
+				switch rng.IntN(3) {
+				case 0:
 					per = PerGPU{CPUs: float64(1 + rng.IntN(12)), MemBytes: float64(rng.IntN(4)) * 62.5e9}
+				case 1:
+					// A share asked for again: firstFit starts from its
+					// hint, which the takes and gives since must not
+					// have made wrong.
+					per = shares[rng.IntN(len(shares))]
 				}
 				n := 1 + rng.IntN(12)
 				got, ok := r.firstFit(per, n)

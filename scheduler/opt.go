@@ -420,7 +420,7 @@ func (p *OptPlan) Apply(r *Round, jobs []*Job, out []Decision) {
 func placeTarget(r *Round, j *Job, t OptTarget) Decision {
 	note := fmt.Sprintf("LP configuration (%s CPUs, %s per GPU)", num(t.PerGPU.CPUs), gbs(t.PerGPU.MemBytes))
 	if servers, ok := r.placeRanked(t.PerGPU, j.GPUs, r.surplusScore); ok {
-		p := r.commit(j, Demand{Ideal: t.PerGPU.Times(j.GPUs), Speedup: t.Speedup}, Allocation{JobID: j.ID, Servers: servers, Speedup: t.Speedup})
+		p := r.commit(j, Demand{Ideal: t.PerGPU.Times(j.GPUs), Speedup: t.Speedup}, servers, t.Speedup, false)
 		return Decision{JobID: j.ID, Placed: true, Allocation: &p.alloc, Note: note}
 	}
 	short := r.explain(t.PerGPU, j.GPUs)
@@ -428,7 +428,7 @@ func placeTarget(r *Round, j *Job, t OptTarget) Decision {
 	if t.PerGPU != fair {
 		if servers, ok := r.placeRanked(fair, j.GPUs, r.surplusScore); ok {
 			speed := t.FairSpeedup
-			p := r.commit(j, Demand{Ideal: fair.Times(j.GPUs), Speedup: speed}, Allocation{JobID: j.ID, Servers: servers, Speedup: speed, Demoted: true})
+			p := r.commit(j, Demand{Ideal: fair.Times(j.GPUs), Speedup: speed}, servers, speed, true)
 			return Decision{JobID: j.ID, Placed: true, Allocation: &p.alloc, Note: note + " did not fit: fair share", Shortfalls: short}
 		}
 	}

@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"sort"
 )
 
@@ -24,10 +26,61 @@ type Round struct {
 	free *freeIndex
 	// fit is firstFit's result, reused: commit copies it out.
 	fit []ServerAlloc
+	// hints remember, per per-GPU share, where firstFit last found its
+	// first server: no server before it could take one GPU of that share.
+	// Taking resources keeps that true; giving some back on a server (a
+	// revert) moves every hint past it back to it, and a reset moves
+	// epoch on, which voids them all. A job usually fits where the last
+	// job of its share went, so first fit then looks at that server alone.
+	hints [1 << hintBits]fitHint
+	epoch uint64
 	// placements and serverLists hold this round's placements and their
 	// server lists.
 	placements  slab[placement]
 	serverLists slab[ServerAlloc]
+}
+
+// hintBits sizes Round.hints: 64 shares' hints (a workload of zoo models has
+// one share per model).
+const hintBits = 6
+
+type fitHint struct {
+	per   PerGPU
+	epoch uint64
+	at    int
+}
+
+// hint is the first server that may take one GPU at per: 0, or where a
+// search since the last give found the first.
+func (r *Round) hint(per PerGPU) (slot *fitHint, at int) {
+	// Fibonacci hashing: the product's top bits depend on every bit of
+	// both amounts (round amounts differ only in their top bits).
+	h := (math.Float64bits(per.CPUs) ^ bits.RotateLeft64(math.Float64bits(per.MemBytes), 32)) * 0x9e3779b97f4a7c15
+	slot = &r.hints[h>>(64-hintBits)]
+	if slot.epoch == r.epoch && slot.per == per {
+		return slot, slot.at
+	}
+	return slot, 0
+}
+
+// nextFit is the first server at index ≥ from that can take one GPU at
+// per, or −1: from and the server after it, looked at directly (where the
+// job before of the same share went, and where the next goes once that one
+// is full), else the index's search.
+func (r *Round) nextFit(from int, per PerGPU) int {
+	for end := min(from+2, len(r.used)); from < end; from++ {
+		if r.fits(from, per) {
+			return from
+		}
+	}
+	return r.free.next(from, 1, per.CPUs, per.MemBytes)
+}
+
+// fits says whether server i can take one GPU at per: what a leaf of the
+// free index holds, read directly.
+func (r *Round) fits(i int, per PerGPU) bool {
+	s, u := &r.cluster.Servers[i], &r.used[i]
+	return s.GPUs-u.GPUs >= 1 && s.CPUs-u.CPUs >= per.CPUs && float64(s.MemBytes)-u.MemBytes >= per.MemBytes
 }
 
 type placement struct {
@@ -37,6 +90,8 @@ type placement struct {
 	// reserved placements come from outside the round (jobs already
 	// running in `synergy schedule`); they are never reverted.
 	reserved bool
+	// one holds alloc's server list when it has one server (most do).
+	one [1]ServerAlloc
 }
 
 // NewRound starts a round on an empty cluster.
@@ -84,8 +139,9 @@ func (r *Round) Reset() {
 	if r.free == nil {
 		r.free = newFreeIndex(r)
 	} else {
-		r.free.rebuild(r)
+		r.free.rebuild()
 	}
+	r.epoch++
 }
 
 // Cluster returns the round's cluster.
@@ -154,16 +210,20 @@ func (r *Round) take(sa ServerAlloc) {
 	u.CPUs += sa.CPUs
 	u.MemBytes += sa.MemBytes
 	r.freeGPUs -= sa.GPUs
-	r.free.update(r, sa.Server)
+	r.free.update(sa.Server)
 }
 
 func (r *Round) give(sa ServerAlloc) {
+	// The server may take a share again: no hint may be past it.
+	for k := range r.hints {
+		r.hints[k].at = min(r.hints[k].at, sa.Server)
+	}
 	u := &r.used[sa.Server]
 	u.GPUs -= sa.GPUs
 	u.CPUs -= sa.CPUs
 	u.MemBytes -= sa.MemBytes
 	r.freeGPUs += sa.GPUs
-	r.free.update(r, sa.Server)
+	r.free.update(sa.Server)
 }
 
 // shortOn returns the first dimension of need that server i cannot cover,
@@ -192,7 +252,19 @@ func (r *Round) shortOn(i int, need Resources) *Shortfall {
 func (r *Round) firstFit(perGPU PerGPU, n int) (servers []ServerAlloc, ok bool) {
 	buf := r.fit[:0]
 	got := 0
-	for i := r.free.next(0, 1, perGPU.CPUs, perGPU.MemBytes); i >= 0; i = r.free.next(i+1, 1, perGPU.CPUs, perGPU.MemBytes) {
+	slot, from := r.hint(perGPU)
+	first := r.nextFit(from, perGPU)
+	slot.per, slot.epoch, slot.at = perGPU, r.epoch, first
+	if first < 0 {
+		slot.at = len(r.used)
+	}
+	if n == 1 && first >= 0 {
+		// One GPU: the first server that takes one GPU's share, holding
+		// exactly that share (as the loop below would).
+		r.fit = append(buf, ServerAlloc{Server: first, GPUs: 1, CPUs: perGPU.CPUs, MemBytes: perGPU.MemBytes})
+		return r.fit, true
+	}
+	for i := first; i >= 0; i = r.nextFit(i+1, perGPU) {
 		f := r.Free(i)
 		var holdCPU, holdMem float64
 		k := 0
@@ -253,32 +325,43 @@ func (r *Round) fitting(perGPU PerGPU) int {
 	return n
 }
 
-// commit records a placement and takes its resources; it keeps its own
-// copy of a.Servers.
-func (r *Round) commit(j *Job, d Demand, a Allocation) *placement {
-	servers := r.serverLists.take(len(a.Servers))
-	copy(servers, a.Servers)
-	a.Servers = servers
-	for _, sa := range a.Servers {
-		r.take(sa)
-	}
+// commit records j's placement on servers at demand d, speedup and
+// demoted, and takes its resources; it keeps its own copy of servers.
+// Fields are written one at a time: a whole struct copied from one built
+// just before is read back before its stores have landed, and the
+// processor waits for them.
+func (r *Round) commit(j *Job, d Demand, servers []ServerAlloc, speedup float64, demoted bool) *placement {
 	p := &r.placements.take(1)[0]
-	*p = placement{job: j, alloc: a, demand: d}
+	p.job, p.demand, p.reserved = j, d, false
+	p.alloc.JobID, p.alloc.Speedup, p.alloc.Demoted, p.alloc.Reverted = j.ID, speedup, demoted, false
+	held := p.one[:]
+	if len(servers) != 1 {
+		held = r.serverLists.take(len(servers))
+	}
+	for k := range servers {
+		sa := &servers[k]
+		held[k].Server, held[k].GPUs, held[k].CPUs, held[k].MemBytes = sa.Server, sa.GPUs, sa.CPUs, sa.MemBytes
+	}
+	p.alloc.Servers = held
+	for k := range held {
+		r.take(held[k])
+	}
 	r.placed = append(r.placed, p)
 	// Synergy appends the job to each server it uses, in the order of
 	// Python's set of server ids: ascending for small ints.
 	sorted := true
-	for k := 1; k < len(a.Servers); k++ {
-		sorted = sorted && a.Servers[k-1].Server < a.Servers[k].Server
+	for k := 1; k < len(held); k++ {
+		sorted = sorted && held[k-1].Server < held[k].Server
 	}
 	if sorted {
-		for _, sa := range a.Servers {
-			r.onServer[sa.Server] = append(r.onServer[sa.Server], p)
+		for k := range held {
+			i := held[k].Server
+			r.onServer[i] = append(r.onServer[i], p)
 		}
 		return p
 	}
-	idx := make([]int, 0, len(a.Servers))
-	for _, sa := range a.Servers {
+	idx := make([]int, 0, len(held))
+	for _, sa := range held {
 		idx = append(idx, sa.Server)
 	}
 	sort.Ints(idx)

@@ -70,7 +70,7 @@ func (t Tetris) Place(r *Round, j *Job) Decision {
 	score := func(i int, _ Resources) float64 { return r.AlignmentScore(i, per) }
 	if servers, ok := r.placeRanked(per, j.GPUs, score); ok {
 		note := fmt.Sprintf("ideal demand on the best-aligned server (score %.3g)", score(servers[0].Server, Resources{}))
-		p := r.commit(j, d, Allocation{JobID: j.ID, Servers: servers, Speedup: d.Speedup})
+		p := r.commit(j, d, servers, d.Speedup, false)
 		return Decision{JobID: j.ID, Placed: true, Allocation: &p.alloc, Note: note}
 	}
 	short := r.explain(per, j.GPUs)
@@ -81,7 +81,7 @@ func (t Tetris) Place(r *Round, j *Job) Decision {
 		fair := r.shape.Fair
 		fscore := func(i int, _ Resources) float64 { return r.AlignmentScore(i, fair) }
 		if servers, ok := r.placeRanked(fair, j.GPUs, fscore); ok {
-			p := r.commit(j, d, Allocation{JobID: j.ID, Servers: servers, Speedup: 1, Demoted: true})
+			p := r.commit(j, d, servers, 1, true)
 			return Decision{JobID: j.ID, Placed: true, Allocation: &p.alloc, Note: "dropped to fair share: ideal demand did not fit", Shortfalls: short}
 		}
 	}
