@@ -11,7 +11,6 @@ import (
 // share over the window's span, and Synergy's extras (queueing delay, the
 // allocated GPU/CPU/memory shares over the span and per hour).
 func summarise(cfg Config, src Source, fin []done, arrived, rounds int, end float64, u *utilAcc) *simcore.Result {
-	sortDone(fin)
 	w := cfg.Window
 	res := &simcore.Result{
 		Engine: simcore.EngineSynergy, Cluster: cfg.Cluster.Name, GPUs: cfg.Cluster.Totals().GPUs,
@@ -19,22 +18,23 @@ func summarise(cfg Config, src Source, fin []done, arrived, rounds int, end floa
 		RoundS: cfg.RoundSeconds, Window: &w, Rounds: rounds, EndS: end, NumJobs: arrived,
 		Jobs: []simcore.JobRecord{},
 	}
-	all := make([]simcore.JobRecord, 0, len(fin))
-	for _, d := range fin {
-		r := simcore.Finished(d.id, d.arrival, d.start, d.finish)
-		r.Model, r.GPUs = d.model, d.gpus
-		all = append(all, r)
-	}
-	jct, first, last := res.Tally(all)
-	// Synergy's mean is its summary's (summed in sorted order).
-	res.MeanJCTS = res.JCT.MeanHours * 3600
+	// fin is in id order. The window's jobs get records (Tally's); every
+	// finished job's JCT, in that order, makes the all-jobs summary.
+	every := make([]float64, 0, len(fin))
 	var wait []float64
-	for i, r := range all {
-		if w.Has(r.ID) {
+	for _, d := range fin {
+		every = append(every, d.finish-d.arrival)
+		if w.Has(d.id) {
+			r := simcore.Finished(d.id, d.arrival, d.start, d.finish)
+			r.Model, r.GPUs = d.model, d.gpus
 			res.Jobs = append(res.Jobs, r)
-			wait = append(wait, fin[i].start-fin[i].arrival)
+			wait = append(wait, d.start-d.arrival)
 		}
 	}
+	jct, first, last := res.Tally(res.Jobs)
+	res.AllJobs = simcore.Summarise(every)
+	// Synergy's mean is its summary's (summed in sorted order).
+	res.MeanJCTS = res.JCT.MeanHours * 3600
 	q := simcore.Summarise(wait)
 	res.QueueingDelay = &q
 	shares := simcore.UtilPoint{}
