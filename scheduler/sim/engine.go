@@ -171,6 +171,9 @@ type run struct {
 	// placements out of the order offered (activeOf).
 	index    map[*scheduler.Job]*scheduler.Active
 	finished doneLog
+	// finishing lists the jobs credit saw finish this round, in the order
+	// offered; retire takes them out of the queue.
+	finishing []*scheduler.Active
 	// window counts the window's jobs as they arrive and finish; over is
 	// set once a round's retire has ended the run.
 	window  simcore.WindowCount
@@ -310,8 +313,9 @@ func (s *run) credit(r *scheduler.Round, offer []*scheduler.Active) {
 		a := s.activeOf(j, offer, &k)
 		step := math.Floor(R / (j.IterSeconds / al.Speedup))
 		a.Executed += int64(step)
-		if a.Executed > j.Iterations {
+		if a.Executed >= j.Iterations {
 			a.Executed = j.Iterations
+			s.finishing = append(s.finishing, a)
 		}
 		a.AttainedSeconds += R
 		if al.Demoted {
@@ -346,25 +350,55 @@ func (s *run) activeOf(j *scheduler.Job, offer []*scheduler.Active, k *int) *sch
 // is over: the window's jobs have all finished and no more of them can
 // arrive, or every job has.
 func (s *run) retire(end float64) bool {
-	keep := s.queue[:0]
-	for _, a := range s.queue {
-		if a.Executed < a.Job.Iterations {
-			keep = append(keep, a)
-			continue
-		}
-		a.FinishSeconds = end
-		s.finished.add(done{id: a.Job.ID, gpus: a.Job.GPUs, model: a.Job.Model, arrival: a.Job.ArrivalSeconds, start: a.FirstStartSeconds, finish: end})
-		delete(s.index, a.Job)
-		s.window.Finish(a.Job.ID)
+	if len(s.finishing) > 0 {
+		s.dropFinished(end)
 	}
-	for k := len(keep); k < len(s.queue); k++ {
-		s.queue[k] = nil
-	}
-	s.queue = keep
 	if s.window.Complete(s.windowClosed()) {
 		return true
 	}
 	return s.pending() == nil && len(s.queue) == 0
+}
+
+// dropFinished takes the jobs that finished this round out of the queue.
+// Only a job credited this round can have finished, and credit listed
+// those in the order offered: when that is the queue's order (FIFO offers
+// the queue itself), one walk comparing pointers finds them all, without
+// reading the other jobs' state; otherwise the jobs it did not find are
+// looked for by their state.
+func (s *run) dropFinished(end float64) {
+	fin, next := s.finishing, 0
+	keep := s.queue[:0]
+	for _, a := range s.queue {
+		if next < len(fin) && a == fin[next] {
+			next++
+			s.finish(a, end)
+			continue
+		}
+		keep = append(keep, a)
+	}
+	if next < len(fin) {
+		rest := keep[:0]
+		for _, a := range keep {
+			if a.Executed < a.Job.Iterations {
+				rest = append(rest, a)
+				continue
+			}
+			s.finish(a, end)
+		}
+		keep = rest
+	}
+	clear(s.queue[len(keep):])
+	s.queue = keep
+	clear(s.finishing)
+	s.finishing = s.finishing[:0]
+}
+
+// finish records queued job a as finished at end.
+func (s *run) finish(a *scheduler.Active, end float64) {
+	a.FinishSeconds = end
+	s.finished.add(done{id: a.Job.ID, gpus: a.Job.GPUs, model: a.Job.Model, arrival: a.Job.ArrivalSeconds, start: a.FirstStartSeconds, finish: end})
+	delete(s.index, a.Job)
+	s.window.Finish(a.Job.ID)
 }
 
 // windowClosed reports whether no job of the window can still arrive: the
