@@ -1,12 +1,10 @@
 package sim
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/synergy-sched/synergy/scheduler"
 	"github.com/synergy-sched/synergy/scheduler/simcore"
@@ -108,7 +106,7 @@ func RunContext(ctx context.Context, cfg Config, src Source) (*simcore.Result, e
 	case err != nil:
 		return nil, err
 	}
-	return summarise(s.cfg, src, s.finished.byID(), s.arrived, out.Rounds, s.clock.Now(), &s.util), nil
+	return summarise(s.cfg, src, &s.finished, s.arrived, out.Rounds, s.clock.Now(), &s.util), nil
 }
 
 var _ simcore.Rounds = (*run)(nil)
@@ -452,12 +450,11 @@ func (l *doneLog) add(d done) {
 	l.n++
 }
 
-// byID returns the records in one slice, ordered by job id.
-func (l *doneLog) byID() []done {
-	out := make([]done, 0, l.n)
+// each calls fn for every record, in the order added.
+func (l *doneLog) each(fn func(d *done)) {
 	for _, c := range l.chunks {
-		out = append(out, c...)
+		for k := range c {
+			fn(&c[k])
+		}
 	}
-	slices.SortFunc(out, func(a, b done) int { return cmp.Compare(a.id, b.id) })
-	return out
 }

@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"cmp"
 	"math"
+	"slices"
 
 	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
@@ -10,7 +12,7 @@ import (
 // figures over the window's finished jobs, utilisation as the allocated GPU
 // share over the window's span, and Synergy's extras (queueing delay, the
 // allocated GPU/CPU/memory shares over the span and per hour).
-func summarise(cfg Config, src Source, fin []done, arrived, rounds int, end float64, u *utilAcc) *simcore.Result {
+func summarise(cfg Config, src Source, fin *doneLog, arrived, rounds int, end float64, u *utilAcc) *simcore.Result {
 	w := cfg.Window
 	res := &simcore.Result{
 		Engine: simcore.EngineSynergy, Cluster: cfg.Cluster.Name, GPUs: cfg.Cluster.Totals().GPUs,
@@ -18,18 +20,24 @@ func summarise(cfg Config, src Source, fin []done, arrived, rounds int, end floa
 		RoundS: cfg.RoundSeconds, Window: &w, Rounds: rounds, EndS: end, NumJobs: arrived,
 		Jobs: []simcore.JobRecord{},
 	}
-	// fin is in id order. The window's jobs get records (Tally's); every
-	// finished job's JCT, in that order, makes the all-jobs summary.
-	every := make([]float64, 0, len(fin))
-	var wait []float64
-	for _, d := range fin {
+	// The window's jobs get records (Tally's), in id order; every finished
+	// job's JCT makes the all-jobs summary (which sorts them: their order
+	// does not matter).
+	every := make([]float64, 0, fin.n)
+	var inWindow []done
+	fin.each(func(d *done) {
 		every = append(every, d.finish-d.arrival)
 		if w.Has(d.id) {
-			r := simcore.Finished(d.id, d.arrival, d.start, d.finish)
-			r.Model, r.GPUs = d.model, d.gpus
-			res.Jobs = append(res.Jobs, r)
-			wait = append(wait, d.start-d.arrival)
+			inWindow = append(inWindow, *d)
 		}
+	})
+	slices.SortFunc(inWindow, func(a, b done) int { return cmp.Compare(a.id, b.id) })
+	var wait []float64
+	for _, d := range inWindow {
+		r := simcore.Finished(d.id, d.arrival, d.start, d.finish)
+		r.Model, r.GPUs = d.model, d.gpus
+		res.Jobs = append(res.Jobs, r)
+		wait = append(wait, d.start-d.arrival)
 	}
 	jct, first, last := res.Tally(res.Jobs)
 	res.AllJobs = simcore.Summarise(every)
