@@ -14,11 +14,16 @@ type freeIndex struct {
 	r     *Round
 	size  int        // leaves: a power of two ≥ the number of servers
 	nodes []freeNode // 1 is the root, k's children are 2k and 2k+1, leaf i is size+i
-	// dirty lists the servers whose use changed since the tree was last
-	// brought up to date: a change only marks its server, and a search
-	// first climbs from each marked leaf (flush). Most placements find
-	// their server without searching (Round.firstFit's hints), so several
-	// changes to one server cost one climb.
+	// A take only marks its server in dirty: a leaf and the nodes above
+	// it may then hold more than is free, never less (resources are only
+	// taken between gives, and a give updates the tree at once), so a node
+	// that rules a subtree out is still right. next checks the leaf it
+	// finds against what is free and, when it no longer fits, corrects it
+	// and the nodes above and searches on: a server is re-read when a
+	// search reaches it, not at every take (a round takes about eight
+	// times per server, and most placements need no search: the round's
+	// hints). fewestFree, which needs exact counts, re-reads the marked
+	// servers first (flush).
 	dirty   []int
 	isDirty []bool
 	// fewest is a second tree, of the fewest free GPUs (at least one)
@@ -95,33 +100,51 @@ func merge(a, b freeNode) freeNode {
 	return freeNode{cpus: max(a.cpus, b.cpus), mem: max(a.mem, b.mem), maxGPUs: max(a.maxGPUs, b.maxGPUs)}
 }
 
-// update marks server i as changed (its use changed); the tree reads it
-// again before its next search.
-func (x *freeIndex) update(i int) {
+// taken marks server i after resources were taken from it: the tree may
+// now hold more than it has free, which searches correct as they meet it.
+func (x *freeIndex) taken(i int) {
 	if !x.isDirty[i] {
 		x.isDirty[i] = true
 		x.dirty = append(x.dirty, i)
 	}
 }
 
-// flush re-reads the servers marked changed, each climbing only as far as
-// a node's summary changes.
+// given re-reads server i after resources were given back to it: the tree
+// may never hold less than is free.
+func (x *freeIndex) given(i int) {
+	x.taken(i)
+	x.reread(i)
+}
+
+// reread sets server i's leaf to what it has free and climbs as far as a
+// node's summary changes; the fewest tree is marked for it.
+func (x *freeIndex) reread(i int) {
+	k := x.size + i
+	x.nodes[k] = x.leaf(x.r, i)
+	if !x.isStale[i] {
+		x.isStale[i] = true
+		x.stale = append(x.stale, i)
+	}
+	x.climb(k)
+}
+
+// climb recomputes the nodes above node k from their children, as far as
+// one changes.
+func (x *freeIndex) climb(k int) {
+	for k /= 2; k >= 1; k /= 2 {
+		n := merge(x.nodes[2*k], x.nodes[2*k+1])
+		if n == x.nodes[k] {
+			return
+		}
+		x.nodes[k] = n
+	}
+}
+
+// flush re-reads every marked server.
 func (x *freeIndex) flush() {
 	for _, i := range x.dirty {
 		x.isDirty[i] = false
-		k := x.size + i
-		x.nodes[k] = x.leaf(x.r, i)
-		if !x.isStale[i] {
-			x.isStale[i] = true
-			x.stale = append(x.stale, i)
-		}
-		for k /= 2; k >= 1; k /= 2 {
-			n := merge(x.nodes[2*k], x.nodes[2*k+1])
-			if n == x.nodes[k] {
-				break
-			}
-			x.nodes[k] = n
-		}
+		x.reread(i)
 	}
 	x.dirty = x.dirty[:0]
 }
@@ -135,9 +158,7 @@ func (x *freeIndex) next(from, gpus int, cpus, mem float64) int {
 	if from >= x.size {
 		return -1
 	}
-	x.flush()
-	ok := func(k int) bool {
-		n := &x.nodes[k]
+	ok := func(n *freeNode) bool {
 		return n.maxGPUs >= gpus && n.cpus >= cpus && n.mem >= mem
 	}
 	k := x.size + from
@@ -146,7 +167,7 @@ func (x *freeIndex) next(from, gpus int, cpus, mem float64) int {
 	}
 	for {
 		// Move right, to the next subtree that may hold one.
-		for !ok(k) {
+		for !ok(&x.nodes[k]) {
 			for k&1 == 1 {
 				k >>= 1
 			}
@@ -155,21 +176,29 @@ func (x *freeIndex) next(from, gpus int, cpus, mem float64) int {
 			}
 			k++
 		}
-		// Descend to its leftmost leaf that is one.
+		// Descend to its leftmost leaf that may be one.
 		for k < x.size {
 			switch {
-			case ok(2 * k):
+			case ok(&x.nodes[2*k]):
 				k = 2 * k
-			case ok(2*k + 1):
+			case ok(&x.nodes[2*k+1]):
 				k = 2*k + 1
 			default:
-				goto deadEnd
+				// Neither child is one (the maxima came from
+				// different servers, or the node held more than
+				// its children now do): correct it, skip it.
+				x.nodes[k] = merge(x.nodes[2*k], x.nodes[2*k+1])
+				x.climb(k)
+				goto skip
 			}
 		}
-		return k - x.size
-	deadEnd:
-		// Neither child is one (the maxima came from different
-		// servers): skip the subtree.
+		if i := k - x.size; i < len(x.r.cluster.Servers) {
+			if n := x.leaf(x.r, i); ok(&n) {
+				return i
+			}
+			x.reread(i) // it held more than is free
+		}
+	skip:
 		for k&1 == 1 {
 			k >>= 1
 		}
@@ -189,7 +218,7 @@ func (x *freeIndex) nextWithFree(from int) int {
 // fewestFree returns the server with the fewest free GPUs (at least one),
 // the lowest index among equals, or −1.
 func (x *freeIndex) fewestFree() int {
-	x.flush()
+	x.flush() // exact counts
 	for _, i := range x.stale {
 		x.isStale[i] = false
 		k := x.size + i

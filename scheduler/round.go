@@ -210,7 +210,7 @@ func (r *Round) take(sa ServerAlloc) {
 	u.CPUs += sa.CPUs
 	u.MemBytes += sa.MemBytes
 	r.freeGPUs -= sa.GPUs
-	r.free.update(sa.Server)
+	r.free.taken(sa.Server)
 }
 
 func (r *Round) give(sa ServerAlloc) {
@@ -223,7 +223,7 @@ func (r *Round) give(sa ServerAlloc) {
 	u.CPUs -= sa.CPUs
 	u.MemBytes -= sa.MemBytes
 	r.freeGPUs += sa.GPUs
-	r.free.update(sa.Server)
+	r.free.given(sa.Server)
 }
 
 // shortOn returns the first dimension of need that server i cannot cover,
