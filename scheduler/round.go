@@ -19,8 +19,12 @@ type Round struct {
 	placed  []*placement
 	// onServer lists, per server, the placements of this round that use it
 	// (Synergy's server_job_schedule); TUNE sorts these lists in place, so
-	// their order carries over within the round as in the original.
+	// their order carries over within the round as in the original. Only
+	// TUNE's reverts read them, and most rounds revert nothing: they are
+	// made at a round's first revert (listOnServers) and kept from there
+	// on (listed).
 	onServer [][]*placement
+	listed   bool
 	freeGPUs int
 	// free finds servers with room without walking the full ones.
 	free *freeIndex
@@ -127,10 +131,15 @@ func NewRound(c *Cluster) *Round {
 func (r *Round) Reset() {
 	clear(r.used)
 	r.freeGPUs = 0
-	for i, s := range r.cluster.Servers {
+	for _, s := range r.cluster.Servers {
 		r.freeGPUs += s.GPUs
-		clear(r.onServer[i])
-		r.onServer[i] = r.onServer[i][:0]
+	}
+	if r.listed {
+		for i := range r.onServer {
+			clear(r.onServer[i])
+			r.onServer[i] = r.onServer[i][:0]
+		}
+		r.listed = false
 	}
 	clear(r.placed)
 	r.placed = r.placed[:0]
@@ -178,8 +187,8 @@ func (r *Round) Reserve(j *Job, a Allocation) error {
 	}
 	p := &placement{job: j, alloc: a, reserved: true}
 	r.placed = append(r.placed, p)
-	for _, sa := range a.Servers {
-		r.onServer[sa.Server] = append(r.onServer[sa.Server], p)
+	if r.listed {
+		r.list(p)
 	}
 	return nil
 }
@@ -347,8 +356,29 @@ func (r *Round) commit(j *Job, d Demand, servers []ServerAlloc, speedup float64,
 		r.take(held[k])
 	}
 	r.placed = append(r.placed, p)
-	// Synergy appends the job to each server it uses, in the order of
-	// Python's set of server ids: ascending for small ints.
+	if r.listed {
+		r.list(p)
+	}
+	return p
+}
+
+// listOnServers makes onServer for the round's placements so far, if not
+// made yet; commit and Reserve keep it from then on.
+func (r *Round) listOnServers() {
+	if r.listed {
+		return
+	}
+	r.listed = true
+	for _, p := range r.placed {
+		r.list(p)
+	}
+}
+
+// list appends p to the lists of the servers it uses. Synergy appends the
+// job to each server it uses in the order of Python's set of server ids:
+// ascending for small ints.
+func (r *Round) list(p *placement) {
+	held := p.alloc.Servers
 	sorted := true
 	for k := 1; k < len(held); k++ {
 		sorted = sorted && held[k-1].Server < held[k].Server
@@ -358,7 +388,7 @@ func (r *Round) commit(j *Job, d Demand, servers []ServerAlloc, speedup float64,
 			i := held[k].Server
 			r.onServer[i] = append(r.onServer[i], p)
 		}
-		return p
+		return
 	}
 	idx := make([]int, 0, len(held))
 	for _, sa := range held {
@@ -368,11 +398,13 @@ func (r *Round) commit(j *Job, d Demand, servers []ServerAlloc, speedup float64,
 	for _, i := range idx {
 		r.onServer[i] = append(r.onServer[i], p)
 	}
-	return p
 }
 
 // perGPUOf divides a demand by its GPU count.
 func perGPUOf(d Resources) PerGPU {
+	if d.GPUs == 1 {
+		return PerGPU{CPUs: d.CPUs, MemBytes: d.MemBytes} // x / 1 is x
+	}
 	n := float64(d.GPUs)
 	return PerGPU{CPUs: d.CPUs / n, MemBytes: d.MemBytes / n}
 }

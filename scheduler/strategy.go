@@ -369,6 +369,7 @@ func (r *Round) peersToRevert(srv int, need [3]float64) []*placement {
 	if need == [3]float64{} {
 		return nil
 	}
+	r.listOnServers()
 	list := r.onServer[srv]
 	type key struct {
 		spans    int

@@ -272,15 +272,20 @@ func (s *run) place() (*scheduler.Round, []*scheduler.Active, error) {
 	now, starved := s.clock.Now(), s.cfg.StarvationSeconds
 	s.order.NowSeconds = now
 	offer := scheduler.Offer(s.cfg.Policy, s.cfg.Strategy, s.queue, s.cfg.Cluster, s.order)
+	// The job itself is read only when it has never run, and a field is
+	// written only when it changes: this reads every queued job's state
+	// every round, and most of it stays as it was.
 	for _, a := range s.queue {
-		since := now - a.Job.ArrivalSeconds
-		if a.LastRunEndSeconds >= 0 {
-			since = now - a.LastRunEndSeconds
+		since := now - a.LastRunEndSeconds
+		if a.LastRunEndSeconds < 0 {
+			since = now - a.Job.ArrivalSeconds
 		}
-		if since > starved {
+		if since > starved && a.Priority != 1 {
 			a.Priority = 1
 		}
-		a.Speedup = a.IdealSpeedup
+		if a.Speedup != a.IdealSpeedup {
+			a.Speedup = a.IdealSpeedup
+		}
 	}
 	r := s.round
 	if r == nil {
