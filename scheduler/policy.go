@@ -71,6 +71,18 @@ type OrderContext struct {
 	FairRates bool
 	// LargestFirst is set for strategies implementing LargestFirst.
 	LargestFirst bool
+	// InArrivalOrder says the queue is in arrival order already, ties as
+	// they stand: a policy ordering by arrival (ArrivalOrder) then returns
+	// it without reading it.
+	InArrivalOrder bool
+}
+
+// ArrivalOrder is implemented by a policy that offers the whole queue in
+// arrival order, ties in the order given (FIFO): its Order leaves a queue
+// in that order as it is, so a caller that keeps track of that can say so
+// (OrderContext.InArrivalOrder) and spare it the reading.
+type ArrivalOrder interface {
+	OrdersByArrival() bool
 }
 
 // NewOrderContext is the context in which jobs are ordered for strategy s
@@ -117,11 +129,14 @@ type FIFO struct{}
 
 func (FIFO) Name() string { return "fifo" }
 
+// OrdersByArrival implements ArrivalOrder.
+func (FIFO) OrdersByArrival() bool { return true }
+
 // Order implements Policy. The queue persists between rounds and new jobs
 // join it at the end, so it is usually in arrival order already: then
-// reading the arrivals is all it costs.
-func (FIFO) Order(queue []*Active, _ OrderContext) []*Active {
-	if slices.IsSortedFunc(queue, func(a, b *Active) int { return cmp.Compare(a.Job.ArrivalSeconds, b.Job.ArrivalSeconds) }) {
+// reading the arrivals is all it costs, or nothing when the caller says so.
+func (FIFO) Order(queue []*Active, ctx OrderContext) []*Active {
+	if ctx.InArrivalOrder || slices.IsSortedFunc(queue, func(a, b *Active) int { return cmp.Compare(a.Job.ArrivalSeconds, b.Job.ArrivalSeconds) }) {
 		return queue
 	}
 	for _, a := range queue {

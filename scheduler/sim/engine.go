@@ -151,8 +151,13 @@ type run struct {
 	shape  scheduler.Shape
 	totals scheduler.Resources
 	// order carries the strategy's FairRates and LargestFirst; each round
-	// sets its clock.
+	// sets its clock, and whether the queue is in arrival order.
 	order scheduler.OrderContext
+	// byArrival is set when the policy orders by arrival (FIFO); then
+	// inArrivalOrder says whether the queue still is in that order (the
+	// policy's order, kept by retire, and arrivals no earlier than the
+	// queue's last job), so the policy need not read it.
+	byArrival, inArrivalOrder bool
 	// arrivals is the source read one ahead: its next job is the next to
 	// arrive (fetched only after the previous one arrived).
 	arrivals *simcore.Arrivals[*scheduler.Job]
@@ -192,6 +197,9 @@ func start(cfg Config, src Source) (*run, error) {
 	s := &run{cfg: cfg, src: src, shape: scheduler.ShapeOf(cfg.Cluster), totals: cfg.Cluster.Totals(),
 		index: map[*scheduler.Job]*scheduler.Active{}, window: simcore.WindowCount{Window: cfg.Window}}
 	s.order = scheduler.NewOrderContext(cfg.Strategy, 0, s.totals.GPUs)
+	if p, ok := cfg.Policy.(scheduler.ArrivalOrder); ok && p.OrdersByArrival() {
+		s.byArrival, s.inArrivalOrder = true, true
+	}
 	var err error
 	if s.arrivals, err = simcore.NewArrivals(s.read, func(j *scheduler.Job) float64 { return j.ArrivalSeconds }); err != nil {
 		return nil, err
@@ -245,6 +253,9 @@ func (s *run) pending() *scheduler.Job {
 func (s *run) arrive(ctx context.Context) error {
 	return s.arrivals.Due(ctx, s.clock.Now(), func(j *scheduler.Job) error {
 		a := scheduler.NewActive(j, scheduler.IdealDemand(j, s.shape).Speedup)
+		if n := len(s.queue); n > 0 && j.ArrivalSeconds < s.queue[n-1].Job.ArrivalSeconds {
+			s.inArrivalOrder = false
+		}
 		s.index[j] = a
 		s.queue = append(s.queue, a)
 		s.arrived++
@@ -271,7 +282,9 @@ func (s *run) skipIdle() float64 {
 func (s *run) place() (*scheduler.Round, []*scheduler.Active, error) {
 	now, starved := s.clock.Now(), s.cfg.StarvationSeconds
 	s.order.NowSeconds = now
+	s.order.InArrivalOrder = s.byArrival && s.inArrivalOrder
 	offer := scheduler.Offer(s.cfg.Policy, s.cfg.Strategy, s.queue, s.cfg.Cluster, s.order)
+	s.inArrivalOrder = s.byArrival // the policy sorted the queue by arrival
 	// The job itself is read only when it has never run, and a field is
 	// written only when it changes: this reads every queued job's state
 	// every round, and most of it stays as it was.
