@@ -15,7 +15,10 @@ import (
 type Round struct {
 	cluster *Cluster
 	shape   Shape
-	used    []Resources // per server
+	// size and used are per server: its GPUs, CPUs and memory, and what
+	// this round's placements use of them (size is the cluster's, kept
+	// compact: first fit reads it for every placement).
+	size, used []Resources
 	placed  []*placement
 	// onServer lists, per server, the placements of this round that use it
 	// (Synergy's server_job_schedule); TUNE sorts these lists in place, so
@@ -83,8 +86,8 @@ func (r *Round) nextFit(from int, per PerGPU) int {
 // fits says whether server i can take one GPU at per: what a leaf of the
 // free index holds, read directly.
 func (r *Round) fits(i int, per PerGPU) bool {
-	s, u := &r.cluster.Servers[i], &r.used[i]
-	return s.GPUs-u.GPUs >= 1 && s.CPUs-u.CPUs >= per.CPUs && float64(s.MemBytes)-u.MemBytes >= per.MemBytes
+	s, u := &r.size[i], &r.used[i]
+	return s.GPUs-u.GPUs >= 1 && s.CPUs-u.CPUs >= per.CPUs && s.MemBytes-u.MemBytes >= per.MemBytes
 }
 
 type placement struct {
@@ -103,12 +106,14 @@ func NewRound(c *Cluster) *Round {
 	r := &Round{
 		cluster:  c,
 		shape:    ShapeOf(c),
+		size:     make([]Resources, len(c.Servers)),
 		used:     make([]Resources, len(c.Servers)),
 		onServer: make([][]*placement, len(c.Servers)),
 	}
 	gpus := 0
-	for _, s := range c.Servers {
+	for i, s := range c.Servers {
 		gpus += max(s.GPUs, 0)
+		r.size[i] = Resources{GPUs: s.GPUs, CPUs: s.CPUs, MemBytes: float64(s.MemBytes)}
 	}
 	// Each placement on a server holds at least one of its GPUs: one
 	// backing array gives every server room for as many as it has GPUs
@@ -164,9 +169,8 @@ func (r *Round) FreeGPUs() int { return r.freeGPUs }
 
 // Free returns server i's free resources.
 func (r *Round) Free(i int) Resources {
-	s := r.cluster.Servers[i]
-	u := r.used[i]
-	return Resources{GPUs: s.GPUs - u.GPUs, CPUs: s.CPUs - u.CPUs, MemBytes: float64(s.MemBytes) - u.MemBytes}
+	s, u := &r.size[i], &r.used[i]
+	return Resources{GPUs: s.GPUs - u.GPUs, CPUs: s.CPUs - u.CPUs, MemBytes: s.MemBytes - u.MemBytes}
 }
 
 // Used returns server i's used resources.
