@@ -41,6 +41,9 @@ type Round struct {
 	// job of its share went, so first fit then looks at that server alone.
 	hints [1 << hintBits]fitHint
 	epoch uint64
+	// readSum keeps placeQuietly's reads ahead (a read whose result is
+	// not kept may be left out).
+	readSum float64
 	// placements and serverLists hold this round's placements and their
 	// server lists.
 	placements  slab[placement]

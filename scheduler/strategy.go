@@ -102,12 +102,10 @@ func placeQuietly(r *Round, q quietPlacer, offer []*Active) (placed int) {
 		}
 		offer = offer[n:]
 	}
-	fetchedSink = fetched
+	r.readSum = fetched
 	return placed
 }
 
-// fetchedSink keeps placeQuietly's reads of the speed-ups.
-var fetchedSink float64
 
 // quietPlacer is a Strategy that can place a job without saying why
 // (SchedulePlaced keeps no decision): placeQuiet is Place's placement,
