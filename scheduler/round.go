@@ -19,7 +19,7 @@ type Round struct {
 	// this round's placements use of them (size is the cluster's, kept
 	// compact: first fit reads it for every placement).
 	size, used []Resources
-	placed  []*placement
+	placed     []*placement
 	// onServer lists, per server, the placements of this round that use it
 	// (Synergy's server_job_schedule); TUNE sorts these lists in place, so
 	// their order carries over within the round as in the original. Only

@@ -106,7 +106,6 @@ func placeQuietly(r *Round, q quietPlacer, offer []*Active) (placed int) {
 	return placed
 }
 
-
 // quietPlacer is a Strategy that can place a job without saying why
 // (SchedulePlaced keeps no decision): placeQuiet is Place's placement,
 // with neither its decision nor its explanations of shortfalls.
