@@ -171,7 +171,8 @@ type run struct {
 	// round is every round's placements, reset between rounds.
 	round *scheduler.Round
 	// index finds a queued job's state when a strategy commits its
-	// placements out of the order offered (activeOf).
+	// placements out of the order offered (activeOf, which makes it the
+	// first time; nil until then).
 	index    map[*scheduler.Job]*scheduler.Active
 	finished doneLog
 	// readSum keeps readAhead's reads.
@@ -197,7 +198,7 @@ func start(cfg Config, src Source) (*run, error) {
 		cfg.StarvationSeconds = DefaultStarvationSeconds
 	}
 	s := &run{cfg: cfg, src: src, shape: scheduler.ShapeOf(cfg.Cluster), totals: cfg.Cluster.Totals(),
-		index: map[*scheduler.Job]*scheduler.Active{}, window: simcore.WindowCount{Window: cfg.Window}}
+		window: simcore.WindowCount{Window: cfg.Window}}
 	s.order = scheduler.NewOrderContext(cfg.Strategy, 0, s.totals.GPUs)
 	if p, ok := cfg.Policy.(scheduler.ArrivalOrder); ok && p.OrdersByArrival() {
 		s.byArrival, s.inArrivalOrder = true, true
@@ -258,7 +259,9 @@ func (s *run) arrive(ctx context.Context) error {
 		if n := len(s.queue); n > 0 && j.ArrivalSeconds < s.queue[n-1].Job.ArrivalSeconds {
 			s.inArrivalOrder = false
 		}
-		s.index[j] = a
+		if s.index != nil {
+			s.index[j] = a
+		}
 		s.queue = append(s.queue, a)
 		s.arrived++
 		s.window.Arrive(j.ID)
@@ -376,6 +379,14 @@ func (s *run) activeOf(j *scheduler.Job, offer []*scheduler.Active, k *int) *sch
 			return a
 		}
 	}
+	if s.index == nil {
+		// Made at the first placement out of the order offered (a batch
+		// strategy's), kept from then on.
+		s.index = make(map[*scheduler.Job]*scheduler.Active, len(s.queue))
+		for _, a := range s.queue {
+			s.index[a.Job] = a
+		}
+	}
 	return s.index[j]
 }
 
@@ -431,7 +442,7 @@ func (s *run) dropFinished(end float64) {
 func (s *run) finish(a *scheduler.Active, end float64) {
 	a.FinishSeconds = end
 	s.finished.add(done{id: a.Job.ID, gpus: a.Job.GPUs, model: a.Job.Model, arrival: a.Job.ArrivalSeconds, start: a.FirstStartSeconds, finish: end})
-	delete(s.index, a.Job)
+	delete(s.index, a.Job) // nil until activeOf needs it
 	s.window.Finish(a.Job.ID)
 }
 
