@@ -169,3 +169,19 @@ func containsReverted(as []Allocation) bool {
 	}
 	return false
 }
+
+// TestReserve_RefusesNegativeAmounts: a reservation may only take
+// resources (first fit's hints and the free index assume so); a negative
+// amount, which would give some back, is refused.
+func TestReserve_RefusesNegativeAmounts(t *testing.T) {
+	c := Homogeneous("c", 2, 8, 24, 500e9)
+	r := NewRound(&c)
+	for _, sa := range []ServerAlloc{{Server: 0, GPUs: -1}, {Server: 0, CPUs: -24}, {Server: 0, MemBytes: -1}, {Server: 0, CPUs: math.NaN()}} {
+		if err := r.Reserve(&Job{ID: -1}, Allocation{JobID: -1, Servers: []ServerAlloc{sa}}); err == nil {
+			t.Errorf("Reserve(%+v) accepted", sa)
+		}
+	}
+	if r.Used(0) != (Resources{}) {
+		t.Errorf("a refused reservation used %+v", r.Used(0))
+	}
+}

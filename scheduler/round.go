@@ -187,6 +187,11 @@ func (r *Round) Reserve(j *Job, a Allocation) error {
 		if sa.Server < 0 || sa.Server >= len(r.cluster.Servers) {
 			return fmt.Errorf("reserve job %d: server index %d out of range", a.JobID, sa.Server)
 		}
+		if sa.GPUs < 0 || !(sa.CPUs >= 0) || !(sa.MemBytes >= 0) {
+			// A take only ever lowers what is free: the round's hints
+			// and free index rely on it.
+			return fmt.Errorf("reserve job %d: negative or invalid amount on server %d", a.JobID, sa.Server)
+		}
 		if sf := r.shortOn(sa.Server, Resources{GPUs: sa.GPUs, CPUs: sa.CPUs, MemBytes: sa.MemBytes}); sf != nil {
 			return fmt.Errorf("reserve job %d: %s", a.JobID, sf)
 		}
