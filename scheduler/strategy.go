@@ -165,17 +165,24 @@ func (f Fair) placeQuiet(r *Round, j *Job) bool { return f.place(r, j, nil) }
 
 // place is Place; it fills why only when why is not nil.
 func (Fair) place(r *Round, j *Job, why *Decision) bool {
-	per := r.shape.Fair
+	d := Demand{Ideal: FairDemand(j, r.shape), Speedup: 1}
+	return r.placeFirstFit(j, r.shape.Fair, d, "fair share", "fair share did not fit", why)
+}
+
+// placeFirstFit places j first-fit at per GPU, committing demand d at its
+// speed-up, or leaves it waiting; when why is not nil it says so with
+// placed or waiting as the note (and, waiting, the shortfalls).
+func (r *Round) placeFirstFit(j *Job, per PerGPU, d Demand, placed, waiting string, why *Decision) bool {
 	servers, ok := r.firstFit(per, j.GPUs)
 	if !ok {
 		if why != nil {
-			*why = Decision{JobID: j.ID, Note: "fair share did not fit", Shortfalls: r.explain(per, j.GPUs)}
+			*why = Decision{JobID: j.ID, Note: waiting, Shortfalls: r.explain(per, j.GPUs)}
 		}
 		return false
 	}
-	p := r.commit(j, Demand{Ideal: FairDemand(j, r.shape), Speedup: 1}, servers, 1, false)
+	p := r.commit(j, d, servers, d.Speedup, false)
 	if why != nil {
-		*why = Decision{JobID: j.ID, Placed: true, Allocation: &p.alloc, Note: "fair share"}
+		*why = Decision{JobID: j.ID, Placed: true, Allocation: &p.alloc, Note: placed}
 	}
 	return true
 }
@@ -200,19 +207,7 @@ func (g Greedy) placeQuiet(r *Round, j *Job) bool { return g.place(r, j, nil) }
 // place is Place; it fills why only when why is not nil.
 func (Greedy) place(r *Round, j *Job, why *Decision) bool {
 	d := IdealDemand(j, r.shape)
-	per := perGPUOf(d.Ideal)
-	servers, ok := r.firstFit(per, j.GPUs)
-	if !ok {
-		if why != nil {
-			*why = Decision{JobID: j.ID, Note: "ideal demand did not fit", Shortfalls: r.explain(per, j.GPUs)}
-		}
-		return false
-	}
-	p := r.commit(j, d, servers, d.Speedup, false)
-	if why != nil {
-		*why = Decision{JobID: j.ID, Placed: true, Allocation: &p.alloc, Note: "ideal demand"}
-	}
-	return true
+	return r.placeFirstFit(j, perGPUOf(d.Ideal), d, "ideal demand", "ideal demand did not fit", why)
 }
 
 // Tune is Synergy-TUNE (cluster.py allocate_synergy_tune and _tune):
