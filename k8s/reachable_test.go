@@ -19,7 +19,7 @@ import (
 func TestReachable_SaysWhenTheAPIServerCannotBeReached(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"major": "1", "minor": "31", "gitVersion": "v1.31.4"}`))
+		w.Write([]byte(`{"major": "1", "minor": "37", "gitVersion": "v1.37.2"}`))
 	}))
 	defer up.Close()
 	answers, _ := kubernetes.NewForConfig(&rest.Config{Host: up.URL})

@@ -4,17 +4,23 @@
 # binaries by version so a second run on the same machine does not rebuild.
 #
 #   scripts/build-k8s.sh            # build (or reuse) and print the bin dir
-#   K8S_VERSION=v1.31.4 K8S_CACHE=/var/cache/synergy/k8s scripts/build-k8s.sh
+#   K8S_VERSION=v1.37.2 K8S_CACHE=/var/cache/synergy/k8s scripts/build-k8s.sh
+#
+# The release is K8S_VERSION, else the one of the client-go in go.mod
+# (scripts/lib/k8s-version.sh): the API server the tests run is the line
+# the code is built against.
 #
 # k8s.io/kubernetes is not meant to be required as a module: its go.mod
 # replaces every staging module (k8s.io/api, apimachinery, client-go, ...)
 # with ./staging/src/k8s.io/NAME, and requires them at v0.0.0. The throwaway
 # module takes those replace lines from the release's own go.mod and points
-# each at the published staging module of the same release (v0.31.4 for
-# v1.31.4), so the set of modules is exactly the release's.
+# each at the published staging module of the same release (v0.37.2 for
+# v1.37.2), so the set of modules is exactly the release's.
 set -euo pipefail
 
-version="${K8S_VERSION:-v1.31.4}"
+# shellcheck source=lib/k8s-version.sh
+. "$(dirname "$0")/lib/k8s-version.sh"
+version="$(k8s_version)"
 cache="${K8S_CACHE:-/var/cache/synergy/k8s}"
 bin="$cache/$version"
 export PATH=/usr/local/go/bin:$PATH
@@ -28,7 +34,7 @@ case "$version" in
   v1.*.*) ;;
   *) echo "build-k8s: K8S_VERSION=$version: want v1.MINOR.PATCH" >&2; exit 2 ;;
 esac
-staging="v0.${version#v1.}"   # v1.31.4 -> v0.31.4
+staging="v0.${version#v1.}"   # v1.37.2 -> v0.37.2
 minor="${version#v1.}"; minor="${minor%%.*}"
 
 work="$(mktemp -d /tmp/synergy-k8s-build.XXXXXX)"

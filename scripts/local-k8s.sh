@@ -21,7 +21,10 @@ set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 dir="${SYNERGY_K8S_DIR:-/var/lib/synergy/k8s}"
-version="${K8S_VERSION:-v1.31.4}"
+# shellcheck source=lib/k8s-version.sh
+. "$(dirname "$0")/lib/k8s-version.sh"
+version="$(k8s_version)"
+export K8S_VERSION="$version" # the one build-k8s.sh builds
 etcd_port="${SYNERGY_K8S_ETCD_PORT:-23790}"
 api_port="${SYNERGY_K8S_API_PORT:-16443}"
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then
