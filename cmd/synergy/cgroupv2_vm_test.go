@@ -121,12 +121,11 @@ var cgroupLine = regexp.MustCompile(`(?m)^vmtest-cgroup ([a-z.]+)=(.*)$`)
 // the grid measured in one launch, changed in place; the launch's job in
 // its own cgroup under wantPath with exactly its first point's limits, as
 // it read them at its start; and every later point's limits in force as
-// the job's cgroup counted it: the CPU-bound image job's 2-core cell at
-// least 1.6× its 1-core one, on the cores each allows, and a limited
-// point's memory within its limit. It returns how well the job turned
-// the cores it used into samples (the caller holds that to its bar over
-// every place: one pair of points on a host whose pace moves does not
-// decide it).
+// the job's cgroup counted it: the CPU-bound image job on the cores each
+// point allows, and a limited point's memory within its limit. It returns
+// how well the job turned the cores it used into samples; the caller holds
+// that to its bar over every place (checkCoreScaling): one pair of points
+// on a host whose pace moves does not decide it.
 func (s *vmSetup) checkProfile(t *testing.T, name string, wantPath *regexp.Regexp) coreScaling {
 	t.Helper()
 	var p sensitivity.Profile
