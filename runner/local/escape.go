@@ -3,8 +3,11 @@ package local
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/synergy-sched/synergy/runner/cgroupfs"
 	"github.com/synergy-sched/synergy/runner/owner"
 )
 
@@ -24,8 +28,11 @@ import (
 // process that the runner did not start itself (started) and that began
 // after the job did, and is in no job cgroup of this process (another job
 // of this runner may run beside it, its orphans reparented here too), is a
-// process that left the job's cgroup: it is killed, reaped and named in
-// the job's Result.
+// process that left the job's cgroup: it is killed with every process
+// below it, reaped and named in the job's Result. "In a job cgroup of this
+// process" is decided by exact paths (liveJobs in tree.go), so a cgroup a
+// job names like a run's does not hide a process; such a cgroup that no
+// live run holds is removed once its processes are dead.
 
 var (
 	subreaperOnce sync.Once
@@ -66,51 +73,141 @@ func isStarted(pid int) bool {
 	return started.pids[pid]
 }
 
-// escapeRounds bounds how often killEscaped looks again: killing an
-// escaped process reparents its own children to this one.
+// escapeRounds bounds how often killEscaped looks again: a process may
+// fork while its tree is being killed.
 const escapeRounds = 10
 
-// killEscaped kills and reaps the children of this process that it did
-// not start and that began at or after since (the job's start, in
-// clock ticks since boot), and returns them as "PID (comm)".
-func killEscaped(procRoot string, since uint64) ([]string, error) {
+// killEscaped kills and reaps the processes that left the job's cgroup:
+// each child of this process that it did not start, that began at or
+// after since (the job's start, in clock ticks since boot) and that is in
+// no live job cgroup of this process (liveJobs: exact paths, not names),
+// with all its descendants. It returns them as "PID (comm)", then removes
+// the cgroups they were in that are named like a run's and that no live
+// run holds (a job's decoy: see tree.go).
+func (r *Runner) killEscaped(since uint64) ([]string, error) {
+	procRoot := r.opts.ProcRoot
 	self := os.Getpid()
-	me, err := owner.Self()
-	if err != nil {
-		return nil, err
-	}
-	ours := "-" + me.String() + "-" // in the name of every job cgroup of this process
 	var killed []string
 	var errs []error
+	decoys := map[string]bool{}
 	for range escapeRounds {
-		kids, err := childrenOf(procRoot, self)
+		procs, err := listProcs(procRoot)
 		if err != nil {
 			return killed, err
 		}
-		n := 0
-		for _, k := range kids {
-			if isStarted(k.pid) || k.start < since {
+		kids := map[int][]int{}
+		for pid, p := range procs {
+			kids[p.ppid] = append(kids[p.ppid], pid)
+		}
+		var victims []int
+		for _, pid := range kids[self] {
+			k := procs[pid]
+			if isStarted(pid) || k.start < since {
 				continue
 			}
 			if k.state == "Z" { // an orphan that has exited: reap it, nothing to kill
-				reap(k.pid)
+				reap(pid)
 				continue
 			}
-			if cg, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(k.pid), "cgroup")); err == nil && strings.Contains(string(cg), ours) {
+			b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "cgroup"))
+			if err != nil {
+				continue // gone
+			}
+			m, err := cgroupfs.ParseProcCgroup(b)
+			if err != nil {
+				continue
+			}
+			out := outsideLiveJobs(membershipByKey(m))
+			if len(out) == 0 {
 				continue // in a job cgroup of this process: not escaped
 			}
-			n++
-			killed = append(killed, fmt.Sprintf("%d (%s)", k.pid, k.comm))
-			if err := unix.Kill(k.pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
-				errs = append(errs, fmt.Errorf("kill %d: %w", k.pid, err))
+			for k, p := range out {
+				if h, ok := r.ctl[k]; ok {
+					if d := r.decoyDir(h.Root, p); d != "" {
+						decoys[d] = true
+					}
+				}
 			}
-			reap(k.pid)
+			for _, d := range descendants(kids, pid) {
+				victims = append(victims, d)
+				killed = append(killed, fmt.Sprintf("%d (%s)", d, quoteName(procs[d].comm)))
+			}
 		}
-		if n == 0 {
+		if len(victims) == 0 {
 			break
+		}
+		for _, pid := range victims {
+			if err := unix.Kill(pid, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+				errs = append(errs, fmt.Errorf("kill %d: %w", pid, err))
+			}
+		}
+		for _, pid := range victims {
+			if procs[pid].ppid == self {
+				reap(pid)
+			}
+		}
+	}
+	for _, d := range slices.Sorted(maps.Keys(decoys)) {
+		if err := killUntilEmpty(func() ([]int, error) { return subtreeProcs(d) }); err != nil {
+			errs = append(errs, fmt.Errorf("kill the processes in cgroup %s: %w", quoteName(d), err))
+			continue
+		}
+		if err := removeSubtree(d); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return killed, errors.Join(errs...)
+}
+
+// membershipByKey maps a process's cgroups to this package's hierarchy
+// keys: each v1 controller ("cpu,cpuacct" gives both), cgroupfs.KeyUnified.
+func membershipByKey(m cgroupfs.Membership) map[string]string {
+	out := map[string]string{}
+	for c, p := range m.V1 {
+		for _, one := range strings.Split(c, ",") {
+			out[one] = p
+		}
+	}
+	if m.Unified != "" {
+		out[cgroupfs.KeyUnified] = m.Unified
+	}
+	return out
+}
+
+// decoyDir is the topmost directory on p (a path inside the hierarchy at
+// root) named like a job cgroup of a run with this runner's prefix, when
+// that run is not alive or does not hold it (heldBy): a cgroup a job made
+// under a run's name, to be removed once empty. "" when there is none.
+func (r *Runner) decoyDir(root, p string) string {
+	parts := strings.Split(strings.Trim(path.Clean(p), "/"), "/")
+	for i := range parts {
+		id, ok := runNamed(parts[i], r.opts.Prefix)
+		if !ok {
+			continue
+		}
+		d := filepath.Join(append([]string{root}, parts[:i+1]...)...)
+		if owner.Alive(r.opts.ProcRoot, id) && heldBy(r.opts.ProcRoot, id.PID, d) {
+			return "" // a live run's cgroup: its own runner ends what is in it
+		}
+		return d
+	}
+	return ""
+}
+
+// descendants lists pid and every process below it (kids: parent ->
+// children), parents first.
+func descendants(kids map[int][]int, pid int) []int {
+	out := []int{pid}
+	seen := map[int]bool{pid: true}
+	for i := 0; i < len(out); i++ {
+		for _, k := range kids[out[i]] {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	return out
 }
 
 // reap waits for a killed child, a second at most.
@@ -125,19 +222,20 @@ func reap(pid int) {
 	}
 }
 
-type child struct {
-	pid         int
+type proc struct {
+	ppid        int
 	comm, state string
 	start       uint64
 }
 
-// childrenOf lists the processes whose parent is ppid, from procRoot.
-func childrenOf(procRoot string, ppid int) ([]child, error) {
+// listProcs reads every process's parent, name, state and start from
+// procRoot.
+func listProcs(procRoot string) (map[int]proc, error) {
 	entries, err := os.ReadDir(procRoot)
 	if err != nil {
 		return nil, fmt.Errorf("list processes: %w", err)
 	}
-	var out []child
+	out := map[int]proc{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -147,23 +245,30 @@ func childrenOf(procRoot string, ppid int) ([]child, error) {
 		if err != nil {
 			continue // gone
 		}
-		// "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-		s := string(b)
-		open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || close < open {
-			continue
+		if p, ok := parseStat(string(b)); ok {
+			out[pid] = p
 		}
-		f := strings.Fields(s[close+1:])
-		if len(f) < 20 {
-			continue
-		}
-		if p, _ := strconv.Atoi(f[1]); p != ppid {
-			continue
-		}
-		st, _ := strconv.ParseUint(f[19], 10, 64)
-		out = append(out, child{pid: pid, comm: s[open+1 : close], state: f[0], start: st})
 	}
 	return out, nil
+}
+
+// parseStat reads "pid (comm) state ppid ... starttime ...": comm may
+// hold spaces and parentheses.
+func parseStat(s string) (proc, bool) {
+	open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || close < open {
+		return proc{}, false
+	}
+	f := strings.Fields(s[close+1:])
+	if len(f) < 20 {
+		return proc{}, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return proc{}, false
+	}
+	st, _ := strconv.ParseUint(f[19], 10, 64)
+	return proc{ppid: ppid, comm: s[open+1 : close], state: f[0], start: st}, true
 }
 
 // startTicks is process pid's start time in clock ticks since boot (0 when

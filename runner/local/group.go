@@ -32,7 +32,12 @@ type group interface {
 	// kill SIGKILLs everything in the group and waits until it is empty.
 	kill() error
 	stats() (runner.Stats, error)
-	// remove deletes the group's directories; it must be empty.
+	// nested names the processes in cgroups the job made below its own
+	// (see tree.go), for a warning.
+	nested(procRoot string) []string
+	// remove deletes the group's directories and every cgroup below them;
+	// they must be empty. It then releases the group (registry, held
+	// descriptors).
 	remove() error
 }
 
@@ -46,6 +51,10 @@ const (
 type v1Group struct {
 	dirs map[string]string // controller -> directory
 	cg   cgroup1.Cgroup
+	// fds hold the directories open (tree.go); unregister takes them out
+	// of liveJobs.
+	fds        []int
+	unregister func()
 }
 
 // newV1Group makes the job's cgroup in every mounted v1 controller, with the
@@ -78,6 +87,16 @@ func (r *Runner) newV1Group(jobName string, p plan) (group, error) {
 		return nil, errors.Join(err, g.remove())
 	}
 	g.cg = cg
+	rels := map[string]string{}
+	var dirs []string
+	for c, h := range r.ctl {
+		rels[c] = path.Join(h.Parent, name)
+		dirs = append(dirs, g.dirs[c])
+	}
+	if g.fds, err = holdDirs(dirs...); err != nil {
+		return nil, errors.Join(err, g.remove())
+	}
+	g.unregister = registerJob(rels)
 	return g, nil
 }
 
@@ -106,7 +125,7 @@ func (g *v1Group) addProc(pid int) error { return g.cg.AddProc(uint64(pid)) }
 func (g *v1Group) procs() ([]int, error) {
 	var all []int
 	for _, c := range slices.Sorted(maps.Keys(g.dirs)) {
-		pids, err := readProcs(g.dirs[c])
+		pids, err := subtreeProcs(g.dirs[c])
 		if err != nil {
 			return nil, err
 		}
@@ -120,14 +139,31 @@ func (g *v1Group) kill() error { return killUntilEmpty(g.procs) }
 
 func (g *v1Group) stats() (runner.Stats, error) { return cgroupfs.ReadStats(g.dirs, time.Now()) }
 
+func (g *v1Group) nested(procRoot string) []string {
+	var out []string
+	for _, c := range slices.Sorted(maps.Keys(g.dirs)) {
+		out = append(out, nestedProcs(procRoot, g.dirs[c])...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 func (g *v1Group) remove() error {
 	var errs []error
 	for _, c := range slices.Sorted(maps.Keys(g.dirs)) {
-		if err := rmdirWhenEmpty(g.dirs[c]); err != nil {
+		if err := removeSubtree(g.dirs[c]); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	releaseDirs(g.fds)
+	g.fds = nil
+	if g.unregister != nil {
+		g.unregister()
+	}
+	return nil
 }
 
 // v2Group is a job's directory in the unified hierarchy, inside its scope
@@ -135,6 +171,32 @@ func (g *v1Group) remove() error {
 type v2Group struct {
 	dir   string
 	scope *scope // nil under the cgroupfs driver
+	// fds hold the run-named directory open (tree.go); unregister takes
+	// it out of liveJobs.
+	fds        []int
+	unregister func()
+}
+
+// top is the directory named after the run: the job's cgroup, or under the
+// systemd driver its scope (which also holds the pin).
+func (g *v2Group) top() string {
+	if g.scope != nil {
+		return g.scope.dir
+	}
+	return g.dir
+}
+
+// hold registers the group in liveJobs and holds its top directory.
+func (g *v2Group) hold(root string) error {
+	rel, err := filepath.Rel(root, g.top())
+	if err != nil {
+		return err
+	}
+	if g.fds, err = holdDirs(g.top()); err != nil {
+		return err
+	}
+	g.unregister = registerJob(map[string]string{cgroupfs.KeyUnified: "/" + rel})
+	return nil
 }
 
 // newV2Group makes the job's cgroup in the unified hierarchy with the
@@ -171,6 +233,9 @@ func (r *Runner) newV2Group(jobName string, p plan) (group, error) {
 		}
 		return nil, errors.Join(err, g.remove())
 	}
+	if err := g.hold(h.Root); err != nil {
+		return nil, errors.Join(err, g.remove())
+	}
 	return g, nil
 }
 
@@ -180,7 +245,24 @@ func (g *v2Group) addProc(pid int) error {
 	return os.WriteFile(filepath.Join(g.dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
 }
 
-func (g *v2Group) procs() ([]int, error) { return readProcs(g.dir) }
+// procs lists the processes in the job's subtree, under the systemd
+// driver the whole scope's but for the pin.
+func (g *v2Group) procs() ([]int, error) {
+	pids, err := subtreeProcs(g.top())
+	if g.scope != nil && g.scope.pin != nil {
+		pids = slices.DeleteFunc(pids, func(p int) bool { return p == g.scope.pin.Process.Pid })
+	}
+	return pids, err
+}
+
+// nested names the processes below the job's cgroup, and under the
+// systemd driver those in cgroups of the scope other than "job" and "pin".
+func (g *v2Group) nested(procRoot string) []string {
+	if g.scope == nil {
+		return nestedProcs(procRoot, g.dir)
+	}
+	return nestedProcs(procRoot, g.scope.dir, g.dir, filepath.Join(g.scope.dir, scopePinDir))
+}
 
 // kill uses cgroup.kill (Linux 5.14+) where there is one.
 func (g *v2Group) kill() error {
@@ -194,11 +276,19 @@ func (g *v2Group) kill() error {
 func (g *v2Group) stats() (runner.Stats, error) { return cgroupfs.ReadStats(g.paths(), time.Now()) }
 
 func (g *v2Group) remove() error {
-	err := rmdirWhenEmpty(g.dir)
+	err := removeSubtree(g.dir)
 	if g.scope != nil { // stopping the scope also kills what the job left
 		err = errors.Join(err, g.scope.remove())
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	releaseDirs(g.fds)
+	g.fds = nil
+	if g.unregister != nil {
+		g.unregister()
+	}
+	return nil
 }
 
 // readProcs lists the pids in dir/cgroup.procs; a removed group is empty.

@@ -700,11 +700,12 @@ func (h *handle) Wait() (runner.Result, error) {
 func (h *handle) wait() (runner.Result, error) {
 	<-h.exited
 	var errs []error
+	nested := h.grp.nested(h.run.opts.ProcRoot) // moved below the job's cgroup by the job
 	killErr := h.grp.kill()
 	if killErr != nil {
 		errs = append(errs, fmt.Errorf("kill leftover processes: %w", killErr))
 	}
-	escaped, escErr := killEscaped(h.run.opts.ProcRoot, h.since)
+	escaped, escErr := h.run.killEscaped(h.since)
 	if escErr != nil {
 		errs = append(errs, fmt.Errorf("kill processes that left the job's cgroup: %w", escErr))
 	}
@@ -720,7 +721,7 @@ func (h *handle) wait() (runner.Result, error) {
 		WallSeconds: h.endedAt.Sub(h.started).Seconds(),
 		Final:       final,
 		OOMKilled:   final.OOMEvents > 0,
-		Escaped:     escaped,
+		Escaped:     append(nested, escaped...),
 	}
 	waitErr := h.waitErr
 	h.mu.Unlock()

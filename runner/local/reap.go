@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -24,12 +26,15 @@ const reapMaxDepth = 8
 // (named "<Prefix>-<job>-<PID>-<START>-<n>", see owner), kills every process
 // still in them and removes them, in every hierarchy this runner uses. It
 // returns the directories removed. Cgroups of live runners, this one's
-// included, are left alone.
+// included, are left alone. A cgroup named after a live process that does
+// not hold it (heldBy: every runner holds the job cgroups it made) and
+// that holds a process other than a just-started child of that process is
+// a decoy a job made to hide in, and is reaped too; its entry says so.
 func (r *Runner) ReapOrphans() ([]string, error) {
 	var removed []string
 	var errs []error
 	for _, c := range slices.Sorted(maps.Keys(r.ctl)) {
-		dirs, err := r.orphanDirs(r.ctl[c].Root)
+		dirs, decoys, err := r.orphanDirs(r.ctl[c].Root)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -48,6 +53,9 @@ func (r *Runner) ReapOrphans() ([]string, error) {
 			if err := rmdirWhenEmpty(d); err != nil {
 				errs = append(errs, err)
 				continue
+			}
+			if why, ok := decoys[d]; ok {
+				d += " (" + why + ")"
 			}
 			removed = append(removed, d)
 		}
@@ -84,10 +92,11 @@ func removeEmptyParents(reaped []string) error {
 	return errors.Join(errs...)
 }
 
-// orphanDirs lists the job cgroups below root whose owner is dead, deepest
-// first (a job's own sub-cgroups go before it).
-func (r *Runner) orphanDirs(root string) ([]string, error) {
-	var found []string
+// orphanDirs lists the job cgroups below root whose owner is dead, and the
+// decoys (see ReapOrphans; decoys maps each to why), deepest first (a
+// job's own sub-cgroups go before it).
+func (r *Runner) orphanDirs(root string) (found []string, decoys map[string]string, _ error) {
+	decoys = map[string]string{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p == root {
@@ -104,20 +113,49 @@ func (r *Runner) orphanDirs(root string) ([]string, error) {
 		if !strings.HasPrefix(d.Name(), r.opts.Prefix+"-") {
 			return nil
 		}
-		_, id, ok := owner.ParseSuffix(strings.TrimSuffix(d.Name(), ".scope"))
+		id, ok := runNamed(d.Name(), r.opts.Prefix)
 		if !ok {
 			return nil
 		}
-		if !owner.Alive(r.opts.ProcRoot, id) {
-			_ = filepath.WalkDir(p, func(q string, e fs.DirEntry, err error) error {
-				if err == nil && e.IsDir() {
-					found = append(found, q)
-				}
-				return nil
-			})
+		if owner.Alive(r.opts.ProcRoot, id) {
+			why := r.decoy(p, id)
+			if why == "" {
+				return fs.SkipDir
+			}
+			decoys[p] = why
 		}
+		sub, err := subtreeDirs(p)
+		if err != nil {
+			return nil // a cgroup removed while walking, or a job's thousands: left for next time
+		}
+		found = append(found, sub...)
 		return fs.SkipDir
 	})
 	slices.SortStableFunc(found, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
-	return found, err
+	return found, decoys, err
+}
+
+// decoy says why a cgroup named after live process id is not that
+// process's job cgroup, or "" when it may be: id holds it, or everything in
+// it is a child id has just started (the systemd driver's pin, in the
+// moment before its runner holds the scope). PID 1 starts no job.
+func (r *Runner) decoy(dir string, id owner.ID) string {
+	if heldBy(r.opts.ProcRoot, id.PID, dir) {
+		return ""
+	}
+	pids, err := subtreeProcs(dir)
+	if err != nil {
+		return ""
+	}
+	for _, pid := range pids {
+		b, err := os.ReadFile(filepath.Join(r.opts.ProcRoot, strconv.Itoa(pid), "stat"))
+		if err != nil {
+			continue // gone
+		}
+		if p, ok := parseStat(string(b)); ok && (p.ppid != id.PID || id.PID == 1) {
+			return fmt.Sprintf("named after live process %d, which does not hold it, and held process %d (%s): a job's decoy",
+				id.PID, pid, quoteName(p.comm))
+		}
+	}
+	return ""
 }

@@ -82,6 +82,9 @@ func (r *Runner) newScopeGroup(jobName string, p plan) (group, error) {
 		err = fmt.Errorf("create cgroup %s with limits: %w", g.dir, err)
 		return nil, errors.Join(err, g.remove())
 	}
+	if err := g.hold(root); err != nil {
+		return nil, errors.Join(err, g.remove())
+	}
 	return g, nil
 }
 
@@ -183,7 +186,8 @@ func (sc *scope) remove() error {
 	if err := sc.sd.stopUnit(sc.unit); err != nil {
 		errs = append(errs, err)
 	}
-	if err := rmdirWhenEmpty(sc.dir); err != nil {
+	// with any cgroup the job made in the scope beside "job" and "pin"
+	if err := removeSubtree(sc.dir); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
