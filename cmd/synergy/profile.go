@@ -21,6 +21,7 @@ import (
 	"github.com/synergy-sched/synergy/internal/units"
 	"github.com/synergy-sched/synergy/profiler"
 	"github.com/synergy-sched/synergy/runner"
+	"github.com/synergy-sched/synergy/runner/hostlock"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
 
@@ -103,7 +104,7 @@ Example:
 			&cli.FloatFlag{Name: flagTargetCI, Value: 100 * profiler.DefaultTargetRelCI, Usage: "stop a point when the 95% CI half-width is within `PCT` % of the mean"},
 			&cli.IntFlag{Name: flagMinIterations, Value: profiler.DefaultMinIterations, Usage: "measure at least `N` iterations before a point may stop (at least 10)"},
 			&cli.IntFlag{Name: flagWarmup, Value: profiler.DefaultWarmup, Usage: "drop the first `N` iterations of each point"},
-			&cli.DurationFlag{Name: flagHostWait, Sources: cli.EnvVars("SYNERGY_HOST_WAIT"), DefaultText: "as long as it takes", Usage: "wait at most `DURATION` for the cores or the dataset another synergy run on this host holds, then fail naming it (0: no bound)"},
+			&cli.DurationFlag{Name: flagHostWait, Sources: cli.EnvVars("SYNERGY_HOST_WAIT"), Value: hostlock.DefaultMaxWait, Usage: "wait at most `DURATION` for the cores or the dataset another process on this host holds, then fail naming it (0: no bound)"},
 			&cli.StringFlag{Name: flagLogDir, DefaultText: "OUT's name + .logs", Usage: "write each point's stdout/stderr into `DIR`"},
 			&cli.BoolFlag{Name: flagRequireGPU, Usage: "fail if no GPU can be sampled through NVML"},
 			&cli.BoolFlag{Name: flagJSON, Usage: "print the profile JSON on stdout instead of the table"},

@@ -20,6 +20,15 @@ import (
 // pollInterval is how often a waiting run tries its locks again.
 const pollInterval = 250 * time.Millisecond
 
+// DefaultMaxWait is how long a run waits for cores or a dataset another
+// process holds unless told otherwise (--host-wait): a run stuck on a
+// holder that never ends fails, naming it, instead of waiting for ever.
+const DefaultMaxWait = time.Hour
+
+// tellEvery is how often a waiting run says again who it waits for, at
+// most, when the holders change.
+const tellEvery = time.Minute
+
 // Cores is a run's claim on some of the host's CPUs.
 type Cores struct {
 	cpus  []int
@@ -30,7 +39,8 @@ type Cores struct {
 // numbers first among the free ones, one lock file per CPU under
 // dir/cores. While fewer than n are free it waits (until ctx ends, or for
 // at most maxWait when maxWait > 0: then the error wraps ErrGaveUp and
-// names the holders), telling wait once which runs hold which CPUs.
+// names the holders), telling wait which processes hold which CPUs: at
+// once, then again when that changes, at most once per tellEvery.
 func ClaimCores(ctx context.Context, dir string, n int, available []int, maxWait time.Duration, wait func(msg string)) (*Cores, error) {
 	if n <= 0 || n > len(available) {
 		return nil, fmt.Errorf("claim %d cores: %d available (%s)", n, len(available), runner.FormatCPUSet(available))
@@ -43,6 +53,7 @@ func ClaimCores(ctx context.Context, dir string, n int, available []int, maxWait
 		return nil, fmt.Errorf("core registry: %w", err)
 	}
 	told := ""
+	var toldAt time.Time
 	start := time.Now()
 	for {
 		c, held, err := tryClaim(cdir, n, available)
@@ -55,9 +66,9 @@ func ClaimCores(ctx context.Context, dir string, n int, available []int, maxWait
 		}
 		// A holder seen only as "another run" (its lock not yet in
 		// /proc/locks, or just gone) does not replace a message naming one.
-		if wait != nil && msg != told && (told == "" || namesHolder(held)) {
+		if wait != nil && msg != told && (told == "" || namesHolder(held) && time.Since(toldAt) >= tellEvery) {
 			wait(msg)
-			told = msg
+			told, toldAt = msg, time.Now()
 		}
 		select {
 		case <-ctx.Done():
@@ -113,7 +124,8 @@ func busyMessage(n int, available []int, held map[int][]int) string {
 	}
 	var parts []string
 	for _, who := range slices.Sorted(maps.Keys(byRun)) {
-		parts = append(parts, fmt.Sprintf("%s holds CPU %s", who, runner.FormatCPUSet(byRun[who])))
+		// sorted: map order would print one set as "0-1", then "1,0"
+		parts = append(parts, fmt.Sprintf("%s holds CPU %s", who, runner.FormatCPUSet(slices.Sorted(slices.Values(byRun[who])))))
 	}
 	return fmt.Sprintf("waiting for %d of CPUs %s to be free: %s", n, runner.FormatCPUSet(available), strings.Join(parts, "; "))
 }

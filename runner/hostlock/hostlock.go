@@ -33,7 +33,7 @@ import (
 
 // ErrGaveUp is wrapped by the errors of a wait for another run's cores or
 // dataset that outlasted its bound.
-var ErrGaveUp = errors.New("gave up waiting for another synergy run")
+var ErrGaveUp = errors.New("gave up waiting for a lock another process holds")
 
 // EnvDir overrides Dir.
 const EnvDir = "SYNERGY_RUN_DIR"
@@ -194,17 +194,45 @@ func devOf(s string) (uint32, uint32, bool) {
 	return uint32(maj), uint32(min), err1 == nil && err2 == nil
 }
 
-// pidList is "PID 12, 34" for messages.
-func pidList(pids []int) string {
+// pidList names lock holders for messages: "the synergy run with PID 12",
+// "the synergy runs with PIDs 12, 34", and a holder whose name is not
+// synergy as what it is: "process 56 (flock: not a synergy run)".
+func pidList(pids []int) string { return holderList("/proc", pids) }
+
+func holderList(procRoot string, pids []int) string {
 	if len(pids) == 0 {
-		return "another synergy run"
+		return "another process"
 	}
-	s := make([]string, len(pids))
-	for i, p := range pids {
-		s[i] = strconv.Itoa(p)
+	var runs, others []string
+	for _, p := range pids {
+		comm, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(p), "comm"))
+		name := strings.TrimSuffix(string(comm), "\n")
+		switch {
+		case err == nil && name == "synergy":
+			runs = append(runs, strconv.Itoa(p))
+		case err != nil:
+			others = append(others, fmt.Sprintf("process %d (gone: not a synergy run)", p))
+		default:
+			others = append(others, fmt.Sprintf("process %d (%s: not a synergy run)", p, quoteComm(name)))
+		}
 	}
-	if len(s) == 1 {
-		return "the synergy run with PID " + s[0]
+	var parts []string
+	switch len(runs) {
+	case 0:
+	case 1:
+		parts = append(parts, "the synergy run with PID "+runs[0])
+	default:
+		parts = append(parts, "the synergy runs with PIDs "+strings.Join(runs, ", "))
 	}
-	return "the synergy runs with PIDs " + strings.Join(s, ", ")
+	parts = append(parts, others...)
+	return strings.Join(parts, " and ")
+}
+
+// quoteComm escapes a process name's control and non-graphic characters.
+func quoteComm(s string) string {
+	q := strconv.QuoteToGraphic(s)
+	if q[1:len(q)-1] == s {
+		return s
+	}
+	return q
 }

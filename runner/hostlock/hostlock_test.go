@@ -17,6 +17,10 @@ import (
 const helperEnv = "SYNERGY_HOSTLOCK_HELPER"
 
 func TestMain(m *testing.M) {
+	// This process and its helpers hold locks as synergy runs do, and are
+	// named as synergy is, so that messages call them synergy runs
+	// (holderList); a holder under another name is a test of its own.
+	_ = os.WriteFile("/proc/self/comm", []byte("synergy"), 0)
 	if spec := os.Getenv(helperEnv); spec != "" {
 		// "out PATH" or "cores DIR N": take it, say "held", wait for stdin to close.
 		f := strings.Fields(spec)
@@ -232,5 +236,84 @@ func TestDataset_WaiterIsNotStarved(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("b never got the dataset")
+	}
+}
+
+// While one holder keeps two CPUs, the waiting run says so once, the set
+// always written the same way (ascending ranges, not map order: "1,0"
+// after "0-1" was a new line every poll), and when its bound ends it fails
+// naming the holder.
+func TestClaimCores_TellsRarelyAndCanonically(t *testing.T) {
+	dir := t.TempDir()
+	cmd, _ := holder(t, "cores "+dir+" 2")
+	defer cmd.Process.Kill()
+	var msgs []string
+	_, err := ClaimCores(context.Background(), dir, 1, []int{0, 1}, 2*time.Second, func(m string) { msgs = append(msgs, m) })
+	if !errors.Is(err, ErrGaveUp) || !strings.Contains(err.Error(), "the synergy run with PID "+strconv.Itoa(cmd.Process.Pid)+" holds CPU 0-1") {
+		t.Errorf("err = %v, want ErrGaveUp naming the synergy run %d and CPU 0-1", err, cmd.Process.Pid)
+	}
+	if len(msgs) != 1 || !strings.HasSuffix(msgs[0], "holds CPU 0-1") {
+		t.Errorf("wait messages %q, want one ending \"holds CPU 0-1\"", msgs)
+	}
+	for range 50 {
+		if m := busyMessage(1, []int{0, 1, 2, 3}, map[int][]int{3: {7}, 1: {7}, 0: {7}, 2: {8}}); !strings.Contains(m, "holds CPU 0-1,3") {
+			t.Fatalf("busyMessage = %q, want CPU 0-1,3 for PID 7", m)
+		}
+	}
+}
+
+// A lock holder is named for what it is: a process called synergy is a
+// synergy run, anything else (a plain flock(1), a name with escapes) is
+// "process N (name), not a synergy run", its name escaped.
+func TestHolderList_NamesWhatHoldsIt(t *testing.T) {
+	proc := t.TempDir()
+	for pid, comm := range map[string]string{"12": "synergy\n", "13": "synergy\n", "34": "flock\n", "56": "a\x1b]0;pwned\a\u202e\n"} {
+		if err := os.MkdirAll(filepath.Join(proc, pid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(proc, pid, "comm"), []byte(comm), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		pids []int
+		want string
+	}{
+		{nil, "another process"},
+		{[]int{12}, "the synergy run with PID 12"},
+		{[]int{12, 13}, "the synergy runs with PIDs 12, 13"},
+		{[]int{34}, "process 34 (flock: not a synergy run)"},
+		{[]int{12, 34, 99}, "the synergy run with PID 12 and process 34 (flock: not a synergy run) and process 99 (gone: not a synergy run)"},
+		{[]int{56}, `process 56 ("a\x1b]0;pwned\a\u202e": not a synergy run)`},
+	} {
+		if got := holderList(proc, tc.pids); got != tc.want {
+			t.Errorf("holderList(%v) = %q, want %q", tc.pids, got, tc.want)
+		}
+	}
+}
+
+// A real flock(1) holding a core's lock is not called a synergy run.
+func TestClaimCores_PlainFlockHolder(t *testing.T) {
+	flock, err := exec.LookPath("flock")
+	if err != nil {
+		t.Skip("no flock(1) on this host")
+	}
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "cores"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(dir, "cores", "cpu0.lock")
+	cmd := exec.Command(flock, "-n", lock, "sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	for deadline := time.Now().Add(5 * time.Second); len(Holders(lock)) == 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	_, err = ClaimCores(context.Background(), dir, 2, []int{0, 1}, 500*time.Millisecond, nil)
+	want := "process " + strconv.Itoa(cmd.Process.Pid) + " (flock: not a synergy run) holds CPU 0"
+	if !errors.Is(err, ErrGaveUp) || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want ErrGaveUp with %q", err, want)
 	}
 }
