@@ -233,6 +233,10 @@ func (c *Config) Validate() error {
 		if !(v > 0) || math.IsInf(v, 0) {
 			return fmt.Errorf("cpus: value %d (%v) is not a positive number", i+1, v)
 		}
+		if v < sensitivity.MinCPUs || v > sensitivity.MaxCPUs {
+			return fmt.Errorf("cpus: value %d (%v) is not between %g, the least a CFS quota can enforce, and %d, more than Linux supports",
+				i+1, v, sensitivity.MinCPUs, sensitivity.MaxCPUs)
+		}
 	}
 	for i, m := range c.MemLimits {
 		if m <= 0 {

@@ -530,6 +530,8 @@ func TestConfigValidate_NamesTheSetting(t *testing.T) {
 		{"no script", func(c *testConfig) { c.Command = nil }, "training script"},
 		{"batch", func(c *testConfig) { c.Batch = 0 }, "batch"},
 		{"cpus", func(c *testConfig) { c.CPUs = []float64{1, -2} }, "cpus"},
+		{"1e-300 cpus", func(c *testConfig) { c.CPUs = []float64{1, 1e-300} }, "cpus: value 2 (1e-300) is not between 0.01"},
+		{"1e300 cpus", func(c *testConfig) { c.CPUs = []float64{1e300} }, "cpus: value 1 (1e+300) is not between"},
 		{"mem", func(c *testConfig) { c.MemLimits = []int64{0} }, "mem-limits"},
 		{"max iterations", func(c *testConfig) { c.MaxIterations = 3 }, "max-iterations"},
 	} {

@@ -8,10 +8,11 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/synergy-sched/synergy/internal/safefile"
+	"github.com/synergy-sched/synergy/sensitivity"
 )
 
 // Server is one machine of a cluster.
@@ -91,11 +92,14 @@ func (c *Cluster) Validate() error {
 		if s.MemBytes <= 0 || s.MemBytes > MaxServerMemBytes {
 			return fmt.Errorf("cluster: %s.mem_bytes = %d: need a positive number up to %d (1 PiB)", f, s.MemBytes, int64(MaxServerMemBytes))
 		}
-		if i := strings.IndexFunc(s.Name, unicode.IsControl); i >= 0 {
-			return fmt.Errorf("cluster: %s.name = %q: holds a control character", f, s.Name)
+		if s.CPUs < sensitivity.MinCPUs {
+			return fmt.Errorf("cluster: %s.cpus = %v: below %g, the least CPU a job can be given", f, s.CPUs, sensitivity.MinCPUs)
 		}
-		if i := strings.IndexFunc(s.GPUType, unicode.IsControl); i >= 0 {
-			return fmt.Errorf("cluster: %s.gpu_type = %q: holds a control character", f, s.GPUType)
+		if why := safefile.TextProblem(s.Name, safefile.MaxNameBytes); why != "" {
+			return fmt.Errorf("cluster: %s.name = %q: %s", f, safefile.Clip(s.Name, 64), why)
+		}
+		if why := safefile.TextProblem(s.GPUType, safefile.MaxNameBytes); why != "" {
+			return fmt.Errorf("cluster: %s.gpu_type = %q: %s", f, safefile.Clip(s.GPUType, 64), why)
 		}
 		if s.Rack < 0 {
 			return fmt.Errorf("cluster: %s.rack = %d: must not be negative", f, s.Rack)
@@ -196,6 +200,9 @@ type serverGroup struct {
 // line and column; unknown fields are refused; semantic errors name the
 // field (servers[3].cpus, groups[0].count).
 func ParseCluster(data []byte) (Cluster, error) {
+	if err := safefile.NoDuplicateKeys(data); err != nil {
+		return Cluster{}, fmt.Errorf("cluster: %w", err)
+	}
 	var f clusterFile
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -205,6 +212,14 @@ func ParseCluster(data []byte) (Cluster, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		line, col := lineCol(data, dec.InputOffset())
 		return Cluster{}, fmt.Errorf("cluster: line %d col %d: trailing data after the JSON object", line, col)
+	}
+	if why := safefile.TextProblem(f.Name, safefile.MaxNameBytes); why != "" {
+		return Cluster{}, fmt.Errorf("cluster: name = %q: %s", safefile.Clip(f.Name, 64), why)
+	}
+	// Every count is checked before it is added to or looped over: a
+	// count near 2^63 would pass a check of a sum by overflowing it.
+	if len(f.Servers) > maxServers {
+		return Cluster{}, fmt.Errorf("cluster: servers: %d listed, more than %d", len(f.Servers), maxServers)
 	}
 	c := Cluster{Name: f.Name, Servers: f.Servers}
 	for i, s := range c.Servers {
@@ -216,8 +231,11 @@ func ParseCluster(data []byte) (Cluster, error) {
 		if g.Count < 1 {
 			return Cluster{}, fmt.Errorf("cluster: groups[%d].count = %d: need at least 1", gi, g.Count)
 		}
-		if len(c.Servers)+g.Count > maxServers {
+		if g.Count > maxServers-len(c.Servers) { // no sum: it could overflow
 			return Cluster{}, fmt.Errorf("cluster: groups[%d].count = %d: more than %d servers in all", gi, g.Count, maxServers)
+		}
+		if why := safefile.TextProblem(g.Prefix, safefile.MaxNameBytes); why != "" {
+			return Cluster{}, fmt.Errorf("cluster: groups[%d].prefix = %q: %s", gi, safefile.Clip(g.Prefix, 64), why)
 		}
 		for k := 0; k < g.Count; k++ {
 			name := fmt.Sprintf("server-%d", len(c.Servers))
@@ -271,7 +289,10 @@ func LoadCluster(arg string) (Cluster, error) {
 		return Cluster{}, fmt.Errorf("%s: %w", arg, err)
 	}
 	if c.Name == "" {
-		c.Name = arg
+		c.Name = arg // a path of the user's: shown quoted when unfit for a terminal
+		if safefile.TextProblem(arg, safefile.MaxNameBytes) != "" {
+			c.Name = strconv.QuoteToGraphic(safefile.Clip(arg, safefile.MaxNameBytes))
+		}
 	}
 	return c, nil
 }

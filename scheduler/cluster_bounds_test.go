@@ -54,3 +54,73 @@ func TestParseCluster_RefusesOverflowAndControlCharacters(t *testing.T) {
 		t.Errorf("totals %+v, want 102400000 GPUs", tot)
 	}
 }
+
+// Hostile cluster files (issue 40): each refused up front, naming the
+// field, with no allocation in proportion to what a count claims.
+func TestParseCluster_HostileInputs(t *testing.T) {
+	big := strings.Repeat("n", 7<<20)
+	for _, tc := range []struct{ name, json, want string }{
+		{"count near 2^63 (passed the sum check by overflow)",
+			`{"servers": [{"name": "a", "gpus": 8, "cpus": 8, "mem_bytes": 5}], "groups": [{"count": 9223372036854775807, "gpus": 8, "cpus": 24, "mem_bytes": 5}]}`,
+			"groups[0].count = 9223372036854775807: more than 100000 servers in all"},
+		{"count that overflows only with the servers before it",
+			`{"servers": [{"name": "a", "gpus": 8, "cpus": 8, "mem_bytes": 5}], "groups": [{"count": 9223372036854775806, "gpus": 8, "cpus": 24, "mem_bytes": 5}]}`,
+			"groups[0].count = 9223372036854775806: more than 100000"},
+		{"second group past the bound", `{"groups": [{"count": 99999, "gpus": 8, "cpus": 24, "mem_bytes": 5}, {"count": 2, "gpus": 8, "cpus": 24, "mem_bytes": 5}]}`,
+			"groups[1].count = 2: more than 100000 servers in all"},
+		{"negative count", `{"groups": [{"count": -9223372036854775808, "gpus": 8, "cpus": 24, "mem_bytes": 5}]}`, "groups[0].count = -9223372036854775808: need at least 1"},
+		{"1e-300 CPUs", `{"servers": [{"name": "a", "gpus": 8, "cpus": 1e-300, "mem_bytes": 5}]}`, "servers[0].cpus = 1e-300: below 0.01"},
+		{"1e-300 CPUs in a group", `{"groups": [{"count": 1, "gpus": 8, "cpus": 1e-300, "mem_bytes": 5}]}`, "groups[0] (server 0).cpus = 1e-300: below 0.01"},
+		{"duplicate key", `{"name": "lab", "groups": [{"count": 1, "gpus": 8, "cpus": 24, "mem_bytes": 5, "count": 100}]}`, `key "count" appears twice in groups[0]`},
+		{"duplicate top-level key", `{"name": "a", "name": "b", "groups": []}`, `key "name" appears twice in the top-level object`},
+		{"cluster name with escapes", `{"name": "lab\u001b]0;pwned\u0007", "groups": [{"count": 1, "gpus": 8, "cpus": 24, "mem_bytes": 5}]}`, `cluster: name = "lab\x1b]0;pwned\a": holds a control character (U+001B)`},
+		{"cluster name with a bidi override", `{"name": "lab\u202egnp", "groups": [{"count": 1, "gpus": 8, "cpus": 24, "mem_bytes": 5}]}`, `cluster: name = "lab\u202egnp": holds a bidirectional-text control (U+202E)`},
+		{"7 MB cluster name", `{"name": "` + big + `", "groups": [{"count": 1, "gpus": 8, "cpus": 24, "mem_bytes": 5}]}`, "cluster: name = \"nnnn"},
+		{"server name with a bidi override", `{"servers": [{"name": "a\u2067b", "gpus": 8, "cpus": 8, "mem_bytes": 5}]}`, `servers[0].name = "a\u2067b": holds a bidirectional-text control (U+2067)`},
+		{"7 MB server name", `{"servers": [{"name": "` + big + `", "gpus": 8, "cpus": 8, "mem_bytes": 5}]}`, "is 7340032 bytes long, more than 256"},
+		{"group prefix with escapes", `{"groups": [{"count": 1, "prefix": "r\u001b[2J", "gpus": 8, "cpus": 24, "mem_bytes": 5}]}`, `groups[0].prefix = "r\x1b[2J": holds a control character`},
+		{"gpu_type with a bidi override", `{"groups": [{"count": 1, "gpus": 8, "cpus": 24, "mem_bytes": 5, "gpu_type": "v100\u202e"}]}`, `gpu_type = "v100\u202e": holds a bidirectional-text control`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseCluster([]byte(tc.json))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v\nwant %q", err, tc.want)
+			}
+			if err != nil && len(err.Error()) > 1000 {
+				t.Errorf("the error is %d bytes long: a name from the file is not clipped", len(err.Error()))
+			}
+		})
+	}
+}
+
+// A cluster named by a path unfit for a terminal is shown quoted.
+func TestLoadCluster_NameFromPathIsQuoted(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "lab\x1b[2J.json")
+	if err := os.WriteFile(p, []byte(`{"groups": [{"count": 1, "gpus": 8, "cpus": 24, "mem_bytes": 5}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadCluster(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsRune(c.Name, 0x1b) || !strings.Contains(c.Name, `lab\x1b[2J.json`) {
+		t.Errorf("cluster name %q, want the path quoted", c.Name)
+	}
+}
+
+func TestParseUsage_HostileInputs(t *testing.T) {
+	for _, tc := range []struct{ json, want string }{
+		{`{"servers": [{"server": "a", "cpus": 1, "cpus": 30}]}`, `key "cpus" appears twice in servers[0]`},
+		{`{"servers": [{"server": "a", "cpus": 1e-300}]}`, "servers[0].cpus = 1e-300: neither 0 nor at least 0.01"},
+		{`{"servers": [{"server": "a\u202eb", "cpus": 1}]}`, `servers[0].server = "a\u202eb": holds a bidirectional-text control`},
+		{`{"servers": [{"server": "` + strings.Repeat("s", 7<<20) + `"}]}`, "is 7340032 bytes long, more than 256"},
+	} {
+		_, err := ParseUsage([]byte(tc.json))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || len(err.Error()) > 1000 {
+			t.Errorf("ParseUsage(%.80s): %.300v, want %q", tc.json, err, tc.want)
+		}
+	}
+	if u, err := ParseUsage([]byte(`{"servers": [{"server": "a", "cpus": 0}, {"server": "b", "cpus": 0.5}]}`)); err != nil || len(u) != 2 {
+		t.Errorf("valid usage: %v, %v", u, err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/synergy-sched/synergy/internal/safefile"
+	"github.com/synergy-sched/synergy/sensitivity"
 )
 
 // Usage is what work outside the queue (jobs already running) holds on one
@@ -27,10 +28,21 @@ func ParseUsage(data []byte) ([]Usage, error) {
 	var f struct {
 		Servers []Usage `json:"servers"`
 	}
+	if err := safefile.NoDuplicateKeys(data); err != nil {
+		return nil, fmt.Errorf("in use: %w", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
 		return nil, jsonError("in use", data, dec, err)
+	}
+	for k, u := range f.Servers {
+		if why := safefile.TextProblem(u.Server, safefile.MaxNameBytes); why != "" {
+			return nil, fmt.Errorf("in use: servers[%d].server = %q: %s", k, safefile.Clip(u.Server, 64), why)
+		}
+		if u.CPUs > 0 && u.CPUs < sensitivity.MinCPUs {
+			return nil, fmt.Errorf("in use: servers[%d].cpus = %v: neither 0 nor at least %g, the least CPU a job can be given", k, u.CPUs, sensitivity.MinCPUs)
+		}
 	}
 	return f.Servers, nil
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/synergy-sched/synergy/internal/safefile"
 )
 
 // Bounds of a profile's numbers. A value outside them is not a measurement
@@ -148,11 +150,13 @@ func (c *checker) oneOf(field, where, v string, allowed []string) {
 	c.fail(field, strconv.Quote(v), where, "is not one of %s", strings.Join(named, ", "))
 }
 
-// printable checks that s holds no control characters (a newline in a name
-// would forge lines in tables and YAML).
+// printable checks that a name holds no control characters (a newline in
+// a name would forge lines in tables and YAML) nor bidirectional-text
+// controls (they make one name read as another), and is at most
+// safefile.MaxNameBytes long (a 7 MB name was echoed whole).
 func (c *checker) printable(field, s string) {
-	if strings.IndexFunc(s, unicode.IsControl) >= 0 {
-		c.fail(field, strconv.Quote(s), "", "holds a control character")
+	if why := safefile.TextProblem(s, safefile.MaxNameBytes); why != "" {
+		c.fail(field, strconv.Quote(safefile.Clip(s, 64)), "", "%s", why)
 	}
 }
 

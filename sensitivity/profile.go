@@ -454,6 +454,9 @@ func Decode(r io.Reader) (*Profile, error) {
 	if *head.SchemaVersion > SchemaVersion {
 		return nil, versionError(*head.SchemaVersion)
 	}
+	if err := safefile.NoDuplicateKeys(data); err != nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var p Profile
