@@ -3,6 +3,8 @@ package scheduler
 import (
 	"strings"
 	"testing"
+
+	"github.com/synergy-sched/synergy/internal/safefile"
 )
 
 func TestPreset_Shapes(t *testing.T) {
@@ -102,8 +104,13 @@ func FuzzParseCluster(f *testing.F) {
 	f.Add([]byte(`{"servers": [{"gpus": 8, "cpus": 24, "mem_bytes": 500000000000}]}`))
 	f.Add([]byte(`{"groups": [{"count": 3, "prefix": "n", "gpus": 4, "cpus": 8, "mem_bytes": 1}]}`))
 	f.Add([]byte(`{"servers": [{"gpus": 1e99}]}`))
+	f.Add([]byte(`{"servers": [{"gpus": 8, "cpus": 8, "mem_bytes": 5}], "groups": [{"count": 9223372036854775807, "gpus": 8, "cpus": 24, "mem_bytes": 5}]}`))
+	f.Add([]byte(`{"name": "a", "name": "b‮", "groups": [{"count": 1, "gpus": 8, "cpus": 1e-300, "mem_bytes": 5}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := ParseCluster(data)
+		if err == nil && (len(c.Servers) > maxServers || safefile.TextProblem(c.Name, safefile.MaxNameBytes) != "") {
+			t.Fatalf("accepted %d servers named %q", len(c.Servers), c.Name)
+		}
 		if err != nil {
 			if err.Error() == "" {
 				t.Fatal("empty error")

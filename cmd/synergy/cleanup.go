@@ -80,11 +80,13 @@ func printCleanup(w io.Writer, rep reap.Report) {
 	if len(rep.Removed) == 0 {
 		fmt.Fprintln(w, "nothing to clean up: no cgroup, container or work directory of a dead synergy run")
 	}
+	// A cgroup's name is a job's to choose (a decoy named like a run's):
+	// escaped, as tables are.
 	for _, r := range rep.Removed {
-		fmt.Fprintln(w, "removed", r)
+		fmt.Fprintln(printable{w}, "removed", r)
 	}
 	for _, s := range rep.Skipped {
-		fmt.Fprintln(w, "skipped", s)
+		fmt.Fprintln(printable{w}, "skipped", s)
 	}
 }
 
@@ -119,7 +121,7 @@ func guardRun(ctx context.Context, stderr io.Writer, runnerName string, hostWait
 	o := reap.Options{Docker: runnerName == "docker"}
 	rep, err := reap.Orphans(ctx, o)
 	for _, r := range rep.Removed {
-		fmt.Fprintln(stderr, "cleaned up after a dead synergy run: removed", r)
+		fmt.Fprintln(printable{stderr}, "cleaned up after a dead synergy run: removed", r)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "warning: cleaning up after dead synergy runs:", err)
