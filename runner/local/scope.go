@@ -180,7 +180,7 @@ func (sc *scope) remove() error {
 	// The pin is reaped, so the scope is empty and systemd is stopping it
 	// and removing its cgroups, racing these removals (which tolerate a
 	// cgroup gone or going).
-	if err := rmdirWhenEmpty(filepath.Join(sc.dir, scopePinDir)); err != nil {
+	if err := removeSubtree(filepath.Join(sc.dir, scopePinDir)); err != nil {
 		errs = append(errs, err)
 	}
 	if err := sc.sd.stopUnit(sc.unit); err != nil {
