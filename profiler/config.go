@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/synergy-sched/synergy/internal/safefile"
 	"github.com/synergy-sched/synergy/profiler/sample"
 	"github.com/synergy-sched/synergy/runner"
 	"github.com/synergy-sched/synergy/sensitivity"
@@ -228,6 +229,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.validateJob(); err != nil {
 		return err
+	}
+	if why := safefile.TextProblem(c.JobName, safefile.MaxNameBytes); why != "" {
+		return fmt.Errorf("job-name: %q %s (a name taken from the script's: give one with --job-name)", safefile.Clip(c.JobName, 64), why)
 	}
 	for i, v := range c.CPUs {
 		if !(v > 0) || math.IsInf(v, 0) {

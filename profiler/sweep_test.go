@@ -532,6 +532,8 @@ func TestConfigValidate_NamesTheSetting(t *testing.T) {
 		{"cpus", func(c *testConfig) { c.CPUs = []float64{1, -2} }, "cpus"},
 		{"1e-300 cpus", func(c *testConfig) { c.CPUs = []float64{1, 1e-300} }, "cpus: value 2 (1e-300) is not between 0.01"},
 		{"1e300 cpus", func(c *testConfig) { c.CPUs = []float64{1e300} }, "cpus: value 1 (1e+300) is not between"},
+		{"bidi job name", func(c *testConfig) { c.JobName = "train\u202egnp.exe" }, `job-name: "train\u202egnp.exe" holds a bidirectional-text control (U+202E)`},
+		{"7 MB job name", func(c *testConfig) { c.JobName = strings.Repeat("j", 7<<20) }, "job-name: \"jjjj"},
 		{"mem", func(c *testConfig) { c.MemLimits = []int64{0} }, "mem-limits"},
 		{"max iterations", func(c *testConfig) { c.MaxIterations = 3 }, "max-iterations"},
 	} {

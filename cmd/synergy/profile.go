@@ -375,6 +375,9 @@ func parseOutputFlags(c *cli.Command, o *profileOptions) error {
 			return fmt.Errorf("--%s: %q holds a control character", f.name, f.v)
 		}
 	}
+	if why := safefile.TextProblem(cfg.JobName, safefile.MaxNameBytes); why != "" {
+		return fmt.Errorf("--%s: %q %s", flagJobName, safefile.Clip(cfg.JobName, 64), why)
+	}
 	stem := strings.TrimSuffix(cfg.Out, filepath.Ext(cfg.Out))
 	cfg.Resume = c.Bool(flagResume)
 	cfg.StallBreakdown = c.Bool(flagStall)

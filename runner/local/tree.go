@@ -217,7 +217,9 @@ func releaseDirs(fds []int) {
 const heldFDMax = 1 << 16
 
 // heldBy reports whether process pid holds an open descriptor on dir (the
-// same inode), as a runner holds each job cgroup it made (holdDirs).
+// same inode), as a runner holds each job cgroup it made (holdDirs). What
+// cannot be looked at (another user's descriptors, when not root) counts
+// as held: nothing is called a decoy on a guess.
 func heldBy(procRoot string, pid int, dir string) bool {
 	var want unix.Stat_t
 	if err := unix.Stat(dir, &want); err != nil {
@@ -226,7 +228,7 @@ func heldBy(procRoot string, pid int, dir string) bool {
 	fdDir := filepath.Join(procRoot, strconv.Itoa(pid), "fd")
 	f, err := os.Open(fdDir)
 	if err != nil {
-		return false
+		return !errors.Is(err, fs.ErrNotExist)
 	}
 	defer f.Close()
 	names, _ := f.Readdirnames(heldFDMax)
