@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -87,7 +88,7 @@ func (r *Runner) ReapOrphans(ctx context.Context) ([]string, error) {
 			errs = append(errs, fmt.Errorf("remove orphaned container %.12s: %w", c.ID, err))
 			continue
 		}
-		removed = append(removed, fmt.Sprintf("container %.12s (%s, %s): %s", c.ID, c.Labels[LabelJob], c.Labels[LabelPoint], why))
+		removed = append(removed, fmt.Sprintf("container %.12s (%s, %s): %s", c.ID, shownLabel(c.Labels[LabelJob]), shownLabel(c.Labels[LabelPoint]), why))
 	}
 	return removed, errors.Join(errs...)
 }
@@ -97,4 +98,19 @@ func (r *Runner) ReapOrphans(ctx context.Context) ([]string, error) {
 // container already: the engine answers 409 "removal … already in progress".
 func removingElsewhere(err error) bool {
 	return err != nil && cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress")
+}
+
+// shownLabel is a label's value as a message shows it: anyone who can make
+// a container can set the labels, so a value is cut to 64 bytes and quoted
+// (Go escapes) when it holds a control, bidi or other non-graphic
+// character.
+func shownLabel(v string) string {
+	cut := ""
+	if len(v) > 64 {
+		v, cut = strings.ToValidUTF8(v[:64], ""), "..."
+	}
+	if q := strconv.QuoteToGraphic(v); q[1:len(q)-1] != v {
+		return q + cut
+	}
+	return v + cut
 }

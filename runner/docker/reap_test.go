@@ -147,3 +147,19 @@ func waitGone(ctx context.Context, r *Runner, id string, d time.Duration) error 
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// A container's labels are anyone's to set who can make one: what cleanup
+// prints of them is cut and escaped.
+func TestShownLabel(t *testing.T) {
+	for in, want := range map[string]string{
+		"train":                    "train",
+		"cpus1-mem512MiB":          "cpus1-mem512MiB",
+		"a\x1b]0;pwned\a":          `"a\x1b]0;pwned\a"`,
+		"evil\u202etxt":            `"evil\u202etxt"`,
+		strings.Repeat("x", 7<<20): strings.Repeat("x", 64) + "...",
+	} {
+		if got := shownLabel(in); got != want {
+			t.Errorf("shownLabel(%.40q) = %.80q, want %.80q", in, got, want)
+		}
+	}
+}
