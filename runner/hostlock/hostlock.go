@@ -194,9 +194,11 @@ func devOf(s string) (uint32, uint32, bool) {
 	return uint32(maj), uint32(min), err1 == nil && err2 == nil
 }
 
-// pidList names lock holders for messages: "the synergy run with PID 12",
-// "the synergy runs with PIDs 12, 34", and a holder whose name is not
-// synergy as what it is: "process 56 (flock: not a synergy run)".
+// pidList names lock holders for messages: a process whose name holds
+// "synergy" (synergy, a renamed build, a test binary of synergy's) as "the
+// synergy run with PID 12" ("the synergy runs with PIDs 12, 34"), any other
+// (a plain flock(1)) only as what it is, "process 56 (flock)", its name
+// escaped: it is not called a synergy run.
 func pidList(pids []int) string { return holderList("/proc", pids) }
 
 func holderList(procRoot string, pids []int) string {
@@ -208,12 +210,12 @@ func holderList(procRoot string, pids []int) string {
 		comm, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(p), "comm"))
 		name := strings.TrimSuffix(string(comm), "\n")
 		switch {
-		case err == nil && name == "synergy":
+		case err == nil && strings.Contains(name, "synergy"):
 			runs = append(runs, strconv.Itoa(p))
 		case err != nil:
-			others = append(others, fmt.Sprintf("process %d (gone: not a synergy run)", p))
+			others = append(others, fmt.Sprintf("process %d (gone)", p))
 		default:
-			others = append(others, fmt.Sprintf("process %d (%s: not a synergy run)", p, quoteComm(name)))
+			others = append(others, fmt.Sprintf("process %d (%s)", p, quoteComm(name)))
 		}
 	}
 	var parts []string

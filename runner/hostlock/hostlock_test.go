@@ -262,12 +262,12 @@ func TestClaimCores_TellsRarelyAndCanonically(t *testing.T) {
 	}
 }
 
-// A lock holder is named for what it is: a process called synergy is a
-// synergy run, anything else (a plain flock(1), a name with escapes) is
-// "process N (name), not a synergy run", its name escaped.
+// A lock holder is named for what it is: a process whose name holds
+// synergy is a synergy run, anything else (a plain flock(1), a name with
+// escapes) is "process N (name)", its name escaped, and not called one.
 func TestHolderList_NamesWhatHoldsIt(t *testing.T) {
 	proc := t.TempDir()
-	for pid, comm := range map[string]string{"12": "synergy\n", "13": "synergy\n", "34": "flock\n", "56": "a\x1b]0;pwned\a\u202e\n"} {
+	for pid, comm := range map[string]string{"12": "synergy\n", "13": "synergy\n", "34": "flock\n", "78": "h44-synergy\n", "56": "a\x1b]0;pwned\a\u202e\n"} {
 		if err := os.MkdirAll(filepath.Join(proc, pid), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -282,9 +282,10 @@ func TestHolderList_NamesWhatHoldsIt(t *testing.T) {
 		{nil, "another process"},
 		{[]int{12}, "the synergy run with PID 12"},
 		{[]int{12, 13}, "the synergy runs with PIDs 12, 13"},
-		{[]int{34}, "process 34 (flock: not a synergy run)"},
-		{[]int{12, 34, 99}, "the synergy run with PID 12 and process 34 (flock: not a synergy run) and process 99 (gone: not a synergy run)"},
-		{[]int{56}, `process 56 ("a\x1b]0;pwned\a\u202e": not a synergy run)`},
+		{[]int{34}, "process 34 (flock)"},
+		{[]int{12, 34, 99}, "the synergy run with PID 12 and process 34 (flock) and process 99 (gone)"},
+		{[]int{56}, `process 56 ("a\x1b]0;pwned\a\u202e")`},
+		{[]int{78}, "the synergy run with PID 78"}, // a renamed build
 	} {
 		if got := holderList(proc, tc.pids); got != tc.want {
 			t.Errorf("holderList(%v) = %q, want %q", tc.pids, got, tc.want)
@@ -312,7 +313,7 @@ func TestClaimCores_PlainFlockHolder(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	_, err = ClaimCores(context.Background(), dir, 2, []int{0, 1}, 500*time.Millisecond, nil)
-	want := "process " + strconv.Itoa(cmd.Process.Pid) + " (flock: not a synergy run) holds CPU 0"
+	want := "process " + strconv.Itoa(cmd.Process.Pid) + " (flock) holds CPU 0"
 	if !errors.Is(err, ErrGaveUp) || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v, want ErrGaveUp with %q", err, want)
 	}
