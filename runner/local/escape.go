@@ -90,6 +90,7 @@ func (r *Runner) killEscaped(since uint64) ([]string, error) {
 	var killed []string
 	var errs []error
 	decoys := map[string]bool{}
+	named := map[int]bool{} // a process still dying is looked at again, named once
 	for range escapeRounds {
 		procs, err := listProcs(procRoot)
 		if err != nil {
@@ -130,7 +131,10 @@ func (r *Runner) killEscaped(since uint64) ([]string, error) {
 			}
 			for _, d := range descendants(kids, pid) {
 				victims = append(victims, d)
-				killed = append(killed, fmt.Sprintf("%d (%s)", d, quoteName(procs[d].comm)))
+				if !named[d] {
+					named[d] = true
+					killed = append(killed, fmt.Sprintf("%d (%s)", d, quoteName(procs[d].comm)))
+				}
 			}
 		}
 		if len(victims) == 0 {
