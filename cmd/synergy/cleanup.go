@@ -32,7 +32,9 @@ func cleanupCommand() *cli.Command {
 		Description: "Removes the job cgroups (cgroup v1 and v2), the Docker containers (label synergy.owner) and the work\n" +
 			"directories ($TMPDIR/synergy-profile-PID-START-*) of synergy runs that are no longer alive, killing any job\n" +
 			"process still in them, and lists what it removed. Each of these carries its run's PID and process start\n" +
-			"time, so the things of a run still going are never touched. Every `synergy profile` does the same first,\n" +
+			"time, so the things of a run still going are never touched (each run holds its job cgroups open: a cgroup\n" +
+			"named after a live process that does not hold it, with a process in it, is a job's decoy and is removed too).\n" +
+			"Every `synergy profile` does the same first,\n" +
 			"and a watchdog process does it the moment a profile run dies; this command is for doing it on demand.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: cleanFlagDocker, Value: "auto", Usage: "`MODE` for containers: auto (when a Docker socket is there), yes (fail if the daemon cannot be reached), no"},
