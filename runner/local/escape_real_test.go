@@ -118,11 +118,12 @@ func hierarchyRoot(p string) string {
 }
 
 // TestReap_DecoyNamedAfterALiveProcess: a cgroup named like a job cgroup
-// of a live process that does not hold it, with a process in it that the
-// named one did not just start, is a decoy: ReapOrphans kills what is in
-// it, removes it and says so. The same name with only a child of the
-// named process in it (a runner's pin in the moment before its runner
-// holds the scope) is left alone.
+// of a live process that does not hold it, with a process in it that does
+// not descend from the named one (or named after PID 1), is a decoy:
+// ReapOrphans kills what is in it, removes it and says so. The same name
+// with only a descendant of the named process in it (a job of a live run
+// of a synergy that holds no descriptors, the systemd driver's pin in the
+// moment before its runner holds the scope) is left alone.
 func TestReap_DecoyNamedAfterALiveProcess(t *testing.T) {
 	r := newRunner(t, local.Options{})
 	me, err := owner.Self()
@@ -141,12 +142,22 @@ func TestReap_DecoyNamedAfterALiveProcess(t *testing.T) {
 			t.Skip("no memory hierarchy")
 		}
 	}
+	unrelated := exec.Command("sleep", "300")
+	if err := unrelated.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unrelated.Process.Kill(); _ = unrelated.Wait() })
+	unrelatedID, err := owner.Of("/proc", unrelated.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name  string
 		id    owner.ID
 		decoy bool
 	}{
 		{"after PID 1", initID, true},
+		{"after a live process it does not descend from", unrelatedID, true},
 		{"after its parent", me, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

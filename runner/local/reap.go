@@ -28,8 +28,8 @@ const reapMaxDepth = 8
 // returns the directories removed. Cgroups of live runners, this one's
 // included, are left alone. A cgroup named after a live process that does
 // not hold it (heldBy: every runner holds the job cgroups it made) and
-// that holds a process other than a just-started child of that process is
-// a decoy a job made to hide in, and is reaped too; its entry says so.
+// that holds a process that does not descend from that process (see decoy)
+// is a decoy a job made to hide in, and is reaped too; its entry says so.
 func (r *Runner) ReapOrphans() ([]string, error) {
 	var removed []string
 	var errs []error
@@ -137,8 +137,13 @@ func (r *Runner) orphanDirs(root string) (found []string, decoys map[string]stri
 
 // decoy says why a cgroup named after live process id is not that
 // process's job cgroup, or "" when it may be: id holds it, or everything in
-// it is a child id has just started (the systemd driver's pin, in the
-// moment before its runner holds the scope). PID 1 starts no job.
+// it descends from id (a runner is its jobs' subreaper, so whatever a live
+// run's job started descends from it: a run of a synergy that does not
+// hold its cgroups yet, the systemd driver's pin in the instant before its
+// runner holds the scope). PID 1 starts no job. A job's process in a decoy
+// named after one of its own runner's ancestors passes while that runner
+// lives, whose escape killer removes it; once the runner is gone it no
+// longer descends from that ancestor.
 func (r *Runner) decoy(dir string, id owner.ID) string {
 	if heldBy(r.opts.ProcRoot, id.PID, dir) {
 		return ""
@@ -152,10 +157,41 @@ func (r *Runner) decoy(dir string, id owner.ID) string {
 		if err != nil {
 			continue // gone
 		}
-		if p, ok := parseStat(string(b)); ok && (p.ppid != id.PID || id.PID == 1) {
-			return fmt.Sprintf("named after live process %d, which does not hold it, and held process %d (%s): a job's decoy",
+		p, ok := parseStat(string(b))
+		if !ok {
+			continue
+		}
+		if id.PID == 1 || !r.descendsFrom(pid, id.PID) {
+			return fmt.Sprintf("named after live process %d, which does not hold it, and held process %d (%s), which it did not start: a job's decoy",
 				id.PID, pid, quoteName(p.comm))
 		}
 	}
 	return ""
+}
+
+// ancestryMax bounds the walk up a process's parents.
+const ancestryMax = 4096
+
+// descendsFrom reports whether pid's parents lead to anc. A parent that
+// cannot be read counts as leading there: nothing is called a decoy on a
+// guess.
+func (r *Runner) descendsFrom(pid, anc int) bool {
+	for range ancestryMax {
+		if pid == anc {
+			return true
+		}
+		if pid <= 1 {
+			return false
+		}
+		b, err := os.ReadFile(filepath.Join(r.opts.ProcRoot, strconv.Itoa(pid), "stat"))
+		if err != nil {
+			return true
+		}
+		p, ok := parseStat(string(b))
+		if !ok {
+			return true
+		}
+		pid = p.ppid
+	}
+	return true
 }
