@@ -124,8 +124,8 @@ func (r *Runner) killEscaped(since uint64) ([]string, error) {
 			}
 			for k, p := range out {
 				if h, ok := r.ctl[k]; ok {
-					if d := r.decoyDir(h.Root, p); d != "" {
-						decoys[d] = true
+					if d, all := r.decoyDir(h.Root, p); d != "" {
+						decoys[d] = decoys[d] || all
 					}
 				}
 			}
@@ -152,6 +152,17 @@ func (r *Runner) killEscaped(since uint64) ([]string, error) {
 		}
 	}
 	for _, d := range slices.Sorted(maps.Keys(decoys)) {
+		if !decoys[d] { // named after another live process: only what is empty goes
+			for range emptyPollTries { // once the processes killed here have left it
+				pids, _ := subtreeProcs(d)
+				if !slices.ContainsFunc(pids, func(p int) bool { return named[p] }) {
+					break
+				}
+				time.Sleep(emptyPollInterval)
+			}
+			removeEmptySubtree(d)
+			continue
+		}
 		if err := killUntilEmpty(func() ([]int, error) { return subtreeProcs(d) }); err != nil {
 			errs = append(errs, fmt.Errorf("kill the processes in cgroup %s: %w", quoteName(d), err))
 			continue
@@ -161,6 +172,15 @@ func (r *Runner) killEscaped(since uint64) ([]string, error) {
 		}
 	}
 	return killed, errors.Join(errs...)
+}
+
+// removeEmptySubtree removes the empty cgroups of dir's subtree, deepest
+// first, dir included when it empties, each tried once.
+func removeEmptySubtree(dir string) {
+	dirs, _ := subtreeDirs(dir)
+	for _, d := range dirs {
+		_ = unix.Rmdir(d)
+	}
 }
 
 // membershipByKey maps a process's cgroups to this package's hierarchy
@@ -180,9 +200,13 @@ func membershipByKey(m cgroupfs.Membership) map[string]string {
 
 // decoyDir is the topmost directory on p (a path inside the hierarchy at
 // root) named like a job cgroup of a run with this runner's prefix, when
-// that run is not alive or does not hold it (heldBy): a cgroup a job made
-// under a run's name, to be removed once empty. "" when there is none.
-func (r *Runner) decoyDir(root, p string) string {
+// that run does not hold it (heldBy): a cgroup a job made under a run's
+// name, to be removed. all says whatever else is in it may be killed too:
+// it is named after this process (whose job cgroups are all in liveJobs)
+// or after one that is gone; one named after another live process may be
+// that process's (a synergy that holds no descriptors), so only what is
+// empty of it goes. "" when there is none.
+func (r *Runner) decoyDir(root, p string) (dir string, all bool) {
 	parts := strings.Split(strings.Trim(path.Clean(p), "/"), "/")
 	for i := range parts {
 		id, ok := runNamed(parts[i], r.opts.Prefix)
@@ -190,12 +214,14 @@ func (r *Runner) decoyDir(root, p string) string {
 			continue
 		}
 		d := filepath.Join(append([]string{root}, parts[:i+1]...)...)
-		if owner.Alive(r.opts.ProcRoot, id) && heldBy(r.opts.ProcRoot, id.PID, d) {
-			return "" // a live run's cgroup: its own runner ends what is in it
+		alive := owner.Alive(r.opts.ProcRoot, id)
+		if alive && heldBy(r.opts.ProcRoot, id.PID, d) {
+			return "", false // a live run's cgroup: its own runner ends what is in it
 		}
-		return d
+		me, err := owner.Self()
+		return d, !alive || (err == nil && me == id)
 	}
-	return ""
+	return "", false
 }
 
 // descendants lists pid and every process below it (kids: parent ->
