@@ -151,6 +151,15 @@ func (r *Runner) killEscaped(since uint64) ([]string, error) {
 			}
 		}
 	}
+	errs = append(errs, removeDecoys(decoys, named)...)
+	return killed, errors.Join(errs...)
+}
+
+// removeDecoys removes the decoy cgroups killEscaped found (decoys: dir ->
+// whether all in it may be killed), once the processes it killed (named)
+// have left them.
+func removeDecoys(decoys map[string]bool, named map[int]bool) []error {
+	var errs []error
 	for _, d := range slices.Sorted(maps.Keys(decoys)) {
 		if !decoys[d] { // named after another live process: only what is empty goes
 			for range emptyPollTries { // once the processes killed here have left it
@@ -171,7 +180,7 @@ func (r *Runner) killEscaped(since uint64) ([]string, error) {
 			errs = append(errs, err)
 		}
 	}
-	return killed, errors.Join(errs...)
+	return errs
 }
 
 // removeEmptySubtree removes the empty cgroups of dir's subtree, deepest
