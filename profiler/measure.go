@@ -64,8 +64,8 @@ const maxHeldIterations = 1 << 18
 // hold appends the iterations read to the launch's stream, within
 // maxHeldIterations.
 func (l *launch) hold(its []jobcontract.Iteration) {
-	all := append(l.run.m.all, its...)
-	if len(all) > maxHeldIterations {
+	all := l.run.m.all
+	if len(all)+len(its) > maxHeldIterations {
 		// Keep from the last iteration before the point's beginning.
 		k := 0
 		for k < len(all)-1 && all[k+1].TS < l.from {
@@ -77,11 +77,10 @@ func (l *launch) hold(its []jobcontract.Iteration) {
 			all = all[:n]
 		}
 	}
-	if len(all) > maxHeldIterations {
-		clear(all[maxHeldIterations:])
-		all, l.full = all[:maxHeldIterations], true
+	if room := maxHeldIterations - len(all); len(its) > room {
+		its, l.full = its[:max(room, 0)], true
 	}
-	l.run.m.all = all
+	l.run.m.all = append(all, its...)
 }
 
 // measureIn follows the launch l through pt's part of its stream and

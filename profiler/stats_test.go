@@ -3,6 +3,8 @@ package profiler
 import (
 	"bytes"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -177,5 +179,47 @@ func TestLaunch_HoldIsBounded(t *testing.T) {
 	all := l.run.m.all
 	if l.full || len(all) != len(batch)+1 || all[0].TS >= from || all[1].TS <= from {
 		t.Errorf("after a move: %d held (full %v), want the last iteration before the point and its %d", len(all), l.full, len(batch))
+	}
+}
+
+// BenchmarkHoldAFlood is a launch reading a job's flood of 3 million
+// metrics lines (written before the first poll) through its tailer into
+// its hold, as the sweep does each poll. Run under /usr/bin/time -v it
+// gives the profiler's peak memory for such a job (docs/security.md).
+func BenchmarkHoldAFlood(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "metrics.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf []byte
+	epoch := 0
+	for i := range 3_000_000 {
+		buf = jobcontract.AppendIteration(buf, jobcontract.Iteration{Iter: i, Samples: 8, StepS: 0.001, TS: 1.7e9 + float64(i)*1e-3, Epoch: &epoch})
+		if len(buf) > 1<<20 {
+			f.Write(buf)
+			buf = buf[:0]
+		}
+	}
+	f.Write(buf)
+	f.Close()
+	b.ResetTimer()
+	for range b.N {
+		l := &launch{run: &pointRun{tailer: jobcontract.NewTailer(path)}}
+		read := 0
+		for {
+			its, err := l.run.tailer.Poll()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(its) == 0 {
+				break
+			}
+			read += len(its)
+			l.hold(its)
+		}
+		if read != 3_000_000 || len(l.run.m.all) != maxHeldIterations || !l.full {
+			b.Fatalf("read %d, held %d (full %v)", read, len(l.run.m.all), l.full)
+		}
 	}
 }
