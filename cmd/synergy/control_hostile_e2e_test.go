@@ -12,11 +12,22 @@ import (
 	"time"
 )
 
-// hostileControlJob is a shell job that writes a metrics line every 10 ms
-// and, at its first, answers the control channel's hello (unless plant
-// replaces the answer file) and runs plant: a command line that swaps one
-// of the channel's files for what a hostile job would put there.
-func hostileControlJob(plant string) string {
+// hostileControlJob writes, in a file of t's, a shell job that writes a
+// metrics line every 10 ms and, at its first, answers the control
+// channel's hello (unless plant replaces the answer file) and runs plant:
+// a command line that swaps one of the channel's files for what a hostile
+// job would put there. It returns the script's path (a command's arguments
+// hold no newline).
+func hostileControlJob(t *testing.T, plant string) string {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), "job.sh")
+	if err := os.WriteFile(script, []byte(hostileControlScript(plant)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return script
+}
+
+func hostileControlScript(plant string) string {
 	return `m="$SYNERGY_METRICS_FILE"; ctl="$SYNERGY_CONTROL_FILE"; ack="$SYNERGY_CONTROL_ACK_FILE"; i=0
 while :; do
   ts=$(date +%s.%N)
@@ -58,7 +69,7 @@ func TestProfileE2E_AJobThatSwapsItsControlFilesIsRelaunched(t *testing.T) {
 			done := make(chan result, 1)
 			go func() {
 				log, code := runCLIOutput(t, "profile", "--strategy", "axes", "--cpus", "1,2", "-b", "8", "--point-timeout", "20s",
-					"--max-iterations", "60", "--job-name", job, "--out", out, "--", "/bin/sh", "-c", hostileControlJob(tc.plant), "sh")
+					"--max-iterations", "60", "--job-name", job, "--out", out, "--", "/bin/sh", hostileControlJob(t, tc.plant))
 				done <- result{log, code}
 			}()
 			var r result
@@ -92,8 +103,7 @@ func TestProfileE2E_SIGTERMEndsARunWhoseJobPlantedFIFOs(t *testing.T) {
 	job := fmt.Sprintf("e2ectlterm%d", os.Getpid())
 	out := filepath.Join(t.TempDir(), "p.json")
 	cmd := exec.Command(b.synergy, "profile", "--strategy", "axes", "--cpus", "1,2", "-b", "8", "--point-timeout", "5m",
-		"--job-name", job, "--out", out, "--", "/bin/sh", "-c",
-		hostileControlJob(`rm -f "$ctl"; mkfifo "$ctl"`), "sh")
+		"--job-name", job, "--out", out, "--", "/bin/sh", hostileControlJob(t, `rm -f "$ctl"; mkfifo "$ctl"`))
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
