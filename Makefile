@@ -78,6 +78,8 @@ bench:
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseIteration -fuzztime 20s ./jobcontract
+	$(GO) test -run '^$$' -fuzz FuzzControlChannel -fuzztime 20s ./jobcontract
+	$(GO) test -run '^$$' -fuzz FuzzController -fuzztime 20s ./models/synthtrain
 	$(GO) test -run '^$$' -fuzz '^FuzzProfileDecode$$' -fuzztime 20s ./sensitivity
 	$(GO) test -run '^$$' -fuzz '^FuzzProfileFields$$' -fuzztime 20s ./sensitivity
 

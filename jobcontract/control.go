@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 )
 
 // The control channel (docs/job-contract.md, "The control channel"): the
@@ -64,12 +65,121 @@ type ControlAck struct {
 	Note string `json:"note,omitempty"`
 }
 
-// AppendControl appends one command line to the file at path.
+// ControlWriter is the profiler's end of the command file. The file lies
+// in a directory the job can write (and, under a container runner, the
+// container's user owns), so it is never opened by its name once the job
+// runs: the profiler creates it before the launch (CreateControl) and
+// writes every command through the descriptor it holds. Before each write
+// it checks that the name still names that file: a job that replaced it
+// (a symlink, dangling or not, a FIFO, a directory, another file) or
+// linked it elsewhere gets an error (ErrControlReplaced), not a write
+// through its link, and the command is not sent.
+type ControlWriter struct {
+	f    *os.File
+	path string
+	dev  uint64
+	ino  uint64
+}
+
+// ErrControlReplaced is the error of a command file the job replaced.
+var ErrControlReplaced = errors.New("the job replaced its control file")
+
+// CreateControl creates the command file at path, which must not exist:
+// O_CREAT|O_EXCL|O_NOFOLLOW, so that nothing planted there (a symlink,
+// dangling or not, a FIFO) is opened or followed, and no file is created
+// anywhere else. It is readable by all (the job reads it) and written only
+// through the returned writer.
+func CreateControl(path string) (*ControlWriter, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create the control file: %w", err)
+	}
+	st, err := statOf(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("create the control file: %w", err)
+	}
+	return &ControlWriter{f: f, path: path, dev: uint64(st.Dev), ino: st.Ino}, nil
+}
+
+// Path is the file's path, for the job's environment.
+func (w *ControlWriter) Path() string { return w.path }
+
+// Append checks that the file at the writer's path is still the one it
+// created, with no other link, and appends c to it as one line in one
+// write.
+func (w *ControlWriter) Append(c ControlCommand) error {
+	if err := w.check(); err != nil {
+		return err
+	}
+	line, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	_, err = w.f.Write(append(line, '\n'))
+	return err
+}
+
+// check reports how the path no longer names the writer's file.
+func (w *ControlWriter) check() error {
+	fi, err := os.Lstat(w.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w: %s was removed", ErrControlReplaced, w.path)
+	}
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || uint64(st.Dev) != w.dev || st.Ino != w.ino {
+		return fmt.Errorf("%w: %s is now %s, not the file synergy made (not written through)", ErrControlReplaced, w.path, kindOf(fi.Mode()))
+	}
+	own, err := statOf(w.f)
+	if err != nil {
+		return err
+	}
+	if own.Nlink != 1 {
+		return fmt.Errorf("%w: %s has %d links (a hard link was made to it)", ErrControlReplaced, w.path, own.Nlink)
+	}
+	return nil
+}
+
+// Close closes the writer's descriptor.
+func (w *ControlWriter) Close() error { return w.f.Close() }
+
+func statOf(f *os.File) (*syscall.Stat_t, error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// kindOf names a file's type for an error.
+func kindOf(m os.FileMode) string {
+	switch {
+	case m&os.ModeSymlink != 0:
+		return "a symlink"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m.IsDir():
+		return "a directory"
+	case m.IsRegular():
+		return "another file"
+	}
+	return "a " + m.Type().String() + " file"
+}
+
+// AppendControl appends one command line to the file at path, for a
+// harness that drives a job's end by hand (a job's tests); the profiler
+// writes through a ControlWriter. It never follows a symlink or waits on
+// a FIFO: an existing file is opened O_NOFOLLOW|O_NONBLOCK and must be a
+// regular file; an absent one is created O_EXCL.
 func AppendControl(path string, c ControlCommand) error {
 	return appendJSONLine(path, c)
 }
 
-// AppendAck appends one answer line to the file at path.
+// AppendAck appends one answer line to the file at path (the job's end;
+// the same rules as AppendControl).
 func AppendAck(path string, a ControlAck) error {
 	return appendJSONLine(path, a)
 }
@@ -79,7 +189,7 @@ func appendJSONLine(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666)
+	f, err := openAppend(path)
 	if err != nil {
 		return err
 	}
@@ -91,17 +201,56 @@ func appendJSONLine(path string, v any) error {
 	return f.Close()
 }
 
+// openAppend opens path to append to: an existing regular file, never
+// through a symlink nor waiting on a FIFO, or a new one made O_EXCL.
+func openAppend(path string) (*os.File, error) {
+	const flags = os.O_WRONLY | os.O_APPEND | syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
+	for range 3 {
+		f, err := os.OpenFile(path, flags, 0)
+		if errors.Is(err, os.ErrNotExist) {
+			f, err = os.OpenFile(path, flags|os.O_CREATE|os.O_EXCL, 0o644)
+			if errors.Is(err, os.ErrExist) {
+				continue // made between the two opens: open it again
+			}
+		}
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("%s is a symlink: not followed", path)
+		}
+		if errors.Is(err, syscall.ENXIO) {
+			return nil, fmt.Errorf("%s is a FIFO, not a regular file", path)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+			f.Close()
+			if err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%s is %s, not a regular file", path, kindOf(fi.Mode()))
+		}
+		return f, nil
+	}
+	return nil, fmt.Errorf("%s keeps being made and removed", path)
+}
+
 // MaxControlLine bounds one line of either file.
 const MaxControlLine = 4 << 10
 
 // LineReader reads the complete lines appended to a file since its last
-// call: a partial last line waits for its newline. It never follows a
-// symlink into the profiler's files when opened with OpenJobFile.
+// call: a partial last line waits for its newline. The file is the other
+// end's, so it is looked at with lstat and opened with OpenJobFile: never
+// through a symlink, never a FIFO or a device. A call reads at most
+// maxLineRead bytes: what it holds and returns is bounded whatever the
+// writer's pace.
 type LineReader struct {
 	path string
 	off  int64
 	part []byte
 }
+
+// maxLineRead bounds what one Next reads.
+const maxLineRead = 1 << 20
 
 // NewLineReader reads the file at path from its start.
 func NewLineReader(path string) *LineReader { return &LineReader{path: path} }
@@ -109,22 +258,22 @@ func NewLineReader(path string) *LineReader { return &LineReader{path: path} }
 // Next returns the complete lines appended since the last call; a file
 // not there yet holds none. A line longer than MaxControlLine is an error.
 func (r *LineReader) Next() ([][]byte, error) {
-	st, err := os.Stat(r.path)
+	st, err := os.Lstat(r.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	if st.Size() <= r.off {
+	if st.Mode().IsRegular() && st.Size() <= r.off {
 		return nil, nil
 	}
-	f, err := OpenJobFile(r.path)
+	f, err := OpenJobFile(r.path) // refuses what is not a regular file
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	buf := make([]byte, min(st.Size()-r.off, 1<<20))
+	buf := make([]byte, min(max(st.Size()-r.off, 0), maxLineRead))
 	n, err := f.ReadAt(buf, r.off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
@@ -137,11 +286,15 @@ func (r *LineReader) Next() ([][]byte, error) {
 		if i < 0 {
 			break
 		}
+		if i > MaxControlLine {
+			return lines, fmt.Errorf("%s: a line longer than %d bytes", r.path, MaxControlLine)
+		}
 		if l := bytes.TrimSpace(r.part[:i]); len(l) > 0 {
 			lines = append(lines, append([]byte(nil), l...))
 		}
 		r.part = r.part[i+1:]
 	}
+	r.part = append([]byte(nil), r.part...) // let the read buffer go
 	if len(r.part) > MaxControlLine {
 		return lines, fmt.Errorf("%s: a line longer than %d bytes", r.path, MaxControlLine)
 	}

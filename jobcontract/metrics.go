@@ -23,6 +23,10 @@ type Iteration struct {
 	EmulatedGPU string `json:"emulated_gpu,omitempty"`
 }
 
+// MaxEmulatedGPU bounds emulated_gpu: a GPU type's name ("v100"), not a
+// place for a job to store kilobytes in every line the profiler keeps.
+const MaxEmulatedGPU = 64
+
 // requiredKeys are the keys every metrics line must carry.
 var requiredKeys = []string{"iter", "samples", "data_wait_s", "step_s", "ts"}
 
@@ -71,6 +75,8 @@ func (it Iteration) Check() error {
 		return fmt.Errorf("ts: %v is not a positive Unix time", it.TS)
 	case it.Epoch != nil && *it.Epoch < 0:
 		return fmt.Errorf("epoch: %d is negative", *it.Epoch)
+	case len(it.EmulatedGPU) > MaxEmulatedGPU:
+		return fmt.Errorf("emulated_gpu: %d bytes, above the %d a GPU type's name may hold", len(it.EmulatedGPU), MaxEmulatedGPU)
 	}
 	return nil
 }

@@ -58,6 +58,12 @@ var ErrLineTooLong = fmt.Errorf("longer than %d KiB, the bound of a metrics line
 // tailChunk is how much Poll reads at a time.
 const tailChunk = 64 << 10
 
+// MaxPollBytes bounds what one Poll reads (about 80,000 metrics lines): a
+// job that writes faster than the profiler polls is read at this pace, its
+// backlog left in its file, so what one Poll returns is bounded by design,
+// not by the job's pace.
+const MaxPollBytes = 8 << 20
+
 // OpenJobFile opens a file that a job wrote, for reading: never through a
 // symlink (a job could point one at a file only root may read) and only a
 // regular file (a FIFO would block the reader, a device never end).
@@ -81,7 +87,8 @@ func OpenJobFile(path string) (*os.File, error) {
 	return f, nil
 }
 
-// Poll returns the iterations completed since the last call.
+// Poll returns the iterations completed since the last call, reading at
+// most MaxPollBytes of the file: the next call goes on from there.
 func (t *Tailer) Poll() ([]Iteration, error) {
 	f, err := OpenJobFile(t.path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -93,11 +100,12 @@ func (t *Tailer) Poll() ([]Iteration, error) {
 	defer f.Close()
 	var out []Iteration
 	buf := make([]byte, tailChunk)
-	for {
+	for read := 0; ; {
 		n, err := f.ReadAt(buf, t.off)
 		t.off += int64(n)
+		read += n
 		out = t.scan(buf[:n], out)
-		if err == io.EOF || n == 0 {
+		if err == io.EOF || n == 0 || read >= MaxPollBytes {
 			return out, nil
 		}
 		if err != nil {
@@ -187,9 +195,16 @@ func (t *Tailer) Broken(good int) string {
 
 // QuoteLine quotes a line for an error message, truncated to MaxQuotedLine
 // bytes ("…" marks the cut).
-func QuoteLine(line []byte) string {
-	if len(line) > MaxQuotedLine {
-		return strconv.Quote(string(line[:MaxQuotedLine])) + "…"
+func QuoteLine(line []byte) string { return QuoteN(line, MaxQuotedLine) }
+
+// QuoteN quotes what a job or a file wrote for a message that may reach a
+// terminal: Go-quoted, so control characters, escape sequences and
+// bidirectional overrides are written as escapes (\x1b, \u202e), never
+// acted on; and cut to n bytes ("…" marks the cut), so a 100 KB line costs
+// n bytes.
+func QuoteN(line []byte, n int) string {
+	if len(line) > n {
+		return strconv.Quote(string(line[:n])) + "…"
 	}
 	return strconv.Quote(string(line))
 }

@@ -86,3 +86,42 @@ func TestTailer_RefusesASymlinkOrAFIFO(t *testing.T) {
 		t.Fatal("tailing a FIFO blocked")
 	}
 }
+
+// A job that wrote far more than one Poll reads is read at MaxPollBytes a
+// call: what a call returns is bounded, and nothing is lost.
+func TestTailer_PollIsBounded(t *testing.T) {
+	line := `{"iter":1,"samples":4,"data_wait_s":0,"step_s":0.1,"ts":1.7e9}` + "\n"
+	n := 3*MaxPollBytes/len(line) + 7
+	path := filepath.Join(t.TempDir(), "m.jsonl")
+	if err := os.WriteFile(path, bytes.Repeat([]byte(line), n), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tl := NewTailer(path)
+	total, calls := 0, 0
+	for {
+		its, err := tl.Poll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(its) == 0 {
+			break
+		}
+		calls++
+		if len(its)*len(line) > MaxPollBytes+tailChunk {
+			t.Fatalf("one Poll returned %d lines (%d bytes), above MaxPollBytes", len(its), len(its)*len(line))
+		}
+		total += len(its)
+	}
+	if total != n || calls < 3 {
+		t.Errorf("%d lines in %d calls, want all %d in at least 3", total, calls, n)
+	}
+}
+
+// emulated_gpu is a GPU type's name, not kilobytes a job could make the
+// profiler hold in every line.
+func TestParseIteration_BoundsEmulatedGPU(t *testing.T) {
+	long := `{"iter":1,"samples":4,"data_wait_s":0,"step_s":0.1,"ts":1.7e9,"emulated":true,"emulated_gpu":"` + strings.Repeat("v", MaxEmulatedGPU+1) + `"}`
+	if _, err := ParseIteration([]byte(long)); err == nil || !strings.Contains(err.Error(), "emulated_gpu") {
+		t.Errorf("a %d-byte emulated_gpu: %v, want it refused by name", MaxEmulatedGPU+1, err)
+	}
+}

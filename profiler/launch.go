@@ -71,6 +71,11 @@ type launch struct {
 	// job's own cgroup, whose page cache a warm point must not count.
 	readCold  bool
 	startupOK bool
+	// from is when the point being measured began (its anchor's t0; 0 for
+	// the launch's first): what came before may go (hold). full: the
+	// point's stream reached maxHeldIterations, and it stops.
+	from float64
+	full bool
 }
 
 // maxRelaunchNotes bounds Cost.Relaunches.
@@ -121,7 +126,7 @@ func (s *launcher) pollLaunch(pt point, l *launch) {
 		s.rec.warnf("%s: reading metrics: %v", pt.label(), err)
 		return
 	}
-	l.run.m.all = append(l.run.m.all, its...)
+	l.hold(its)
 	if !l.startupOK && len(l.run.m.all) > 0 {
 		l.startupOK = true
 		if st := l.run.m.all[0].TS - unixSeconds(l.run.start); st > 0 {
@@ -158,6 +163,7 @@ func (s *launcher) endLaunch(why string) {
 			s.rec.warnf("launch %d (%s): %d malformed metrics lines (first: %s)", l.id, l.first.label(), t.Bad, strings.Join(t.Errors, "; "))
 		}
 	}
+	l.ctl.close()
 	l.run.close()
 }
 

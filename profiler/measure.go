@@ -52,6 +52,37 @@ func (a anchor) since(all []jobcontract.Iteration) []jobcontract.Iteration {
 	return nil
 }
 
+// maxHeldIterations bounds the iterations of a launch's stream the
+// profiler holds (about 100 bytes each, 26 MiB in all): more than any
+// point's window, warm-up and first pass need at the default caps. Past
+// it, iterations from before the point being measured are dropped; a
+// point whose own part reaches it stops there (as at its iteration cap).
+// With one Poll's lines (jobcontract.MaxPollBytes) it bounds what the
+// profiler keeps of a job's metrics, however fast the job writes.
+const maxHeldIterations = 1 << 18
+
+// hold appends the iterations read to the launch's stream, within
+// maxHeldIterations.
+func (l *launch) hold(its []jobcontract.Iteration) {
+	all := l.run.m.all
+	if len(all)+len(its) > maxHeldIterations {
+		// Keep from the last iteration before the point's beginning.
+		k := 0
+		for k < len(all)-1 && all[k+1].TS < l.from {
+			k++
+		}
+		if k > 0 {
+			n := copy(all, all[k:])
+			clear(all[n:])
+			all = all[:n]
+		}
+	}
+	if room := maxHeldIterations - len(all); len(its) > room {
+		its, l.full = its[:max(room, 0)], true
+	}
+	l.run.m.all = append(all, its...)
+}
+
 // measureIn follows the launch l through pt's part of its stream and
 // returns pt's cell. A job that ends during it ends the launch; a
 // cancelled context stops it and returns errInterrupted.
@@ -61,6 +92,10 @@ func (s *launcher) measureIn(ctx context.Context, pt point, l *launch, a anchor,
 	}
 	run, st := l.run, cell.Stats
 	st.Launch, st.InPlace, st.Workers = l.id, a.changed, l.workers
+	l.from, l.full = 0, false
+	if a.changed {
+		l.from = a.t0
+	}
 	if a.changed {
 		var err error
 		if run.sampling, err = s.startSampling(run.h, pt); err != nil {
@@ -181,6 +216,9 @@ func (s *launcher) watchPoint(ctx context.Context, pt point, l *launch, a anchor
 			}
 			if r := s.meter.stopForPoint(pt, since, a.refill, est); r != "" {
 				return r, false
+			}
+			if l.full {
+				return sensitivity.PointStopIterCap, false
 			}
 		}
 	}

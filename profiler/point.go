@@ -587,12 +587,16 @@ func (c *cappedWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// lastLine returns the last non-empty line written, or "(none)".
+// maxQuotedOutput bounds the job's last output line in a failure message.
+const maxQuotedOutput = 512
+
+// lastLine returns the last non-empty line written, quoted (escaped, at
+// most maxQuotedOutput bytes: it reaches the terminal), or "(none)".
 func (t *tailBuffer) lastLine() string {
 	lines := bytes.Split(bytes.TrimSpace(t.buf), []byte("\n"))
 	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(string(lines[i])); l != "" {
-			return l
+		if l := bytes.TrimSpace(lines[i]); len(l) > 0 {
+			return jobcontract.QuoteN(l, maxQuotedOutput)
 		}
 	}
 	return "(none)"
@@ -696,7 +700,11 @@ func (s *launcher) startLaunch(ctx context.Context, pt point) (*launch, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctl := newControl(run.metricsDir)
+	ctl, err := newControl(run.metricsDir, s.cfg.PointTimeout)
+	if err != nil {
+		run.close()
+		return nil, err
+	}
 	s.rec.prof.Cost.Launches++
 	if s.relaunchWhy != "" {
 		if len(s.rec.prof.Cost.Relaunches) < maxRelaunchNotes {
@@ -709,6 +717,7 @@ func (s *launcher) startLaunch(ctx context.Context, pt point) (*launch, error) {
 		s.relaunchWhy = ""
 	}
 	if err := s.launchJob(ctx, pt, run, ctl.env()); err != nil {
+		ctl.close()
 		run.close()
 		return nil, err
 	}

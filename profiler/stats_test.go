@@ -3,6 +3,8 @@ package profiler
 import (
 	"bytes"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -133,7 +135,7 @@ func TestPointLogAndTailAreBounded(t *testing.T) {
 	tb := &tailBuffer{max: 8}
 	tb.Write(bytes.Repeat([]byte("x"), 1<<20))
 	tb.Write([]byte("\nlast"))
-	if len(tb.buf) > 8 || tb.lastLine() != "last" {
+	if len(tb.buf) > 8 || tb.lastLine() != `"last"` { // quoted: it reaches the terminal
 		t.Errorf("tail holds %d bytes, last line %q", len(tb.buf), tb.lastLine())
 	}
 }
@@ -144,5 +146,80 @@ func TestCappedWriter_NoNoteWhenNothingDropped(t *testing.T) {
 	c.Write([]byte("abcd"))
 	if b.String() != "abcd" {
 		t.Errorf("log = %q: a note though nothing was dropped", b.String())
+	}
+}
+
+// What a launch holds of its job's stream is bounded, however much the
+// job writes: past maxHeldIterations, what came before the point goes;
+// a point that alone reaches it stops there.
+func TestLaunch_HoldIsBounded(t *testing.T) {
+	l := &launch{run: &pointRun{}}
+	batch := make([]jobcontract.Iteration, 40_000)
+	ts := 1.7e9
+	next := func() []jobcontract.Iteration {
+		for i := range batch {
+			ts += 0.001
+			batch[i] = jobcontract.Iteration{Iter: i, TS: ts}
+		}
+		return batch
+	}
+	for range 3_000_000 / len(batch) { // 3 million lines
+		l.hold(next())
+		if len(l.run.m.all) > maxHeldIterations {
+			t.Fatalf("holding %d iterations, above %d", len(l.run.m.all), maxHeldIterations)
+		}
+	}
+	if !l.full || l.run.m.all[0].TS != 1.7e9+0.001 {
+		t.Fatalf("full %v, first ts %v: want the launch's first point stopped, its start kept", l.full, l.run.m.all[0].TS)
+	}
+	// The next point (in place, from ts) frees what came before it.
+	from := ts
+	l.from, l.full = from, false
+	l.hold(next())
+	all := l.run.m.all
+	if l.full || len(all) != len(batch)+1 || all[0].TS >= from || all[1].TS <= from {
+		t.Errorf("after a move: %d held (full %v), want the last iteration before the point and its %d", len(all), l.full, len(batch))
+	}
+}
+
+// BenchmarkHoldAFlood is a launch reading a job's flood of 3 million
+// metrics lines (written before the first poll) through its tailer into
+// its hold, as the sweep does each poll. Run under /usr/bin/time -v it
+// gives the profiler's peak memory for such a job (docs/security.md).
+func BenchmarkHoldAFlood(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "metrics.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf []byte
+	epoch := 0
+	for i := range 3_000_000 {
+		buf = jobcontract.AppendIteration(buf, jobcontract.Iteration{Iter: i, Samples: 8, StepS: 0.001, TS: 1.7e9 + float64(i)*1e-3, Epoch: &epoch})
+		if len(buf) > 1<<20 {
+			f.Write(buf)
+			buf = buf[:0]
+		}
+	}
+	f.Write(buf)
+	f.Close()
+	b.ResetTimer()
+	for range b.N {
+		l := &launch{run: &pointRun{tailer: jobcontract.NewTailer(path)}}
+		read := 0
+		for {
+			its, err := l.run.tailer.Poll()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(its) == 0 {
+				break
+			}
+			read += len(its)
+			l.hold(its)
+		}
+		if read != 3_000_000 || len(l.run.m.all) != maxHeldIterations || !l.full {
+			b.Fatalf("read %d, held %d (full %v)", read, len(l.run.m.all), l.full)
+		}
 	}
 }

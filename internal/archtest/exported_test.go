@@ -25,6 +25,10 @@ var exportedWithoutCaller = map[string]string{
 	"models/pytorch.ProbeEnvSwitch": "the probe's environment protocol, one name per setting",
 	"runner/cgroupfs.KeyCPUSet":     "the cgroup controller keys, one per controller",
 	"runner.StatAll":                "the counter set's union",
+	// A harness driving a job's end of the control channel by hand (the
+	// jobs' tests): AppendAck's pair, with its rules; the profiler writes
+	// through a jobcontract.ControlWriter it made before the launch.
+	"jobcontract.AppendControl": "the control channel's writer for a harness, AppendAck's pair",
 }
 
 // Issue 32: no exported package-level name (function, type, variable,
