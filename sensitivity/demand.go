@@ -1,0 +1,295 @@
+package sensitivity
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// The demand rule: how a profile's grid is read when a job's ideal
+// allocation is decided (AtFairShare, SmallestAllocation). A measured grid
+// is not the zoo's noiseless table: every cell carries a 95% interval, a
+// cell may have been measured beside other work on the host, and the
+// unlimited memory column is no amount of memory the job needs. The rule
+// reads the grid through all three; on a noiseless grid (every interval 0,
+// no interference, no recorded footprint) it gives exactly the answers the
+// rule gave before it read them.
+
+// InterferenceCores is how much CPU, in cores on average, work other than
+// the job may use on the host while a point runs before the point counts
+// as measured beside other work: the profile warns about it (the
+// profiler's interference note) and a demand does not rest on it alone. On
+// a shared 2-core VM, a point's figure moved by up to a fifth between
+// repeats of the same runner with a third of a core of other work, both
+// when that work took the job's own cores (a data-bound 2-core point got
+// 1.41-1.51 of its 2) and when it ran beside a 1-core point on the other
+// core (the job's CPU time bought 141-169 samples/s per core):
+// docs/pytorch.md.
+const InterferenceCores = 0.25
+
+// OtherWorkCores is the CPU, in cores, that the host spent on other work
+// while a point ran: its busy share of all logical CPUs minus the job's
+// own use. ok=false when either was not sampled.
+func OtherWorkCores(st *PointStats, logicalCPUs int) (cores float64, ok bool) {
+	if st == nil || !(st.HostCPUPctMean > 0) || !(st.CPUCoresMean > 0) || logicalCPUs <= 0 {
+		return 0, false
+	}
+	return max(0, st.HostCPUPctMean/100*float64(logicalCPUs)-st.CPUCoresMean), true
+}
+
+// Interfered reports whether c was measured beside more than
+// InterferenceCores of other work on p's host (the cells the profile's
+// interference warnings name).
+func (p *Profile) Interfered(c *Cell) bool {
+	if c == nil || !c.Measured || c.Failure != nil {
+		return false
+	}
+	other, ok := OtherWorkCores(c.Stats, p.Host.LogicalCPUs)
+	return ok && other > InterferenceCores
+}
+
+// UnlimitedMemBytes is the memory the job used at the unlimited column:
+// its own footprint (job.footprint_bytes: anonymous memory and framework
+// page cache, measured with its dataset's pages charged elsewhere) plus
+// the page cache its dataset took (host.dataset_bytes, all of it, as
+// nothing limited it), at most the host's DRAM. Without a recorded
+// footprint, the largest peak a measured unlimited cell's cgroup reached
+// stands for it (an upper bound: that peak may already hold dataset
+// pages). 0 when the profile records neither (the column then stands at
+// the host's DRAM, as before footprints were recorded); how says which.
+func (p *Profile) UnlimitedMemBytes() (bytes int64, how string) {
+	own, what := p.Job.FootprintBytes, "footprint"
+	if own <= 0 {
+		own, what = 0, "peak"
+		for _, c := range p.Cells {
+			if c.Measured && c.Failure == nil && Unlimited(c.MemLimitBytes) && c.Stats != nil {
+				own = max(own, c.Stats.MemPeakBytes)
+			}
+		}
+	}
+	if own <= 0 {
+		return 0, ""
+	}
+	data := max(p.Host.DatasetBytes, 0)
+	used := own + data
+	if used < 0 || (p.Host.DRAMBytes > 0 && used > p.Host.DRAMBytes) { // overflow or above the host
+		used = p.Host.DRAMBytes
+	}
+	return used, fmt.Sprintf("what it used unlimited: %s %s + dataset %s", what, gb(float64(own)), gb(float64(data)))
+}
+
+// demandGrid is a profile's grid as the demand rule reads it.
+type demandGrid struct {
+	// m is the grid in samples/s, the unlimited column at what the job
+	// used there (UnlimitedMemBytes), and a cell measured beside other work
+	// read as at least the quiet cells it dominates (below).
+	m Matrix
+	// ci[i][j] is the 95% half-width of m.Values[i][j] in samples/s: the
+	// cell's samples_per_s_ci95 (for a predicted cell, the interval of the
+	// measurement its prediction rests on: docs/profile-format.md); for a
+	// cell measured beside other work, its whole value (unknown, as a
+	// wall_clock figure's).
+	ci [][]float64
+	// notes say which cells were read otherwise than their figure.
+	notes []string
+	// unlimited: the last memory column is the unlimited one; memHow says
+	// where it stands ("" at the host's DRAM).
+	unlimited bool
+	memHow    string
+}
+
+// demandGrid builds p's grid for the demand rule. A cell the profile warns
+// was measured beside other work (Interfered) does not decide a demand on
+// its own: its figure is a lower bound of the job's on a quiet host (other
+// work takes CPU time from the job, never gives it), so it is read as at
+// least the best quiet cell it dominates (no more CPUs and no more memory:
+// the job with more of both is not slower there), and its interval as
+// unknown (±its value), so that no comparison through the noise rests on
+// it (the share's fallback below).
+func (p *Profile) demandGrid() (*demandGrid, error) {
+	m, err := p.Matrix()
+	if err != nil {
+		return nil, err
+	}
+	g := &demandGrid{m: m, ci: make([][]float64, len(m.CPUs))}
+	interfered := make([][]bool, len(m.CPUs))
+	for i, c := range m.CPUs {
+		g.ci[i] = make([]float64, len(m.MemBytes))
+		interfered[i] = make([]bool, len(m.MemBytes))
+		for j, b := range p.Axes.MemLimitBytes {
+			cell := p.Cell(c, b)
+			if cell.Failure == nil {
+				g.ci[i][j] = cell.SamplesPerSCI95
+			}
+			interfered[i][j] = p.Interfered(cell)
+		}
+	}
+	for i := range m.CPUs {
+		for j, b := range p.Axes.MemLimitBytes {
+			if !interfered[i][j] {
+				continue
+			}
+			v := m.Values[i][j]
+			floor, fi, fj := -1.0, 0, 0
+			for k := 0; k <= i; k++ {
+				for l := 0; l <= j; l++ {
+					if !interfered[k][l] && (k != i || l != j) && m.Values[k][l] > floor {
+						floor, fi, fj = m.Values[k][l], k, l
+					}
+				}
+			}
+			note := fmt.Sprintf("cpus=%g mem=%s was measured beside other work on the host", m.CPUs[i], memLimitText(b))
+			if floor > v {
+				m.Values[i][j] = floor
+				note += fmt.Sprintf(": read as the %s samples/s of cpus=%g mem=%s, which it cannot be slower than", num3(floor), m.CPUs[fi], memLimitText(p.Axes.MemLimitBytes[fj]))
+			}
+			g.ci[i][j] = m.Values[i][j]
+			g.notes = append(g.notes, note+", its interval unknown")
+		}
+	}
+	last := len(m.MemBytes) - 1
+	if g.unlimited = Unlimited(p.Axes.MemLimitBytes[last]); g.unlimited {
+		if used, how := p.UnlimitedMemBytes(); used > 0 {
+			at := float64(used)
+			if last > 0 && at <= m.MemBytes[last-1] {
+				// It used no more than the largest limit, at which it ran
+				// slower (measured cold): the column stands just above it.
+				at = m.MemBytes[last-1] + 1
+			}
+			if at < m.MemBytes[last] {
+				m.MemBytes[last], g.memHow = at, how
+			}
+		}
+	}
+	g.m = m
+	return g, nil
+}
+
+// perGPU divides the grid's axes by the job's GPUs.
+func (g *demandGrid) perGPU(gpus int) {
+	for i := range g.m.CPUs {
+		g.m.CPUs[i] /= float64(gpus)
+	}
+	for i := range g.m.MemBytes {
+		g.m.MemBytes[i] /= float64(gpus)
+	}
+	g.m.PerGPU = true
+}
+
+// ciAt is the 95% half-width of g.m.At(cpus, memBytes): the cells'
+// half-widths interpolated as the value is. The half-width of a weighted
+// mean of independent estimates is at most the weighted mean of their
+// half-widths, so this bounds the interpolated value's from above.
+func (g *demandGrid) ciAt(cpus, memBytes float64) float64 {
+	h := Matrix{CPUs: g.m.CPUs, MemBytes: g.m.MemBytes, Values: g.ci}
+	v, _ := h.At(cpus, memBytes)
+	return v
+}
+
+// measurablySlower reports whether a figure a (95% half-width ha) is
+// slower than b (half-width hb) beyond the noise of both: b − a above the
+// two intervals combined, ha + hb, so that the intervals do not overlap.
+// That is the conservative reading of two confidence intervals (Schenker &
+// Gentleman, "On judging the significance of differences by examining the
+// overlap between confidence intervals", The American Statistician 55(3),
+// 2001): for two independent estimates of the same value, two 95%
+// intervals of equal width fail to overlap with probability about 0.6%
+// (|z| > 1.96·√2), where the two-sample test on the difference,
+// sqrt(ha² + hb²), says "different" 5% of the time. A demand read off a
+// profile should not change when the same job is profiled again, so the
+// rule asks for the stricter evidence. With both half-widths 0 (a
+// noiseless matrix), any a < b is slower. diff is b − a and comb the
+// combined half-width.
+func measurablySlower(a, ha, b, hb float64) (slower bool, diff, comb float64) {
+	diff, comb = b-a, ha+hb
+	return a < b && diff > comb, diff, comb
+}
+
+// pct formats a fraction as a whole percentage ("12 %"), with one decimal
+// below 10.
+func pct(x float64) string {
+	x *= 100
+	if math.Abs(x) < 10 {
+		return strconv.FormatFloat(x, 'f', 1, 64) + " %"
+	}
+	return strconv.FormatFloat(x, 'f', 0, 64) + " %"
+}
+
+// num3 formats a throughput with three significant figures or whole units.
+func num3(x float64) string {
+	if math.Abs(x) >= 100 {
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
+}
+
+func cpusText(c float64) string {
+	s := strconv.FormatFloat(c, 'g', 4, 64)
+	if c == 1 {
+		return s + " CPU"
+	}
+	return s + " CPUs"
+}
+
+func memLimitText(b int64) string {
+	if Unlimited(b) {
+		return "unlimited"
+	}
+	return gb(float64(b))
+}
+
+// allocText is a per-GPU allocation as the reasons name it.
+func allocText(cpus, memBytes float64) string { return cpusText(cpus) + ", " + gb(memBytes) }
+
+// idealWhy explains the ideal allocation (i, j) of a per-GPU grid whose
+// best is best: which smaller allocation read slower than 95% of the best,
+// and by how much against its noise.
+func (g *demandGrid) idealWhy(i, j int, best, bestCI float64) string {
+	var parts []string
+	slower := func(k, l int, what string) {
+		v, h := g.m.Values[k][l], g.ci[k][l]
+		_, diff, comb := measurablySlower(v, h, best, bestCI)
+		rel := "beyond"
+		if diff <= comb {
+			rel = "within"
+		}
+		parts = append(parts, fmt.Sprintf("%s reads %s slower than the best (%s their ±%s)", what, pct(diff/best), rel, pct(comb/best)))
+	}
+	if i > 0 {
+		// No cell of the row below reaches the bar: name its best.
+		k, l := i-1, 0
+		for x := range g.m.Values[k] {
+			if g.m.Values[k][x] > g.m.Values[k][l] {
+				l = x
+			}
+		}
+		what := cpusText(g.m.CPUs[k])
+		if len(g.m.MemBytes) > 1 {
+			what += " (at its best memory)"
+		}
+		slower(k, l, what)
+	}
+	if j > 0 {
+		slower(i, j-1, gb(g.m.MemBytes[j-1]))
+	}
+	if len(parts) == 0 {
+		return "the smallest profiled allocation reaches 95 % of the best"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// index returns the grid indices of an axis point of g.m.
+func (g *demandGrid) index(cpus, memBytes float64) (i, j int) {
+	for i = range g.m.CPUs {
+		if g.m.CPUs[i] == cpus {
+			break
+		}
+	}
+	for j = range g.m.MemBytes {
+		if g.m.MemBytes[j] == memBytes {
+			break
+		}
+	}
+	return i, j
+}
