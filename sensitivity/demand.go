@@ -91,8 +91,15 @@ type demandGrid struct {
 	// cell measured beside other work, its whole value (unknown, as a
 	// wall_clock figure's).
 	ci [][]float64
-	// notes say which cells were read otherwise than their figure.
-	notes []string
+	// interfered[i][j]: the cell was measured beside other work, or is
+	// predicted in the row or column of such a cell (the measurements a
+	// prediction rests on); up[i][j] is then the most it can be: twice its
+	// figure (its interval unknown), and no more than any quiet cell with
+	// at least its CPUs and memory.
+	interfered [][]bool
+	up         [][]float64
+	// note says which cells were read otherwise than their figure.
+	note string
 	// unlimited: the last memory column is the unlimited one; memHow says
 	// where it stands ("" at the host's DRAM).
 	unlimited bool
@@ -101,59 +108,98 @@ type demandGrid struct {
 
 // demandGrid builds p's grid for the demand rule. A cell the profile warns
 // was measured beside other work (Interfered) does not decide a demand on
-// its own: its figure is a lower bound of the job's on a quiet host (other
+// its own. Its figure is a lower bound of the job's on a quiet host (other
 // work takes CPU time from the job, never gives it), so it is read as at
 // least the best quiet cell it dominates (no more CPUs and no more memory:
-// the job with more of both is not slower there), and its interval as
-// unknown (±its value), so that no comparison through the noise rests on
-// it (the share's fallback below).
+// the job with more of both is not slower), its interval as unknown (±its
+// value, as a wall_clock figure's), so that no fallback to the share rests
+// on it, and it fails the 95% bar only where even the most it can be (up)
+// falls short: a slow figure beside other work does not alone push a
+// demand up. A predicted cell in the row or column of such a cell rests on
+// it and is read the same way.
 func (p *Profile) demandGrid() (*demandGrid, error) {
 	m, err := p.Matrix()
 	if err != nil {
 		return nil, err
 	}
-	g := &demandGrid{m: m, ci: make([][]float64, len(m.CPUs))}
-	interfered := make([][]bool, len(m.CPUs))
+	rows, cols := len(m.CPUs), len(m.MemBytes)
+	g := &demandGrid{ci: make([][]float64, rows), interfered: make([][]bool, rows), up: make([][]float64, rows)}
+	measuredBeside := make([][]bool, rows)
+	rowHit, colHit := make([]bool, rows), make([]bool, cols)
 	for i, c := range m.CPUs {
-		g.ci[i] = make([]float64, len(m.MemBytes))
-		interfered[i] = make([]bool, len(m.MemBytes))
+		g.ci[i], g.interfered[i], g.up[i] = make([]float64, cols), make([]bool, cols), make([]float64, cols)
+		measuredBeside[i] = make([]bool, cols)
 		for j, b := range p.Axes.MemLimitBytes {
 			cell := p.Cell(c, b)
 			if cell.Failure == nil {
 				g.ci[i][j] = cell.SamplesPerSCI95
 			}
-			interfered[i][j] = p.Interfered(cell)
+			if p.Interfered(cell) {
+				measuredBeside[i][j], rowHit[i], colHit[j] = true, true, true
+			}
 		}
 	}
+	var named []string
 	for i := range m.CPUs {
 		for j, b := range p.Axes.MemLimitBytes {
-			if !interfered[i][j] {
+			if measuredBeside[i][j] {
+				named = append(named, fmt.Sprintf("cpus=%g mem=%s", m.CPUs[i], memLimitText(b)))
+			}
+			g.interfered[i][j] = measuredBeside[i][j] || (!m.Measured[i][j] && (rowHit[i] || colHit[j]))
+		}
+	}
+	var raised []string
+	for i := range m.CPUs {
+		for j, b := range p.Axes.MemLimitBytes {
+			if !g.interfered[i][j] {
 				continue
 			}
 			v := m.Values[i][j]
 			floor, fi, fj := -1.0, 0, 0
 			for k := 0; k <= i; k++ {
 				for l := 0; l <= j; l++ {
-					if !interfered[k][l] && (k != i || l != j) && m.Values[k][l] > floor {
+					if !g.interfered[k][l] && m.Values[k][l] > floor {
 						floor, fi, fj = m.Values[k][l], k, l
 					}
 				}
 			}
-			note := fmt.Sprintf("cpus=%g mem=%s was measured beside other work on the host", m.CPUs[i], memLimitText(b))
 			if floor > v {
 				m.Values[i][j] = floor
-				note += fmt.Sprintf(": read as the %s samples/s of cpus=%g mem=%s, which it cannot be slower than", num3(floor), m.CPUs[fi], memLimitText(p.Axes.MemLimitBytes[fj]))
+				raised = append(raised, fmt.Sprintf("cpus=%g mem=%s as the %s samples/s of cpus=%g mem=%s",
+					m.CPUs[i], memLimitText(b), num3(floor), m.CPUs[fi], memLimitText(p.Axes.MemLimitBytes[fj])))
 			}
 			g.ci[i][j] = m.Values[i][j]
-			g.notes = append(g.notes, note+", its interval unknown")
 		}
 	}
-	last := len(m.MemBytes) - 1
+	for i := range m.CPUs {
+		for j := range m.MemBytes {
+			if !g.interfered[i][j] {
+				g.up[i][j] = m.Values[i][j]
+				continue
+			}
+			up := 2 * m.Values[i][j]
+			for k := i; k < rows; k++ {
+				for l := j; l < cols; l++ {
+					if !g.interfered[k][l] {
+						up = min(up, max(m.Values[k][l], m.Values[i][j]))
+					}
+				}
+			}
+			g.up[i][j] = up
+		}
+	}
+	if len(named) > 0 {
+		g.note = "measured beside other work on the host, so lower bounds with unknown intervals (and the predicted cells in their rows and columns): " + strings.Join(named, ", ")
+		if len(raised) > 0 {
+			g.note += "; read " + strings.Join(raised, ", ") + ", which they cannot be slower than"
+		}
+	}
+	last := cols - 1
 	if g.unlimited = Unlimited(p.Axes.MemLimitBytes[last]); g.unlimited {
 		if used, how := p.UnlimitedMemBytes(); used > 0 {
 			at := float64(used)
 			if last > 0 && at <= m.MemBytes[last-1] {
-				// It used no more than the largest limit, at which it ran
+				// It used no more than the largest limit, at which it read
 				// slower (measured cold): the column stands just above it.
 				at = m.MemBytes[last-1] + 1
 			}
@@ -164,6 +210,29 @@ func (p *Profile) demandGrid() (*demandGrid, error) {
 	}
 	g.m = m
 	return g, nil
+}
+
+// smallest is the ideal cell of the grid whose values are vals (g.m's, or
+// g.m's normalised: scale is what they were divided by): the first, fewest
+// CPUs then least memory, reaching frac of the best value, a cell read
+// beside other work where the most it can be does. With no such cell it
+// is Matrix.Smallest exactly.
+func (g *demandGrid) smallest(vals [][]float64, scale, frac float64) (i, j int) {
+	best := math.Inf(-1)
+	for _, row := range vals {
+		for _, x := range row {
+			best = max(best, x)
+		}
+	}
+	target := best * frac
+	for i, row := range vals {
+		for j, x := range row {
+			if x >= target || (g.interfered[i][j] && g.up[i][j]/scale >= target) {
+				return i, j
+			}
+		}
+	}
+	return len(vals) - 1, len(vals[0]) - 1
 }
 
 // perGPU divides the grid's axes by the job's GPUs.
@@ -232,9 +301,16 @@ func cpusText(c float64) string {
 	return s + " CPUs"
 }
 
+// memLimitText is a memory limit as the profile's warnings write it:
+// "unlimited", whole MiB or GiB, else GB.
 func memLimitText(b int64) string {
-	if Unlimited(b) {
+	switch {
+	case Unlimited(b):
 		return "unlimited"
+	case b%(1<<30) == 0:
+		return strconv.FormatInt(b>>30, 10) + "GiB"
+	case b%(1<<20) == 0:
+		return strconv.FormatInt(b>>20, 10) + "MiB"
 	}
 	return gb(float64(b))
 }
@@ -249,6 +325,10 @@ func (g *demandGrid) idealWhy(i, j int, best, bestCI float64) string {
 	var parts []string
 	slower := func(k, l int, what string) {
 		v, h := g.m.Values[k][l], g.ci[k][l]
+		if v == 0 {
+			parts = append(parts, what+" reads 0 samples/s (a failed point)")
+			return
+		}
 		_, diff, comb := measurablySlower(v, h, best, bestCI)
 		rel := "beyond"
 		if diff <= comb {
@@ -277,19 +357,4 @@ func (g *demandGrid) idealWhy(i, j int, best, bestCI float64) string {
 		return "the smallest profiled allocation reaches 95 % of the best"
 	}
 	return strings.Join(parts, "; ")
-}
-
-// index returns the grid indices of an axis point of g.m.
-func (g *demandGrid) index(cpus, memBytes float64) (i, j int) {
-	for i = range g.m.CPUs {
-		if g.m.CPUs[i] == cpus {
-			break
-		}
-	}
-	for j = range g.m.MemBytes {
-		if g.m.MemBytes[j] == memBytes {
-			break
-		}
-	}
-	return i, j
 }

@@ -33,8 +33,8 @@ func SmallestAllocation(p *Profile, frac float64) (Allocation, error) {
 	if !(best > 0) {
 		return Allocation{}, errors.New("profile: every cell is 0 samples/s: no allocation reaches a share of the best")
 	}
-	c, b := m.Smallest(frac)
-	v, _ := m.At(c, b)
+	i, j := dg.smallest(m.Values, 1, frac)
+	c, b, v := m.CPUs[i], m.MemBytes[j], m.Values[i][j]
 	a := Allocation{CPUs: c, MemBytes: int64(b), GPUs: max(p.Job.GPUs, 1), SamplesPerS: v, BestSamplesPerS: best}
 	a.MemUnlimited = b == m.MemBytes[len(m.MemBytes)-1] && dg.unlimited
 	if a.MemUnlimited {

@@ -109,12 +109,16 @@ func AtFairShare(p *Profile, fairCPUsPerGPU, fairMemBytesPerGPU float64) (*FairS
 	if v.Normalized, err = m.Normalized(fairCPUsPerGPU, fairMemBytesPerGPU); err != nil {
 		return nil, err
 	}
-	v.IdealCPUsPerGPU, v.IdealMemBytesPerGPU, v.Speedup = smallestReaching(&v.Normalized)
-	i, j := dg.index(v.IdealCPUsPerGPU, v.IdealMemBytesPerGPU)
+	i, j := dg.smallest(v.Normalized.Values, ref, IdealFraction)
+	v.IdealCPUsPerGPU, v.IdealMemBytesPerGPU, v.Speedup = m.CPUs[i], m.MemBytes[j], v.Normalized.Values[i][j]
 	best, bi, bj := m.Max()
 	bestCI := dg.ciAt(bi, bj)
 	ideal, idealCI, refCI := m.Values[i][j], dg.ci[i][j], dg.ciAt(fairCPUsPerGPU, fairMemBytesPerGPU)
 	why := dg.idealWhy(i, j, best, bestCI)
+	if ideal < IdealFraction*best {
+		why += fmt.Sprintf("; %s reads %s below the best, but was read beside other work, and the most it can be (%s samples/s) reaches 95 %% of it",
+			allocText(v.IdealCPUsPerGPU, v.IdealMemBytesPerGPU), pct(1-ideal/best), num3(dg.up[i][j]))
+	}
 	if v.Speedup < 1 {
 		slower, diff, comb := measurablySlower(ideal, idealCI, ref, refCI)
 		// The share's test is on the normalised value, as it always was,
@@ -134,8 +138,8 @@ func AtFairShare(p *Profile, fairCPUsPerGPU, fairMemBytesPerGPU float64) (*FairS
 	if !v.FellBack && dg.memHow != "" && j == len(m.MemBytes)-1 {
 		v.Why += "; memory " + dg.memHow
 	}
-	for _, n := range dg.notes {
-		v.Why += "; " + n
+	if dg.note != "" {
+		v.Why += "; " + dg.note
 	}
 	return v, nil
 }
