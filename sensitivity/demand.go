@@ -122,39 +122,58 @@ func (p *Profile) demandGrid() (*demandGrid, error) {
 	if err != nil {
 		return nil, err
 	}
+	g := &demandGrid{m: m}
+	named := g.markInterfered(p)
+	raised := g.readBeside(p.Axes.MemLimitBytes)
+	if len(named) > 0 {
+		g.note = "measured beside other work on the host, so lower bounds with unknown intervals (and the predicted cells in their rows and columns): " + strings.Join(named, ", ")
+		if len(raised) > 0 {
+			g.note += "; read " + strings.Join(raised, ", ") + ", which they cannot be slower than"
+		}
+	}
+	g.placeUnlimited(p)
+	return g, nil
+}
+
+// markInterfered fills g.ci and g.interfered from p's cells and names the
+// cells measured beside other work.
+func (g *demandGrid) markInterfered(p *Profile) (named []string) {
+	m := &g.m
 	rows, cols := len(m.CPUs), len(m.MemBytes)
-	g := &demandGrid{ci: make([][]float64, rows), interfered: make([][]bool, rows), up: make([][]float64, rows)}
-	measuredBeside := make([][]bool, rows)
+	g.ci, g.interfered, g.up = make([][]float64, rows), make([][]bool, rows), make([][]float64, rows)
+	beside := make([][]bool, rows)
 	rowHit, colHit := make([]bool, rows), make([]bool, cols)
 	for i, c := range m.CPUs {
-		g.ci[i], g.interfered[i], g.up[i] = make([]float64, cols), make([]bool, cols), make([]float64, cols)
-		measuredBeside[i] = make([]bool, cols)
+		g.ci[i], g.interfered[i], g.up[i], beside[i] = make([]float64, cols), make([]bool, cols), make([]float64, cols), make([]bool, cols)
 		for j, b := range p.Axes.MemLimitBytes {
 			cell := p.Cell(c, b)
 			if cell.Failure == nil {
 				g.ci[i][j] = cell.SamplesPerSCI95
 			}
 			if p.Interfered(cell) {
-				measuredBeside[i][j], rowHit[i], colHit[j] = true, true, true
+				beside[i][j], rowHit[i], colHit[j] = true, true, true
+				named = append(named, fmt.Sprintf("cpus=%g mem=%s", c, memLimitText(b)))
 			}
 		}
 	}
-	var named []string
-	for i := range m.CPUs {
-		for j, b := range p.Axes.MemLimitBytes {
-			if measuredBeside[i][j] {
-				named = append(named, fmt.Sprintf("cpus=%g mem=%s", m.CPUs[i], memLimitText(b)))
-			}
-			g.interfered[i][j] = measuredBeside[i][j] || (!m.Measured[i][j] && (rowHit[i] || colHit[j]))
+	for i := range beside {
+		for j := range beside[i] {
+			g.interfered[i][j] = beside[i][j] || (!m.Measured[i][j] && (rowHit[i] || colHit[j]))
 		}
 	}
-	var raised []string
+	return named
+}
+
+// readBeside reads each interfered cell as at least the best quiet cell it
+// dominates, its interval unknown, and sets every cell's up (the most it
+// can be); it names the cells it raised.
+func (g *demandGrid) readBeside(limits []int64) (raised []string) {
+	m := &g.m
 	for i := range m.CPUs {
-		for j, b := range p.Axes.MemLimitBytes {
+		for j := range m.MemBytes {
 			if !g.interfered[i][j] {
 				continue
 			}
-			v := m.Values[i][j]
 			floor, fi, fj := -1.0, 0, 0
 			for k := 0; k <= i; k++ {
 				for l := 0; l <= j; l++ {
@@ -163,23 +182,23 @@ func (p *Profile) demandGrid() (*demandGrid, error) {
 					}
 				}
 			}
-			if floor > v {
+			if floor > m.Values[i][j] {
 				m.Values[i][j] = floor
 				raised = append(raised, fmt.Sprintf("cpus=%g mem=%s as the %s samples/s of cpus=%g mem=%s",
-					m.CPUs[i], memLimitText(b), num3(floor), m.CPUs[fi], memLimitText(p.Axes.MemLimitBytes[fj])))
+					m.CPUs[i], memLimitText(limits[j]), num3(floor), m.CPUs[fi], memLimitText(limits[fj])))
 			}
 			g.ci[i][j] = m.Values[i][j]
 		}
 	}
 	for i := range m.CPUs {
 		for j := range m.MemBytes {
+			g.up[i][j] = m.Values[i][j]
 			if !g.interfered[i][j] {
-				g.up[i][j] = m.Values[i][j]
 				continue
 			}
 			up := 2 * m.Values[i][j]
-			for k := i; k < rows; k++ {
-				for l := j; l < cols; l++ {
+			for k := i; k < len(m.CPUs); k++ {
+				for l := j; l < len(m.MemBytes); l++ {
 					if !g.interfered[k][l] {
 						up = min(up, max(m.Values[k][l], m.Values[i][j]))
 					}
@@ -188,28 +207,30 @@ func (p *Profile) demandGrid() (*demandGrid, error) {
 			g.up[i][j] = up
 		}
 	}
-	if len(named) > 0 {
-		g.note = "measured beside other work on the host, so lower bounds with unknown intervals (and the predicted cells in their rows and columns): " + strings.Join(named, ", ")
-		if len(raised) > 0 {
-			g.note += "; read " + strings.Join(raised, ", ") + ", which they cannot be slower than"
-		}
+	return raised
+}
+
+// placeUnlimited stands the unlimited column, if any, at what the job used
+// there (UnlimitedMemBytes) when the profile records it.
+func (g *demandGrid) placeUnlimited(p *Profile) {
+	m := &g.m
+	last := len(m.MemBytes) - 1
+	if g.unlimited = Unlimited(p.Axes.MemLimitBytes[last]); !g.unlimited {
+		return
 	}
-	last := cols - 1
-	if g.unlimited = Unlimited(p.Axes.MemLimitBytes[last]); g.unlimited {
-		if used, how := p.UnlimitedMemBytes(); used > 0 {
-			at := float64(used)
-			if last > 0 && at <= m.MemBytes[last-1] {
-				// It used no more than the largest limit, at which it read
-				// slower (measured cold): the column stands just above it.
-				at = m.MemBytes[last-1] + 1
-			}
-			if at < m.MemBytes[last] {
-				m.MemBytes[last], g.memHow = at, how
-			}
-		}
+	used, how := p.UnlimitedMemBytes()
+	if used <= 0 {
+		return
 	}
-	g.m = m
-	return g, nil
+	at := float64(used)
+	if last > 0 && at <= m.MemBytes[last-1] {
+		// It used no more than the largest limit, at which it read slower
+		// (measured cold): the column stands just above it.
+		at = m.MemBytes[last-1] + 1
+	}
+	if at < m.MemBytes[last] {
+		m.MemBytes[last], g.memHow = at, how
+	}
 }
 
 // smallest is the ideal cell of the grid whose values are vals (g.m's, or
