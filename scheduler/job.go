@@ -56,6 +56,10 @@ type Job struct {
 	Matrix *sensitivity.Matrix `json:"-"`
 	// Warnings say where the job's sensitivity had to be clamped.
 	Warnings []string `json:"warnings,omitempty"`
+	// IdealWhy says what the ideal allocation is and why, for a job read
+	// from a profile (sensitivity.FairShareView.Why); empty for the zoo's
+	// and a trace's, whose ideal is given.
+	IdealWhy string `json:"ideal_why,omitempty"`
 }
 
 // Validate checks the fields a scheduler reads.

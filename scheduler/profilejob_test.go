@@ -83,3 +83,49 @@ func TestJobFromProfile_Errors(t *testing.T) {
 		t.Errorf("missing cell: %v", err)
 	}
 }
+
+// TestJobFromProfile_MeasuredInsensitiveJobGivesBackItsShare: the demo's
+// audio job, its cells within noise of each other (±1.7-1.9 %), on the
+// default cluster (3 CPUs, 62.5 GB per GPU): its demand is the smallest
+// cell, with the memory it used, and says why; the share's memory lies
+// above its unlimited column, which is no clamping.
+func TestJobFromProfile_MeasuredInsensitiveJobGivesBackItsShare(t *testing.T) {
+	const mib = 1 << 20
+	p := &sensitivity.Profile{
+		SchemaVersion: sensitivity.SchemaVersion,
+		Job:           sensitivity.JobInfo{Name: "audio", Batch: 16, GPUs: 1, MaxIterations: 100, FootprintBytes: 40 * mib},
+		Host:          sensitivity.HostInfo{DRAMBytes: 25_280_000_000, DatasetBytes: 256 * mib},
+		Axes:          sensitivity.Axes{CPUs: []float64{0.5, 1, 2}, MemLimitBytes: []int64{64 * mib, 0}},
+	}
+	for i, v := range [][2]float64{{387.8, 6.4}, {386.8, 7.2}, {388.1, 7.0}} {
+		c := p.Axes.CPUs[i]
+		p.Cells = append(p.Cells,
+			sensitivity.Cell{CPUs: c, MemLimitBytes: 64 * mib, Measured: true, SamplesPerS: 27.5, SamplesPerSCI95: 0.8},
+			sensitivity.Cell{CPUs: c, MemLimitBytes: 0, Measured: true, SamplesPerS: v[0], SamplesPerSCI95: v[1]})
+	}
+	c, err := Preset("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := JobFromProfile(0, p, ShapeOf(&c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 0.5 CPUs and 40 MiB + 256 MiB, not 3 CPUs and 62.5 GB (the share) nor
+	// 25.28 GB (the host); 387.8 against the share's 388.1 is noise.
+	if j.IdealCPUsPerGPU != 0.5 || j.IdealMemBytesPerGPU != 296*mib || j.Speedup != 1 {
+		t.Fatalf("ideal %v CPUs %v B speed-up %v: %s", j.IdealCPUsPerGPU, j.IdealMemBytesPerGPU, j.Speedup, j.IdealWhy)
+	}
+	if !strings.HasPrefix(j.IdealWhy, "0.5 CPUs, 0.3104 GB: within noise of the share's 388 samples/s") {
+		t.Errorf("why: %s", j.IdealWhy)
+	}
+	d := IdealDemand(j, ShapeOf(&c))
+	if d.Ideal.CPUs != 0.5 || d.Ideal.MemBytes != 296*mib {
+		t.Errorf("demand %+v", d)
+	}
+	// Only the CPU range warns: 62.5 GB is above an unlimited column that
+	// stands at what the job used.
+	if len(j.Warnings) != 1 || !strings.Contains(j.Warnings[0], "CPUs per GPU") {
+		t.Errorf("warnings %q", j.Warnings)
+	}
+}

@@ -9,29 +9,37 @@ import (
 
 // Allocation is the smallest grid point reaching a fraction of the best.
 type Allocation struct {
-	CPUs            float64 // cores, for the whole job
-	MemBytes        int64   // bytes for the whole job (the host's DRAM for "unlimited")
-	MemUnlimited    bool    // the smallest was the unlimited column
+	CPUs         float64 // cores, for the whole job
+	MemBytes     int64   // bytes for the whole job ("unlimited": what the job used there, else the host's DRAM)
+	MemUnlimited bool    // the smallest was the unlimited column
+	// MemHow says what an unlimited MemBytes is ("" for the host's DRAM).
+	MemHow          string
 	GPUs            int
 	SamplesPerS     float64
 	BestSamplesPerS float64
 }
 
 // SmallestAllocation returns the cheapest cell of p's grid (fewest CPUs,
-// then least memory) reaching frac of the best throughput.
+// then least memory) reaching frac of the best throughput, the grid read
+// as the demand rule reads it (demandGrid: the unlimited column at what the
+// job used there, a cell measured beside other work not deciding alone).
 func SmallestAllocation(p *Profile, frac float64) (Allocation, error) {
-	m, err := p.Matrix()
+	dg, err := p.demandGrid()
 	if err != nil {
 		return Allocation{}, err
 	}
+	m := dg.m
 	best, _, _ := m.Max()
 	if !(best > 0) {
 		return Allocation{}, errors.New("profile: every cell is 0 samples/s: no allocation reaches a share of the best")
 	}
-	c, b := m.Smallest(frac)
-	v, _ := m.At(c, b)
+	i, j := dg.smallest(m.Values, 1, frac)
+	c, b, v := m.CPUs[i], m.MemBytes[j], m.Values[i][j]
 	a := Allocation{CPUs: c, MemBytes: int64(b), GPUs: max(p.Job.GPUs, 1), SamplesPerS: v, BestSamplesPerS: best}
-	a.MemUnlimited = b == m.MemBytes[len(m.MemBytes)-1] && Unlimited(p.Axes.MemLimitBytes[len(p.Axes.MemLimitBytes)-1])
+	a.MemUnlimited = b == m.MemBytes[len(m.MemBytes)-1] && dg.unlimited
+	if a.MemUnlimited {
+		a.MemHow = dg.memHow
+	}
 	return a, nil
 }
 
@@ -49,7 +57,9 @@ func slurmMem(b int64) string {
 // ExportSlurm returns the sbatch/srun flags for the smallest allocation
 // reaching IdealFraction of the best: "--cpus-per-gpu=N --mem-per-gpu=X",
 // CPUs rounded up to whole cores, memory up to whole MiB (G when whole
-// GiB). An unlimited memory column stands at the host's DRAM.
+// GiB). An unlimited memory column stands at what the job used there
+// (Profile.UnlimitedMemBytes), or at the host's DRAM where the profile does
+// not record it.
 func ExportSlurm(p *Profile) (string, Allocation, error) {
 	a, err := SmallestAllocation(p, IdealFraction)
 	if err != nil {
@@ -75,7 +85,9 @@ func ExportK8s(p *Profile) (string, Allocation, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# synergy: %s: smallest allocation reaching %g%% of the best throughput\n", yamlComment(p.Job.Name), IdealFraction*100)
 	fmt.Fprintf(&b, "# (%.1f of %.1f samples/s", a.SamplesPerS, a.BestSamplesPerS)
-	if a.MemUnlimited {
+	if a.MemUnlimited && a.MemHow != "" {
+		b.WriteString("; memory unlimited when profiled: " + yamlComment(a.MemHow))
+	} else if a.MemUnlimited {
 		b.WriteString("; memory unlimited when profiled: the host's DRAM")
 	}
 	b.WriteString(")\n")

@@ -131,6 +131,8 @@ type schedulePlacement struct {
 	FairMemBytes float64 `json:"fair_mem_bytes"`
 	Speedup      float64 `json:"speedup"`
 	Note         string  `json:"note"`
+	// Ideal is the job's ideal allocation per GPU and why (jobIdeal).
+	Ideal string `json:"ideal"`
 	// Choice is the GPU type the job got and why (typed clusters only).
 	*typed.Choice
 }
@@ -142,6 +144,8 @@ type scheduleWaiting struct {
 	GPUs       int                   `json:"gpus"`
 	Reason     string                `json:"reason"`
 	Shortfalls []scheduler.Shortfall `json:"shortfalls,omitempty"`
+	// Ideal is the job's ideal allocation per GPU and why (jobIdeal).
+	Ideal string `json:"ideal"`
 	// Choice says why no GPU type took the job (typed clusters only).
 	*typed.Choice
 }
@@ -188,6 +192,7 @@ func runSchedule(ctx context.Context, c *cli.Command) error {
 	if err != nil {
 		return err
 	}
+	attachIdeals(res, q.Jobs)
 	w := c.Root().Writer
 	if c.Bool(schedFlagJSON) {
 		b, err := json.MarshalIndent(res, "", "  ")
@@ -280,6 +285,7 @@ func printSchedule(w io.Writer, res *scheduleResult) error {
 	} else {
 		fmt.Fprintln(w, "no job placed")
 	}
+	printIdeals(w, res)
 	if res.OptBound != nil {
 		total := 0.0
 		for _, p := range res.Placements {
@@ -294,6 +300,45 @@ func printSchedule(w io.Writer, res *scheduleResult) error {
 		printTypeChoices(w, res)
 	}
 	return nil
+}
+
+// jobIdeal says what a job's ideal allocation per GPU is and why: for a
+// profile, the demand rule's own words (sensitivity.AtFairShare, through
+// scheduler.JobFromProfile); a zoo model's ideal is its table's.
+func jobIdeal(j *scheduler.Job) string {
+	if j.IdealWhy != "" {
+		return j.IdealWhy
+	}
+	return fmt.Sprintf("%s CPUs, %s: the model zoo's table (no noise to read through), %.2f× the share", fnum(j.IdealCPUsPerGPU), gbText(j.IdealMemBytesPerGPU), j.Speedup)
+}
+
+// attachIdeals gives each placed and waiting job of res its ideal (job IDs
+// are indices into jobs).
+func attachIdeals(res *scheduleResult, jobs []*scheduler.Job) {
+	byID := make(map[int]*scheduler.Job, len(jobs))
+	for _, j := range jobs {
+		byID[j.ID] = j
+	}
+	for i := range res.Placements {
+		if j := byID[res.Placements[i].Job]; j != nil {
+			res.Placements[i].Ideal = jobIdeal(j)
+		}
+	}
+	for i := range res.Waiting {
+		if j := byID[res.Waiting[i].Job]; j != nil {
+			res.Waiting[i].Ideal = jobIdeal(j)
+		}
+	}
+}
+
+// printIdeals says, under the table, each job's ideal per GPU and why.
+func printIdeals(w io.Writer, res *scheduleResult) {
+	for _, p := range res.Placements {
+		fmt.Fprintf(printable{w}, "ideal per GPU: job %d (%s): %s\n", p.Job, p.Name, p.Ideal)
+	}
+	for _, q := range res.Waiting {
+		fmt.Fprintf(printable{w}, "ideal per GPU: job %d (%s): %s\n", q.Job, q.Name, q.Ideal)
+	}
 }
 
 // badFlag says which flag err is about.

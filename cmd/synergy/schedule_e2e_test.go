@@ -30,6 +30,9 @@ func TestScheduleE2E_DemoProfile(t *testing.T) {
 		"GPU-proportional share 3 CPUs and 62.50 GB per GPU",
 		"warning: job 0 (synthtrain): profiled with 1–2 CPUs per GPU, but this cluster's GPU-proportional share is 3 CPUs per GPU",
 		"synthtrain", "server-0×1", "ideal demand",
+		// the ideal and why: 1 CPU (90, 100 ±1.5) is far below 95 % of 190,
+		// and 2 CPUs at 128 MiB failed
+		"ideal per GPU: job 0 (synthtrain): 2 CPUs, 25.77 GB: 1 CPU (at its best memory) reads 47 % slower than the best (beyond their ±2.4 %); 0.1342 GB reads 0 samples/s (a failed point); 1.00× the share's 190 samples/s",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -75,6 +78,10 @@ func TestScheduleE2E_JSONPlacementAgainstFairShare(t *testing.T) {
 				if strategy != "fair" && p.Speedup < 1 {
 					t.Errorf("%s: job %d below fair share: %v×", strategy, p.Job, p.Speedup)
 				}
+				// every job says what its ideal is and why
+				if zoo := strings.HasPrefix(p.Arg, "zoo:"); p.Ideal == "" || zoo != strings.Contains(p.Ideal, "the model zoo's table") {
+					t.Errorf("job %d (%s): ideal %q", p.Job, p.Arg, p.Ideal)
+				}
 				gpus := 0
 				for _, s := range p.Servers {
 					u := used[s.Server]
@@ -112,6 +119,7 @@ func TestScheduleE2E_WaitingReasons(t *testing.T) {
 		"no job placed",
 		"waiting: job 0 (res18, 1 GPUs): ideal demand did not fit: cpu: need 6, free 4 on box",
 		"waiting: job 1 (gnmt, 2 GPUs): waiting: gpu: need 2, free 1 in the cluster",
+		"ideal per GPU: job 0 (res18): 9 CPUs, 62.50 GB: the model zoo's table (no noise to read through), 2.40× the share",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
