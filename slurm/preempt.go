@@ -63,6 +63,9 @@ func (b *Bridge) Preempt(ctx context.Context, id int, grace time.Duration, reaso
 	if j.State != "RUNNING" {
 		return p, fmt.Errorf("preempt job %d: it is %s, not RUNNING", id, j.State)
 	}
+	if j.StartTime <= 0 {
+		return p, fmt.Errorf("preempt job %d: squeue gives no start time", id)
+	}
 	m, err := ParseMark(j.Comment)
 	if err != nil {
 		return p, fmt.Errorf("preempt job %d: %w", id, err)
@@ -70,6 +73,7 @@ func (b *Bridge) Preempt(ctx context.Context, id int, grace time.Duration, reaso
 	if m.Profile == "" {
 		return p, fmt.Errorf("preempt job %d: it did not opt in (no %sPATH in its comment)", id, markProfile)
 	}
+	bookService(&m, j, time.Now())
 	m.Placed, m.Waiting = nil, "preempted: "+reason
 	if _, err := b.Cmd.Run(ctx, "scontrol", "update", "JobId="+sid, "Comment="+m.String()); err != nil {
 		return p, fmt.Errorf("preempt job %d: mark it: %w", id, err)
@@ -122,6 +126,26 @@ func (b *Bridge) Preempt(ctx context.Context, id int, grace time.Duration, reaso
 		}
 	}
 	return p, nil
+}
+
+// bookService adds a running job's current run to its mark's service, once
+// (a run already booked, by its start time, is not booked again).
+func bookService(m *Mark, j Job, now time.Time) {
+	if j.State != "RUNNING" || j.StartTime <= 0 || j.StartTime == m.ServiceStart {
+		return
+	}
+	m.Service += max(0, float64(now.Unix()-j.StartTime))
+	m.ServiceStart = j.StartTime
+}
+
+// Attained is a job's attained service at now: the runs its mark has
+// booked, and its current run when that is not booked yet.
+func Attained(m Mark, j Job, now time.Time) float64 {
+	s := m.Service
+	if j.State == "RUNNING" && j.StartTime > 0 && j.StartTime != m.ServiceStart {
+		s += max(0, float64(now.Unix()-j.StartTime))
+	}
+	return s
 }
 
 // job reads one job, whatever its state.

@@ -60,6 +60,9 @@ type Job struct {
 	// Restarts counts its requeues.
 	ExitCode int
 	Restarts int
+	// StartTime is when the job's current (or last) run started, Unix
+	// seconds (a pending job's is Slurm's estimate).
+	StartTime int64
 }
 
 // Held reports whether the job waits on a hold (user's or admin's).
@@ -160,6 +163,7 @@ func ParseJobs(data []byte) ([]Job, error) {
 			TresPerJob  string `json:"tres_per_job"`
 			SubmitTime  number `json:"submit_time"`
 			ExitCode    number `json:"exit_code"`
+			StartTime   number `json:"start_time"`
 			Restarts    number `json:"restart_cnt"`
 		} `json:"jobs"`
 	}
@@ -183,7 +187,7 @@ func ParseJobs(data []byte) ([]Job, error) {
 			State: j.State, Reason: j.Reason, Comment: j.Comment, Nodes: j.Nodes,
 			NodeCount: j.NodeCount.int(), Tasks: j.Tasks.int(), CPUs: j.CPUs.int(), CPUsPerTask: j.CPUsPerTask.int(),
 			MemPerNodeMiB: j.MemPerNode.i64(), GPUsPerNode: perNode, GPUsPerJob: perJob, SubmitTime: j.SubmitTime.i64(),
-			ExitCode: j.ExitCode.int(), Restarts: j.Restarts.int()})
+			ExitCode: j.ExitCode.int(), Restarts: j.Restarts.int(), StartTime: j.StartTime.i64()})
 	}
 	return out, nil
 }

@@ -12,5 +12,5 @@ import (
 )
 
 func main() {
-	os.Exit(synthtrain.MainWithSignals(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+	os.Exit(synthtrain.Main(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/synergy-sched/synergy/jobcontract"
 )
 
-// envChild makes the test binary run synthtrain (MainWithSignals, as
+// envChild makes the test binary run synthtrain (Main, as
 // cmd/synthtrain does) with the JSON argument list it holds: a real
 // process that takes real signals.
 const envChild = "SYNTHTRAIN_TEST_CHILD_ARGS"
@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 			os.Stderr.WriteString("bad " + envChild + ": " + err.Error() + "\n")
 			os.Exit(100)
 		}
-		os.Exit(MainWithSignals(context.Background(), args, os.Getenv, os.Stdout, os.Stderr))
+		os.Exit(Main(context.Background(), args, os.Getenv, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }

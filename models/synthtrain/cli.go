@@ -230,13 +230,6 @@ iteration boundary (checkpoint saved when there is a directory).
 `
 }
 
-// Main runs the command line and returns the exit status. getenv reads the
-// environment (os.Getenv in production). It takes no signals: see
-// MainWithSignals.
-func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	return mainStops(ctx, nil, args, getenv, stdout, stderr)
-}
-
 // Stop asks a training run to stop at the end of the iteration in
 // progress, saving its checkpoint; with Requeue it then asks Slurm to
 // requeue the job (EnvRequeue).
@@ -245,11 +238,12 @@ type Stop struct {
 	Requeue bool
 }
 
-// MainWithSignals is Main for a process of its own (cmd/synthtrain): it
-// turns SIGUSR1 into a Stop with a requeue (the preemption signal of
-// Lightning's and submitit's convention), SIGTERM into a Stop without one
-// (a second SIGTERM cancels at once), and SIGINT into a cancel.
-func MainWithSignals(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+// Main runs the command line and returns the exit status. getenv reads the
+// environment (os.Getenv in production). While it runs it turns SIGUSR1
+// into a Stop with a requeue (the preemption signal of Lightning's and
+// submitit's convention), SIGTERM into a Stop without one (a second
+// SIGTERM cancels at once), and SIGINT into a cancel.
+func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sigs := make(chan os.Signal, 4)
@@ -352,22 +346,8 @@ func runTrain(ctx context.Context, stops <-chan Stop, args []string, getenv func
 	if dir := CheckpointDir(getenv); dir != "" {
 		cfg.Checkpoint = &CheckpointConfig{Dir: dir, Every: cfg.CheckpointEvery}
 	}
-	// The stop that arrives first closes preempt; the loop sees it at the
-	// end of the iteration in progress.
-	preempt := make(chan struct{})
-	var stop Stop
-	stopped := make(chan struct{})
-	trainDone := make(chan struct{})
+	preempt, stopped, getStop, trainDone := watchStops(stops, stderr)
 	defer close(trainDone)
-	go func() {
-		defer close(stopped)
-		select {
-		case stop = <-stops:
-			fmt.Fprintf(stderr, "synthtrain: %s: stopping at the end of the iteration in progress\n", stop.Signal)
-			close(preempt)
-		case <-trainDone:
-		}
-	}()
 	cfg.Preempt = preempt
 	// One P per loader worker plus one for the training loop, as PyTorch
 	// runs the loop and each worker as its own process: the kernel then
@@ -419,19 +399,46 @@ func runTrain(ctx context.Context, stops <-chan Stop, args []string, getenv func
 	}
 	fmt.Fprintln(stderr, summaryLine(sum))
 	if errors.Is(err, ErrPreempted) {
-		<-stopped // stop is written before preempt is closed
-		saved := "no checkpoint directory: this run's work is lost"
-		if sum.Saved != "" {
-			saved = fmt.Sprintf("checkpoint saved at iteration %d in %s", sum.ResumedAt+sum.Iterations, checkpointPath(ckDir))
-		}
-		fmt.Fprintf(stderr, "synthtrain: stopped by %s; %s\n", stop.Signal, saved)
-		if stop.Requeue && mode != RequeueNone {
-			if rerr := requeue(context.WithoutCancel(ctx), mode, slurmJobID(getenv)); rerr != nil {
-				return fmt.Errorf("%w; requeue: %v", err, rerr)
-			}
-			fmt.Fprintf(stderr, "synthtrain: asked Slurm to %s job %s\n", map[string]string{RequeueSelf: "requeue", RequeueHeld: "requeue and hold"}[mode], slurmJobID(getenv))
-		}
+		<-stopped // the stop is written before preempt is closed
+		return afterStop(ctx, err, getStop(), sum, ckDir, mode, getenv, stderr)
 	}
+	return err
+}
+
+// watchStops closes preempt at the first stop from stops (the loop sees it
+// at the end of the iteration in progress); stopped is closed once it is
+// read (or when done is closed first), and getStop returns it.
+func watchStops(stops <-chan Stop, stderr io.Writer) (preempt, stopped <-chan struct{}, getStop func() Stop, done chan struct{}) {
+	pre, st := make(chan struct{}), make(chan struct{})
+	done = make(chan struct{})
+	var stop Stop
+	go func() {
+		defer close(st)
+		select {
+		case stop = <-stops:
+			fmt.Fprintf(stderr, "synthtrain: %s: stopping at the end of the iteration in progress\n", stop.Signal)
+			close(pre)
+		case <-done:
+		}
+	}()
+	return pre, st, func() Stop { return stop }, done
+}
+
+// afterStop reports a run stopped at an iteration boundary and, for a stop
+// that asks for it, asks Slurm to requeue the job (EnvRequeue's mode).
+func afterStop(ctx context.Context, err error, stop Stop, sum Summary, ckDir, mode string, getenv func(string) string, stderr io.Writer) error {
+	saved := "no checkpoint directory: this run's work is lost"
+	if sum.Saved != "" {
+		saved = fmt.Sprintf("checkpoint saved at iteration %d in %s", sum.ResumedAt+sum.Iterations, checkpointPath(ckDir))
+	}
+	fmt.Fprintf(stderr, "synthtrain: stopped by %s; %s\n", stop.Signal, saved)
+	if !stop.Requeue || mode == RequeueNone {
+		return err
+	}
+	if rerr := requeue(context.WithoutCancel(ctx), mode, slurmJobID(getenv)); rerr != nil {
+		return fmt.Errorf("%w; requeue: %v", err, rerr)
+	}
+	fmt.Fprintf(stderr, "synthtrain: asked Slurm to %s job %s\n", map[string]string{RequeueSelf: "requeue", RequeueHeld: "requeue and hold"}[mode], slurmJobID(getenv))
 	return err
 }
 

@@ -207,6 +207,34 @@ func startBatch(cfg TrainConfig) int {
 	return cfg.ck.nextBatch
 }
 
+// stopAt saves the checkpoint (when there is one) for a run stopped before
+// iteration i and returns ErrPreempted.
+func stopAt(ck *ckState, i int, sum *Summary) error {
+	if ck != nil {
+		if err := ck.save("signal", i); err != nil {
+			return fmt.Errorf("train: iteration %d: %w", i, err)
+		}
+		sum.Saved = "signal"
+	}
+	return ErrPreempted
+}
+
+// done counts iteration i's samples and saves the periodic checkpoint
+// (nil ck: nothing to do).
+func (c *ckState) done(i, samples int, sum *Summary) error {
+	if c == nil {
+		return nil
+	}
+	c.samples += int64(samples)
+	if c.every > 0 && (i+1)%c.every == 0 {
+		if err := c.save("periodic", i+1); err != nil {
+			return fmt.Errorf("train: iteration %d: %w", i, err)
+		}
+		sum.Saved = "periodic"
+	}
+	return nil
+}
+
 // preempted reports whether ch is closed (nil: never).
 func preempted(ch <-chan struct{}) bool {
 	select {
@@ -231,13 +259,7 @@ func loop(ctx context.Context, cfg TrainConfig, src batchSource, ctl *controller
 	i := sum.ResumedAt
 	for ; cfg.MaxIterations == 0 || i < cfg.MaxIterations; i++ {
 		if preempted(cfg.Preempt) {
-			if ck != nil {
-				if err := ck.save("signal", i); err != nil {
-					return fmt.Errorf("train: iteration %d: %w", i, err)
-				}
-				sum.Saved = "signal"
-			}
-			return ErrPreempted
+			return stopAt(ck, i, sum)
 		}
 		if ctl != nil {
 			if err := ctl.poll(i); err != nil {
@@ -290,14 +312,8 @@ func loop(ctx context.Context, cfg TrainConfig, src batchSource, ctl *controller
 		sum.DataWait += t1.Sub(t0)
 		sum.Step += t2.Sub(t1)
 		sum.StepIntended += cfg.GPUStep
-		if ck != nil {
-			ck.samples += int64(b.Samples)
-			if ck.every > 0 && (i+1)%ck.every == 0 {
-				if err := ck.save("periodic", i+1); err != nil {
-					return fmt.Errorf("train: iteration %d: %w", i, err)
-				}
-				sum.Saved = "periodic"
-			}
+		if err := ck.done(i, b.Samples, sum); err != nil {
+			return err
 		}
 	}
 	if ck != nil {
