@@ -92,12 +92,12 @@ func PlanRound(snap Snapshot, cfg Config, now time.Time) (RoundPlan, error) {
 	scheduler.SchedulePlaced(r, cfg.Strategy, offer)
 	placed := map[int]*scheduler.Allocation{}
 	r.EachPlacement(func(j *scheduler.Job, a *scheduler.Allocation) { placed[byJob[j].job.ID] = a })
-	at, keep, err := stayPut(&plan.Cluster, others, cfg.Strategy, offer, byJob, placed)
+	at, keep, free, err := stayPut(&plan.Cluster, others, cfg.Strategy, offer, byJob, placed)
 	if err != nil {
 		return plan, err
 	}
 	for _, a := range actives {
-		decideRound(&plan, byJob[a.Job], keep, placed, at)
+		decideRound(&plan, byJob[a.Job], a.Job.GPUs, free, keep, placed, at)
 	}
 	return plan, nil
 }
@@ -184,10 +184,10 @@ func (o others) round() (*scheduler.Round, error) {
 // it runs around them, by the same strategy in the same order. It returns
 // the new placements and the jobs kept.
 func stayPut(c *scheduler.Cluster, o others, s scheduler.Strategy, offer []*scheduler.Active, byJob map[*scheduler.Job]queued,
-	placed map[int]*scheduler.Allocation) (map[int]*scheduler.Allocation, map[int]bool, error) {
+	placed map[int]*scheduler.Allocation) (map[int]*scheduler.Allocation, map[int]bool, int, error) {
 	final, err := o.round()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	keep := map[int]bool{}
 	var rest []*scheduler.Active
@@ -211,18 +211,22 @@ func stayPut(c *scheduler.Cluster, o others, s scheduler.Strategy, offer []*sche
 	scheduler.SchedulePlaced(final, s, rest)
 	at := map[int]*scheduler.Allocation{}
 	final.EachPlacement(func(j *scheduler.Job, a *scheduler.Allocation) { at[byJob[j].job.ID] = a })
-	return at, keep, nil
+	return at, keep, final.FreeGPUs(), nil
 }
 
-// decideRound turns one job's round into plan's Keep, Moves or Actions.
-func decideRound(plan *RoundPlan, m queued, keep map[int]bool, placed, at map[int]*scheduler.Allocation) {
+// decideRound turns one job's round into plan's Keep, Moves or Actions
+// (gpus: what it needs; free: GPUs left free by the round).
+func decideRound(plan *RoundPlan, m queued, gpus, free int, keep map[int]bool, placed, at map[int]*scheduler.Allocation) {
 	if keep[m.job.ID] {
 		plan.Keep = append(plan.Keep, m.job)
 		return
 	}
 	to, why := roundPlacement(&plan.Cluster, at[m.job.ID])
-	if placed[m.job.ID] != nil && to == nil && why == "not placed this round" {
+	switch {
+	case placed[m.job.ID] != nil && to == nil && why == "not placed this round":
 		why = "chosen to run, but it does not fit around the jobs that stay on their nodes"
+	case to == nil && why == "not placed this round":
+		why = fmt.Sprintf("not placed this round; gpu: need %d, free %d after the jobs the policy ranks first", gpus, free)
 	}
 	switch {
 	case m.job.State == "RUNNING" && to != nil && *to == *m.mark.Placed:
