@@ -18,6 +18,10 @@ const PreemptSignal = "USR1"
 // itself: squeue reports the status as the shell's wait status.
 const exitPreempted = 3 << 8
 
+// sigUSR1 is SIGUSR1's number on Linux: a job killed by it has it in its
+// wait status's low bits.
+const sigUSR1 = 10
+
 // Preemption is what Preempt did to one job.
 type Preemption struct {
 	JobID int
@@ -34,6 +38,14 @@ type Preemption struct {
 	// Waited is how long the job took to leave RUNNING (the grace when
 	// it did not).
 	Waited time.Duration
+	// Saved says whether the job answered as the checkpoint protocol
+	// does (requeued itself, or exited 3): its work is kept. Lost is set
+	// when the signal killed it (it has no handler, so no checkpoint): it
+	// starts again from iteration 0, and LostS, its attained service, is
+	// the work lost. Neither: it was still running after the grace and
+	// Slurm stops it (it may save on SIGTERM; the bridge cannot tell).
+	Saved, Lost bool
+	LostS       float64
 }
 
 // Preempt takes a running job that opted in (a synergy:profile in its
@@ -74,6 +86,7 @@ func (b *Bridge) Preempt(ctx context.Context, id int, grace time.Duration, reaso
 		return p, fmt.Errorf("preempt job %d: it did not opt in (no %sPATH in its comment)", id, markProfile)
 	}
 	bookService(&m, j, time.Now())
+	service := m.Service
 	m.Placed, m.Waiting = nil, "preempted: "+reason
 	if _, err := b.Cmd.Run(ctx, "scontrol", "update", "JobId="+sid, "Comment="+m.String()); err != nil {
 		return p, fmt.Errorf("preempt job %d: mark it: %w", id, err)
@@ -108,16 +121,19 @@ func (b *Bridge) Preempt(ctx context.Context, id int, grace time.Duration, reaso
 	case j.State == "RUNNING" || j.State == "COMPLETING":
 		p.How, verb = "requeued held after the grace", "requeuehold"
 	case j.State == "PENDING" && j.Held():
-		p.How = "requeued and held by itself"
+		p.How, p.Saved = "requeued and held by itself", true
 	case j.State == "PENDING":
-		p.How, verb = "requeued by itself, held", "hold"
+		p.How, verb, p.Saved = "requeued by itself, held", "hold", true
 	case j.State == "COMPLETED":
 		p.How = "finished within the grace"
 	case j.ExitCode == exitPreempted:
-		p.How, verb = "stopped itself, requeued held", "requeuehold"
+		p.How, verb, p.Saved = "stopped itself, requeued held", "requeuehold", true
+	case j.ExitCode&0x7f == sigUSR1:
+		p.How, verb = "killed by the signal (no checkpoint: it starts again from zero), requeued held", "requeuehold"
+		p.Lost, p.LostS = true, service
 	default:
-		// Killed by the signal (a job that does not handle it), or failed:
-		// requeued to start again, from zero unless it has a checkpoint.
+		// Failed otherwise: requeued to start again, from zero unless it
+		// has a checkpoint.
 		p.How, verb = fmt.Sprintf("ended %s (wait status %d) within the grace, requeued held", j.State, j.ExitCode), "requeuehold"
 	}
 	if verb != "" {

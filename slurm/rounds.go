@@ -345,9 +345,11 @@ func (r *RoundResult) String() string {
 		}
 	}
 	var moved []string
+	lost := 0.0
 	for _, p := range r.Preemptions {
 		moved = append(moved, strconv.Itoa(p.JobID)+": "+p.How)
+		lost += p.LostS
 	}
-	return fmt.Sprintf("round: %d kept, %d preempted [%s], %d placed, %d waiting, %d errors",
-		len(r.Plan.Keep), len(r.Preemptions), strings.Join(moved, "; "), placed, waiting, len(r.PreemptErrs))
+	return fmt.Sprintf("round: %d kept, %d preempted [%s], %d placed, %d waiting, %d errors, %.0f s of work lost by jobs without a checkpoint",
+		len(r.Plan.Keep), len(r.Preemptions), strings.Join(moved, "; "), placed, waiting, len(r.PreemptErrs), lost)
 }
