@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/synergy-sched/synergy/scheduler"
@@ -266,6 +267,10 @@ func placeAction(j Job, m Mark, p Placement) Action {
 	return Action{Job: j, Kind: Place, Placement: &p, Comment: c, Changed: c != j.Comment, Reason: "placed this round", CPUsPerTask: cpt}
 }
 
+// preemptAtOnce bounds the preemptions a round runs side by side (each is
+// a few Slurm commands and a wait for the job's checkpoint).
+const preemptAtOnce = 32
+
 // RoundResult is one round as run: the plan, the preemptions and the
 // actions applied.
 type RoundResult struct {
@@ -292,18 +297,32 @@ func (b *Bridge) RunRound(ctx context.Context, grace time.Duration, now func() t
 		return nil, err
 	}
 	res := &RoundResult{Plan: plan, PreemptErrs: map[int]error{}}
+	// Preemptions run side by side (each waits for its job's checkpoint),
+	// at most preemptAtOnce at a time.
 	target := map[int]*Placement{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, preemptAtOnce)
 	for _, mv := range plan.Moves {
-		p, err := b.Preempt(ctx, mv.Job.ID, grace, mv.Why)
-		if err != nil {
-			res.PreemptErrs[mv.Job.ID] = err
-			continue
-		}
-		res.Preemptions = append(res.Preemptions, p)
-		if mv.To != nil {
-			target[mv.Job.ID] = mv.To
-		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			p, err := b.Preempt(ctx, mv.Job.ID, grace, mv.Why)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				res.PreemptErrs[mv.Job.ID] = err
+				return
+			}
+			res.Preemptions = append(res.Preemptions, p)
+			if mv.To != nil {
+				target[mv.Job.ID] = mv.To
+			}
+		}()
 	}
+	wg.Wait()
+	slices.SortFunc(res.Preemptions, func(x, y Preemption) int { return cmp.Compare(x.JobID, y.JobID) })
 	for _, a := range plan.Actions {
 		res.Applied = append(res.Applied, Applied{Action: a, Err: b.apply(ctx, a)})
 	}
