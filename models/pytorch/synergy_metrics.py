@@ -1005,7 +1005,8 @@ class Checkpointer:
     directory: where to keep it (None: checkpoint_dir() of the environment;
     "": no checkpoint, so a stop loses the run's work). every: save every so
     many iterations as well (0: only when signalled and at the end).
-    signals: install the SIGUSR1/SIGTERM handlers (main thread only).
+    signals: install the SIGUSR1/SIGTERM handlers (main thread only), when
+    there is a directory or a Slurm job to requeue.
 
     The progress goes to DIR/checkpoint.json, the registered state to
     DIR/state-N.pt (torch.save), N counting the saves: the state file is
@@ -1036,7 +1037,10 @@ class Checkpointer:
         self._state_file = None
         self._loaded = None
         self.load()
-        if signals:
+        # Without a checkpoint directory and outside Slurm there is nothing
+        # to save or requeue: the signals keep their default action, so a
+        # job behaves as it did (the profiler's probe may own its loop).
+        if signals and (self.dir or self.mode != "none"):
             self.install()
 
     # -- signals --
