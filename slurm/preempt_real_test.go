@@ -127,6 +127,32 @@ func TestReal_PreemptedJobResumesWhereItStopped(t *testing.T) {
 		t.Errorf("job ended %s with %d restarts and %d iterations; want COMPLETED, 1, %d", j.State, j.Restarts, len(all), iters)
 	}
 	t.Logf("preempted after %d iterations in %v; resumed and finished", len(stopped), p.Waited)
+
+	// Slurm's own completion log has both runs.
+	out, err := x.Run(context.Background(), "scontrol", "show", "config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var loc string
+	for _, l := range strings.Split(string(out), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok && strings.TrimSpace(k) == "JobCompLoc" {
+			loc = strings.TrimSpace(v)
+		}
+	}
+	f, err := os.Open(loc)
+	if err != nil {
+		t.Fatalf("the completion log (JobCompLoc %q): %v", loc, err)
+	}
+	defer f.Close()
+	runs, err := ParseJobComp(f, time.Local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range JoinRuns(runs) {
+		if r.JobID == id && (r.Runs != 2 || r.Preemptions != 1 || r.State != "COMPLETED" || !(r.JCTS > 0)) {
+			t.Errorf("the completion log's record of job %d: %+v; want 2 runs, 1 preemption, COMPLETED", id, r)
+		}
+	}
 }
 
 // A job that ignores the signal is requeued held by the bridge once its

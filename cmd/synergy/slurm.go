@@ -29,6 +29,7 @@ const (
 	slurmFlagInterval  = "interval"
 	slurmFlagRound     = "round"
 	slurmFlagGrace     = "grace"
+	slurmFlagJobComp   = "jobcomp"
 	slurmFlagUsedOut   = "used-out"
 	slurmFlagProfile   = "profile"
 	slurmFlagGPUs      = "gpus"
@@ -101,6 +102,7 @@ func slurmCommand() *cli.Command {
 				},
 				Action: runSlurmWatch,
 			},
+			slurmRunsCommand(jsonOut),
 			{
 				Name:  "cluster",
 				Usage: "print the Slurm cluster as `synergy schedule --cluster` reads it (its GPU nodes)",
@@ -437,5 +439,46 @@ func runSlurmRounds(ctx context.Context, c *cli.Command, b *slurm.Bridge) error 
 			return nil
 		case <-t.C:
 		}
+	}
+}
+
+// runSlurmRuns prints each job's runs joined from Slurm's completion log.
+func runSlurmRuns(_ context.Context, c *cli.Command) error {
+	path := c.String(slurmFlagJobComp)
+	if path == "" {
+		return badFlag(slurmFlagJobComp, errors.New("required: the completion log (scontrol show config | grep JobCompLoc)"))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return badFlag(slurmFlagJobComp, err)
+	}
+	defer f.Close()
+	runs, err := slurm.ParseJobComp(f, time.Local)
+	if err != nil {
+		return badFlag(slurmFlagJobComp, err)
+	}
+	recs := slurm.JoinRuns(runs)
+	w := c.Root().Writer
+	if c.Bool(slurmFlagJSON) {
+		return json.NewEncoder(w).Encode(map[string]any{"jobs": recs})
+	}
+	fmt.Fprintf(w, "%-8s %-24s %-10s %5s %11s %11s %9s\n", "job", "name", "state", "runs", "preemptions", "preempted_s", "jct_s")
+	for _, r := range recs {
+		fmt.Fprintf(w, "%-8d %-24.24s %-10s %5d %11d %11.0f %9.0f\n", r.JobID, r.Name, r.State, r.Runs, r.Preemptions, r.PreemptedS, r.JCTS)
+	}
+	return nil
+}
+
+// slurmRunsCommand is `synergy slurm runs`.
+func slurmRunsCommand(jsonOut cli.Flag) *cli.Command {
+	return &cli.Command{
+		Name:  "runs",
+		Usage: "per job, its arrival, runs, preemptions and JCT as Slurm's own completion log records them",
+		Description: "Reads the log of JobCompType=jobcomp/filetxt (--jobcomp, the cluster's JobCompLoc): one line per run,\n" +
+			"a requeue ending a run. Times are the controller's local time.",
+		Flags: []cli.Flag{jsonOut,
+			&cli.StringFlag{Name: slurmFlagJobComp, Usage: "the completion log (JobCompLoc)"},
+		},
+		Action: runSlurmRuns,
 	}
 }

@@ -22,6 +22,8 @@ func TestSlurm_FlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{"slurm", "watch", "--round", "300s", "--grace", "0s"}, "--grace: 0s: must be positive"},
 		{[]string{"slurm", "watch", "--round", "300s", "--policy", "nosuch"}, `--policy: unknown policy "nosuch"`},
 		{[]string{"slurm", "cluster", "extra"}, `unexpected argument "extra"`},
+		{[]string{"slurm", "runs"}, "--jobcomp: required"},
+		{[]string{"slurm", "runs", "--jobcomp", "/nonexistent/jobcomp.txt"}, "--jobcomp: open /nonexistent/jobcomp.txt"},
 	} {
 		_, _, err := runCLI(t, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
