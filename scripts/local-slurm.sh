@@ -21,6 +21,14 @@
 # _GPUS, _CPUS, _MEM_MB (MiB, Slurm's unit; 476837 MiB = 500 GB);
 # ports: SYNERGY_SLURM_PORT (slurmctld; slurmd of node i listens on
 # port+1+i).
+#
+# It is Synergy's testbed for preemptible jobs (docs/slurm.md): every job's
+# completion, and every requeue, is recorded by Slurm itself in
+# $SYNERGY_SLURM_DIR/log/jobcomp.txt (JobCompType=jobcomp/filetxt); jobs may
+# be requeued (JobRequeue=1, so `scontrol requeue`/`requeuehold` work on
+# every batch job); and a stopped job gets SYNERGY_SLURM_GRACE seconds
+# (default 30) between SIGTERM and SIGKILL (KillWait) to save its
+# checkpoint.
 set -euo pipefail
 # shellcheck source=lib/daemon.sh
 . "$(dirname "$0")/lib/daemon.sh"
@@ -31,6 +39,7 @@ gpus="${SYNERGY_SLURM_GPUS:-8}"
 cpus="${SYNERGY_SLURM_CPUS:-24}"
 mem_mb="${SYNERGY_SLURM_MEM_MB:-476837}"
 port="${SYNERGY_SLURM_PORT:-16817}"
+grace="${SYNERGY_SLURM_GRACE:-30}"
 conf="$dir/etc/slurm.conf"
 sock="$dir/munge/munge.socket.2"
 
@@ -96,6 +105,7 @@ print_env() { echo "export SLURM_CONF=$conf"; }
 
 write_config() {
   local host i gpu_last=$((gpus - 1))
+  case "$grace" in '' | *[!0-9]*) die "SYNERGY_SLURM_GRACE=$grace: want whole seconds" ;; esac
   host="$(hostname -s)"
   mkdir -p "$dir/etc" "$dir/state" "$dir/log" "$dir/run" "$dir/dev"
   for i in $(seq 0 "$gpu_last"); do
@@ -125,6 +135,11 @@ write_config() {
     echo "TaskPlugin=task/none"
     echo "JobAcctGatherType=jobacct_gather/none"
     echo "AccountingStorageType=accounting_storage/none"
+    # Slurm's own record of every job's end and requeue (start, end, state,
+    # nodes, GPUs): what a replay measures, not our bookkeeping.
+    echo "JobCompType=jobcomp/filetxt"
+    echo "JobCompLoc=$dir/log/jobcomp.txt"
+    echo "JobRequeue=1"
     echo "SchedulerType=sched/backfill"
     echo "SelectType=select/cons_tres"
     echo "SelectTypeParameters=CR_Core_Memory"
@@ -136,7 +151,9 @@ write_config() {
     echo "ReturnToService=2"
     echo "SlurmdTimeout=60"
     echo "MinJobAge=300"
-    echo "KillWait=5"
+    # The grace a stopped job (scancel, requeue, time limit) gets between
+    # SIGTERM and SIGKILL to save its checkpoint.
+    echo "KillWait=$grace"
     echo "InactiveLimit=0"
     for i in $(seq 1 "$nodes"); do
       echo "NodeName=node$i NodeHostname=$host NodeAddr=127.0.0.1 Port=$((port + i)) CPUs=$cpus Boards=1 SocketsPerBoard=1 CoresPerSocket=$cpus ThreadsPerCore=1 RealMemory=$mem_mb Gres=gpu:$gpus State=UNKNOWN"
@@ -174,7 +191,7 @@ start() {
   fi
   need_packages
   stop_all
-  rm -rf "$dir/state" "$dir/spool"
+  rm -rf "$dir/state" "$dir/spool" "$dir/log/jobcomp.txt"
   write_config
   start_munge
   log "starting slurmctld $(slurmctld -V | awk '{print $2}') on 127.0.0.1:$port"

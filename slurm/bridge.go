@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // Bridge runs passes against a Slurm cluster.
 type Bridge struct {
 	Cmd    Commander
 	Config Config
+	// Poll is how often Preempt looks at a signalled job (0: 500 ms).
+	Poll time.Duration
 }
 
 // Applied is one action and what became of it.
@@ -101,14 +104,16 @@ func (b *Bridge) noteFailure(ctx context.Context, a Action, cause error) {
 }
 
 // UpdateArgv is the scontrol update that pins a placed job: its node, one
-// node, its CPUs (and CPUs per task), memory per node, GPUs per node, and
-// the comment recording the placement, in one request.
+// node, its CPUs (and CPUs per task), memory per node, GPUs per node, the
+// comment recording the placement, and StartTime=now (Slurm makes a
+// requeued job, e.g. a preempted one, eligible only ~120 s later; now
+// lifts that), in one request.
 func UpdateArgv(a Action) []string {
 	p := a.Placement
 	return []string{"scontrol", "update", "JobId=" + strconv.Itoa(a.Job.ID),
 		"NodeList=" + p.Node, "NumNodes=1",
 		"NumCPUs=" + strconv.Itoa(p.CPUs), "CPUsPerTask=" + strconv.Itoa(a.CPUsPerTask),
 		"MinMemoryNode=" + strconv.FormatInt(p.MemMiB, 10),
-		"Gres=gpu:" + strconv.Itoa(p.GPUs),
+		"Gres=gpu:" + strconv.Itoa(p.GPUs), "StartTime=now",
 		"Comment=" + a.Comment}
 }

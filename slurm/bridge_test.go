@@ -97,7 +97,7 @@ func TestBridge_PlaceIsOneUpdateThenRelease(t *testing.T) {
 	if got := strings.Join(f.commands(), ", "); got != "update JobId=7, release 7" {
 		t.Fatalf("commands %q", got)
 	}
-	want := []string{"scontrol", "update", "JobId=7", "NodeList=node1", "NumNodes=1", "NumCPUs=6", "CPUsPerTask=6", "MinMemoryNode=32768", "Gres=gpu:1",
+	want := []string{"scontrol", "update", "JobId=7", "NodeList=node1", "NumNodes=1", "NumCPUs=6", "CPUsPerTask=6", "MinMemoryNode=32768", "Gres=gpu:1", "StartTime=now",
 		"Comment=synergy:profile=" + examples + "image.json synergy:placed=node1/gpus=1/cpus=6/mem_mib=32768"}
 	if got := f.calls[0]; strings.Join(got, "\x00") != strings.Join(want, "\x00") {
 		t.Errorf("update argv\n got %q\nwant %q", got, want)

@@ -13,6 +13,7 @@ const (
 	markProfile = "synergy:profile="
 	markPlaced  = "synergy:placed="
 	markWaiting = "synergy:waiting="
+	markService = "synergy:service="
 	// maxReason bounds the reason written back (Slurm keeps the comment
 	// in its state; squeue prints it whole).
 	maxReason = 400
@@ -41,6 +42,12 @@ type Mark struct {
 	Profile string
 	Placed  *Placement
 	Waiting string
+	// Service is the job's attained service in seconds of runs that the
+	// bridge has booked (synergy:service=SECONDS@START); ServiceStart is the
+	// start time (Unix seconds) of the last run booked in it, so that a run
+	// is never booked twice whatever step a bridge is killed at.
+	Service      float64
+	ServiceStart int64
 }
 
 // ParseMark reads a job's comment. A malformed placed marker is an error
@@ -70,8 +77,17 @@ func ParseMark(comment string) (Mark, error) {
 			m.Placed = &p
 		case strings.HasPrefix(f, markWaiting):
 			m.Waiting = strings.TrimSpace(f[len(markWaiting):])
+		case strings.HasPrefix(f, markService):
+			v := strings.TrimSpace(f[len(markService):])
+			sec, start, ok := strings.Cut(v, "@")
+			x, err1 := strconv.ParseFloat(sec, 64)
+			y, err2 := strconv.ParseInt(start, 10, 64)
+			if !ok || err1 != nil || err2 != nil || !(x >= 0) || x > 1e12 || y < 0 {
+				return m, fmt.Errorf("comment %q: %s%s: want SECONDS@START", comment, markService, v)
+			}
+			m.Service, m.ServiceStart = x, y
 		default:
-			return m, fmt.Errorf("comment %q: unknown marker %q (known: %s, %s, %s)", comment, firstWord(f), markProfile, markPlaced, markWaiting)
+			return m, fmt.Errorf("comment %q: unknown marker %q (known: %s, %s, %s, %s)", comment, firstWord(f), markProfile, markService, markPlaced, markWaiting)
 		}
 	}
 	return m, nil
@@ -104,6 +120,9 @@ func (m Mark) String() string {
 	}
 	if m.Profile != "" {
 		parts = append(parts, markProfile+m.Profile)
+	}
+	if m.Service > 0 || m.ServiceStart > 0 {
+		parts = append(parts, markService+strconv.FormatFloat(m.Service, 'f', 0, 64)+"@"+strconv.FormatInt(m.ServiceStart, 10))
 	}
 	switch {
 	case m.Placed != nil:

@@ -56,6 +56,13 @@ type Job struct {
 	GPUsPerNode int
 	GPUsPerJob  int
 	SubmitTime  int64
+	// ExitCode is the wait status of a finished job (exit status << 8);
+	// Restarts counts its requeues.
+	ExitCode int
+	Restarts int
+	// StartTime is when the job's current (or last) run started, Unix
+	// seconds (a pending job's is Slurm's estimate).
+	StartTime int64
 }
 
 // Held reports whether the job waits on a hold (user's or admin's).
@@ -155,6 +162,9 @@ func ParseJobs(data []byte) ([]Job, error) {
 			TresPerNode string `json:"tres_per_node"`
 			TresPerJob  string `json:"tres_per_job"`
 			SubmitTime  number `json:"submit_time"`
+			ExitCode    number `json:"exit_code"`
+			StartTime   number `json:"start_time"`
+			Restarts    number `json:"restart_cnt"`
 		} `json:"jobs"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
@@ -176,7 +186,8 @@ func ParseJobs(data []byte) ([]Job, error) {
 		out = append(out, Job{ID: j.ID.int(), Name: j.Name, User: j.User, Partition: j.Partition,
 			State: j.State, Reason: j.Reason, Comment: j.Comment, Nodes: j.Nodes,
 			NodeCount: j.NodeCount.int(), Tasks: j.Tasks.int(), CPUs: j.CPUs.int(), CPUsPerTask: j.CPUsPerTask.int(),
-			MemPerNodeMiB: j.MemPerNode.i64(), GPUsPerNode: perNode, GPUsPerJob: perJob, SubmitTime: j.SubmitTime.i64()})
+			MemPerNodeMiB: j.MemPerNode.i64(), GPUsPerNode: perNode, GPUsPerJob: perJob, SubmitTime: j.SubmitTime.i64(),
+			ExitCode: j.ExitCode.int(), Restarts: j.Restarts.int(), StartTime: j.StartTime.i64()})
 	}
 	return out, nil
 }

@@ -27,6 +27,9 @@ const (
 	slurmFlagJSON      = "json"
 	slurmFlagDryRun    = "dry-run"
 	slurmFlagInterval  = "interval"
+	slurmFlagRound     = "round"
+	slurmFlagGrace     = "grace"
+	slurmFlagJobComp   = "jobcomp"
 	slurmFlagUsedOut   = "used-out"
 	slurmFlagProfile   = "profile"
 	slurmFlagGPUs      = "gpus"
@@ -86,14 +89,20 @@ func slurmCommand() *cli.Command {
 				Action: runSlurmPlace,
 			},
 			{
-				Name:        "watch",
-				Usage:       "place held jobs every --interval until interrupted",
-				Description: "Runs `synergy slurm place` passes in a loop; a failed pass (slurmctld down) is reported and the next one tries again.",
+				Name:  "watch",
+				Usage: "place held jobs every --interval until interrupted; with --round, run Synergy's rounds",
+				Description: "Runs `synergy slurm place` passes in a loop; a failed pass (slurmctld down) is reported and the next one tries again.\n" +
+					"With --round D every D the policy and strategy decide again, as `synergy simulate`'s rounds do, over the\n" +
+					"opted-in jobs, running and held: running jobs kept at their size stay on their nodes, the others are\n" +
+					"preempted (USR1, --grace to checkpoint, requeued held) and re-placed or left held (docs/slurm.md).",
 				Flags: []cli.Flag{conf, part, strategy, policy, jsonOut, dry,
 					&cli.DurationFlag{Name: slurmFlagInterval, Value: 10 * time.Second, Usage: "time between passes"},
+					&cli.DurationFlag{Name: slurmFlagRound, Usage: "run a round (Synergy's lease; its 300 s) every this long instead of passes; 0: passes"},
+					&cli.DurationFlag{Name: slurmFlagGrace, Value: 60 * time.Second, Usage: "--round: how long a preempted job has to checkpoint and leave before it is requeued"},
 				},
 				Action: runSlurmWatch,
 			},
+			slurmRunsCommand(jsonOut),
 			{
 				Name:  "cluster",
 				Usage: "print the Slurm cluster as `synergy schedule --cluster` reads it (its GPU nodes)",
@@ -173,6 +182,9 @@ func runSlurmWatch(ctx context.Context, c *cli.Command) error {
 	b, err := slurmBridge(c)
 	if err != nil {
 		return err
+	}
+	if c.IsSet(slurmFlagRound) {
+		return runSlurmRounds(ctx, c, b)
 	}
 	every := c.Duration(slurmFlagInterval)
 	if every <= 0 {
@@ -379,4 +391,94 @@ func slurmProfileFirst(ctx context.Context, c *cli.Command, partition string) (s
 		fmt.Fprintln(ew, "profile-first: profiled as a Slurm job, wrote", path)
 	}
 	return path, nil
+}
+
+// runSlurmRounds runs a round every --round until interrupted.
+func runSlurmRounds(ctx context.Context, c *cli.Command, b *slurm.Bridge) error {
+	every, grace := c.Duration(slurmFlagRound), c.Duration(slurmFlagGrace)
+	switch {
+	case every <= 0:
+		return badFlag(slurmFlagRound, fmt.Errorf("%v: must be positive", every))
+	case grace <= 0:
+		return badFlag(slurmFlagGrace, fmt.Errorf("%v: must be positive", grace))
+	}
+	w, ew := c.Root().Writer, c.Root().ErrWriter
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		var out any
+		var line string
+		var err error
+		if c.Bool(slurmFlagDryRun) {
+			var snap slurm.Snapshot
+			if snap, err = slurm.ReadSnapshot(ctx, b.Cmd); err == nil {
+				var plan slurm.RoundPlan
+				plan, err = slurm.PlanRound(snap, b.Config, time.Now())
+				out, line = plan, fmt.Sprintf("round (dry run): %d kept, %d to preempt, %d held-job actions", len(plan.Keep), len(plan.Moves), len(plan.Actions))
+			}
+		} else {
+			var res *slurm.RoundResult
+			if res, err = b.RunRound(ctx, grace, time.Now); err == nil {
+				out, line = res, res.String()
+			}
+		}
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			fmt.Fprintf(ew, "%s slurm watch: round failed, retrying in %v: %v\n", time.Now().Format(time.TimeOnly), every, err)
+		case c.Bool(slurmFlagJSON):
+			if err := json.NewEncoder(w).Encode(out); err != nil {
+				return err
+			}
+		default:
+			fmt.Fprintf(w, "%s %s\n", time.Now().Format(time.TimeOnly), line)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// runSlurmRuns prints each job's runs joined from Slurm's completion log.
+func runSlurmRuns(_ context.Context, c *cli.Command) error {
+	path := c.String(slurmFlagJobComp)
+	if path == "" {
+		return badFlag(slurmFlagJobComp, errors.New("required: the completion log (scontrol show config | grep JobCompLoc)"))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return badFlag(slurmFlagJobComp, err)
+	}
+	defer f.Close()
+	runs, err := slurm.ParseJobComp(f, time.Local)
+	if err != nil {
+		return badFlag(slurmFlagJobComp, err)
+	}
+	recs := slurm.JoinRuns(runs)
+	w := c.Root().Writer
+	if c.Bool(slurmFlagJSON) {
+		return json.NewEncoder(w).Encode(map[string]any{"jobs": recs})
+	}
+	fmt.Fprintf(w, "%-8s %-24s %-10s %5s %11s %11s %9s\n", "job", "name", "state", "runs", "preemptions", "preempted_s", "jct_s")
+	for _, r := range recs {
+		fmt.Fprintf(w, "%-8d %-24.24s %-10s %5d %11d %11.0f %9.0f\n", r.JobID, r.Name, r.State, r.Runs, r.Preemptions, r.PreemptedS, r.JCTS)
+	}
+	return nil
+}
+
+// slurmRunsCommand is `synergy slurm runs`.
+func slurmRunsCommand(jsonOut cli.Flag) *cli.Command {
+	return &cli.Command{
+		Name:  "runs",
+		Usage: "per job, its arrival, runs, preemptions and JCT as Slurm's own completion log records them",
+		Description: "Reads the log of JobCompType=jobcomp/filetxt (--jobcomp, the cluster's JobCompLoc): one line per run,\n" +
+			"a requeue ending a run. Times are the controller's local time.",
+		Flags: []cli.Flag{jsonOut,
+			&cli.StringFlag{Name: slurmFlagJobComp, Usage: "the completion log (JobCompLoc)"},
+		},
+		Action: runSlurmRuns,
+	}
 }

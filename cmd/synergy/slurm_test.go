@@ -18,7 +18,12 @@ func TestSlurm_FlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{"slurm", "place", "--policy", "nosuch"}, `--policy: unknown policy "nosuch"`},
 		{[]string{"slurm", "place", "extra"}, `unexpected argument "extra"`},
 		{[]string{"slurm", "watch", "--interval", "0s"}, "--interval: 0s: must be positive"},
+		{[]string{"slurm", "watch", "--round", "0s"}, "--round: 0s: must be positive"},
+		{[]string{"slurm", "watch", "--round", "300s", "--grace", "0s"}, "--grace: 0s: must be positive"},
+		{[]string{"slurm", "watch", "--round", "300s", "--policy", "nosuch"}, `--policy: unknown policy "nosuch"`},
 		{[]string{"slurm", "cluster", "extra"}, `unexpected argument "extra"`},
+		{[]string{"slurm", "runs"}, "--jobcomp: required"},
+		{[]string{"slurm", "runs", "--jobcomp", "/nonexistent/jobcomp.txt"}, "--jobcomp: open /nonexistent/jobcomp.txt"},
 	} {
 		_, _, err := runCLI(t, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

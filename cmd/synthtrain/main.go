@@ -1,19 +1,16 @@
 // Command synthtrain is synergy's reference training job: real data loading
 // with an emulated GPU step. See models/synthtrain and `synthtrain --help`.
+// SIGUSR1 saves a checkpoint and asks Slurm to requeue the job, SIGTERM
+// saves and exits, SIGINT stops at once (docs/job-contract.md).
 package main
 
 import (
 	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/synergy-sched/synergy/models/synthtrain"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := synthtrain.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(synthtrain.Main(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }

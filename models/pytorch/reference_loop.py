@@ -2,14 +2,18 @@
 train_lm.py, train_speech.py): epochs over the job's DataLoader wrapped in
 SynergyMetrics, each batch running either the real step or, without CUDA and
 when asked, the emulated GPU step (a timed wait; the model is never built),
-stopping with exit status 0 after --max-iterations. Standard library only.
+stopping with exit status 0 after --max-iterations. It checkpoints and
+resumes in Lightning's and submitit's Slurm convention (synergy_metrics'
+Checkpointer: SIGUSR1 saves, requeues and exits 3; the next start resumes at
+the next iteration, each epoch's shuffle seeded by --seed and the epoch).
+Standard library only.
 """
 
 import os
 import sys
 import time
 
-from synergy_metrics import SynergyMetrics, emulated_step
+from synergy_metrics import Checkpointer, SynergyMetrics, batch_size, emulated_step, seed_epoch
 
 
 def resolve_step(prog, args, cuda, model):
@@ -31,29 +35,55 @@ def banner(prog, what, args, step, device, threads, extra=""):
         extra, (" [" + point + "]") if point else ""), flush=True)
 
 
-def run(args, loader, step=None, real_step=None, samples=None):
+def add_checkpoint_args(p):
+    """The flags of checkpointing (docs/job-contract.md, "Checkpoint and resume")."""
+    p.add_argument("--checkpoint-every", dest="checkpoint_every", type=int, default=0,
+                   help="also save the checkpoint every N iterations (default 0: when signalled and at the end)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seeds each epoch's shuffle with the epoch, so a resumed run sees the same batches (default 0)")
+
+
+def run(args, loader, step=None, real_step=None, samples=None, state=None):
     """Train for args.epochs passes over loader, or until args.max_iterations
     iterations (0: no cap). step: a GPUStep to wait instead of the model;
     else real_step(batch) runs the model on a batch and returns its loss (a
     tensor) or None. The step ends when real_step returns, so a CUDA
     real_step must synchronise before it returns. samples: counts a batch's
-    samples (default: synergy_metrics.batch_size). Returns 0."""
+    samples (default: synergy_metrics.batch_size). state: objects to keep in
+    the checkpoint (model=..., optimizer=...), restored when it resumes.
+    Returns 0; a stop by SIGUSR1/SIGTERM exits 3 after saving."""
     start = time.time()
+    ck = Checkpointer(every=getattr(args, "checkpoint_every", 0))
+    if state:
+        ck.register(**state)
+    if ck.resumed:
+        print("resumed at iteration %d (epoch %d, batch %d) from %s" % (ck.iterations, ck.epoch, ck.batch, ck.dir),
+              flush=True)
+    count = samples or batch_size
     with SynergyMetrics(emulated=step or False) as metrics:
-        for epoch in range(args.epochs):
-            for batch in metrics.wrap(loader, epoch=epoch, samples=samples):
+        metrics.iterations = ck.iterations  # the stream's "iter" goes on where it stopped
+        if args.max_iterations and ck.iterations >= args.max_iterations:
+            return 0
+        first = ck.iterations
+        for epoch in range(ck.epoch, args.epochs):
+            seed_epoch(loader, getattr(args, "seed", 0), epoch)
+            for batch in metrics.wrap(ck.resume_pass(loader, epoch), epoch=epoch, samples=samples):
                 if step is not None:
                     step.wait()
                     done, loss = metrics.step_done(intended_s=step.step_s), None
                 else:
                     loss = real_step(batch)
                     done = metrics.step_done()
+                ck.step_done(done, samples=count(batch))
                 if args.print_freq and done % args.print_freq == 0:
                     print("iter %d epoch %d%s %.1f samples/s" % (
                         done, epoch, " loss %.4f" % loss.item() if loss is not None else "",
-                        done * args.batch / (time.time() - start)), flush=True)
+                        (done - first) * args.batch / (time.time() - start)), flush=True)
                 if args.max_iterations and done >= args.max_iterations:
+                    ck.save("done")
                     return 0
+            ck.end_epoch()
+        ck.save("done")
     return 0
 
 
@@ -68,3 +98,5 @@ def check_common(p, args):
         p.error("--max-iterations: must be >= 0 (0: no cap), got %d" % args.max_iterations)
     if args.emulate_step < 0:
         p.error("--emulate-step: must be >= 0, got %g" % args.emulate_step)
+    if getattr(args, "checkpoint_every", 0) < 0:
+        p.error("--checkpoint-every: must be >= 0 (0: when signalled and at the end), got %d" % args.checkpoint_every)

@@ -910,3 +910,344 @@ def loader_source(iterable, next_fn=next):
         src.it, src.what = it, type(it).__name__
         return src
     return TorchSource(iterable, it, next_fn)
+
+
+# ---- Checkpoint and resume (docs/job-contract.md, "Checkpoint and resume") ----
+#
+# The convention of PyTorch Lightning's Slurm auto-requeue and submitit: on
+# SIGUSR1 (sbatch --signal=B:USR1@GRACE; a scheduler's scancel --signal=USR1)
+# the job saves its progress at the end of the iteration in progress, asks
+# Slurm to requeue it and exits; on its next start it resumes from the
+# checkpoint. SIGTERM saves and exits without a requeue. A script registers
+# what it must keep in one line:
+#
+#     ck = checkpointer(model=model, optimizer=optimizer)   # restores them if a checkpoint exists
+#     for epoch in range(ck.epoch, epochs):
+#         for batch in metrics.wrap(ck.resume_pass(loader, epoch), epoch=epoch):
+#             ...the step...
+#             ck.step_done(metrics.step_done())   # saves, requeues and exits when signalled
+
+ENV_CHECKPOINT_DIR = "SYNERGY_CHECKPOINT_DIR"
+ENV_REQUEUE = "SYNERGY_REQUEUE"
+EXIT_PREEMPTED = 3  # the exit status of a job stopped by the signal at an iteration boundary
+CHECKPOINT_FILE = "checkpoint.json"
+_CHECKPOINT_VERSION = 1
+_MAX_CHECKPOINT_JSON = 1 << 20  # bytes: the progress file is small; a bigger one is not ours
+REQUEUE_MODES = ("requeue", "hold", "none")
+
+__all__ += ["ENV_CHECKPOINT_DIR", "ENV_REQUEUE", "EXIT_PREEMPTED", "Checkpointer", "checkpointer",
+            "checkpoint_dir", "slurm_job_id", "seed_epoch"]
+
+
+def slurm_job_id(env=None):
+    """This Slurm job's id as scontrol takes it (ARRAYJOB_TASK for an array
+    task), or "" outside Slurm or for an id that is not digits."""
+    env = os.environ if env is None else env
+    jid = env.get("SLURM_JOB_ID", "")
+    if env.get("SLURM_ARRAY_JOB_ID") and env.get("SLURM_ARRAY_TASK_ID"):
+        jid = env["SLURM_ARRAY_JOB_ID"] + "_" + env["SLURM_ARRAY_TASK_ID"]
+    if not jid or jid.strip("0123456789_"):
+        return ""
+    return jid
+
+
+def checkpoint_dir(env=None):
+    """$SYNERGY_CHECKPOINT_DIR, else under Slurm
+    $SLURM_SUBMIT_DIR/synergy-checkpoints/JOBID (a requeued job keeps its
+    id, so its next start finds it), else "" (no checkpoint)."""
+    env = os.environ if env is None else env
+    if env.get(ENV_CHECKPOINT_DIR):
+        return env[ENV_CHECKPOINT_DIR]
+    jid = slurm_job_id(env)
+    if not jid:
+        return ""
+    return os.path.join(env.get("SLURM_SUBMIT_DIR") or ".", "synergy-checkpoints", jid)
+
+
+def requeue_mode(env=None):
+    """$SYNERGY_REQUEUE: "requeue" (the default under Slurm), "hold" or
+    "none" (the default outside Slurm). Raises ValueError naming it."""
+    env = os.environ if env is None else env
+    m = env.get(ENV_REQUEUE, "")
+    if m == "":
+        return "requeue" if slurm_job_id(env) else "none"
+    if m not in REQUEUE_MODES:
+        raise ValueError("%s=%r: want one of %s" % (ENV_REQUEUE, m, ", ".join(REQUEUE_MODES)))
+    if m != "none" and not slurm_job_id(env):
+        raise ValueError("%s=%s needs SLURM_JOB_ID (a Slurm job)" % (ENV_REQUEUE, m))
+    return m
+
+
+def seed_epoch(loader, seed, epoch):
+    """Make a torch DataLoader's shuffle of this epoch a function of (seed,
+    epoch) alone, so that a resumed run sees the batches the stopped one
+    would have: sets its RandomSampler's generator (and the loader's, which
+    seeds the workers). Other iterables are left alone."""
+    try:
+        import torch
+    except ImportError:
+        return
+    g = torch.Generator()
+    g.manual_seed(int(seed) * 1000003 + int(epoch))
+    sampler = getattr(loader, "sampler", None)
+    if sampler is not None and hasattr(sampler, "generator"):
+        sampler.generator = g
+    if hasattr(loader, "generator"):
+        loader.generator = g
+
+
+class Checkpointer:
+    """Saves and restores a training job's progress (iterations, epoch, the
+    batches done in that epoch, samples) and the state of the objects
+    registered with it (anything with state_dict()/load_state_dict(): a
+    model, an optimizer, a scheduler, a GradScaler).
+
+    directory: where to keep it (None: checkpoint_dir() of the environment;
+    "": no checkpoint, so a stop loses the run's work). every: save every so
+    many iterations as well (0: only when signalled and at the end).
+    signals: install the SIGUSR1/SIGTERM handlers (main thread only), when
+    there is a directory or a Slurm job to requeue.
+
+    The progress goes to DIR/checkpoint.json, the registered state to
+    DIR/state-N.pt (torch.save), N counting the saves: the state file is
+    written first, then the JSON that names it, each to a temporary file
+    renamed into place, and the older state file is removed last, so a job
+    killed at any point leaves a checkpoint whose state file exists.
+    """
+
+    def __init__(self, directory=None, every=0, signals=True, env=None, run=None):
+        env = os.environ if env is None else env
+        self.dir = checkpoint_dir(env) if directory is None else directory
+        self.every = int(every)
+        if self.every < 0:
+            raise ValueError("checkpoint every %d iterations: must be >= 0" % self.every)
+        self.mode = requeue_mode(env)
+        self.job_id = slurm_job_id(env)
+        self._run = run or _run_command
+        self.objects = {}
+        self.iterations = 0  # iterations done (the next one's index)
+        self.epoch = 0  # the epoch in progress
+        self.batch = 0  # batches done in self.epoch
+        self.samples = 0
+        self.saves = 0
+        self.resumes = 0
+        self.resumed = False
+        self.stop_signal = None  # "SIGUSR1" or "SIGTERM" once asked to stop
+        self._requeue = False
+        self._state_file = None
+        self._loaded = None
+        self.load()
+        # Without a checkpoint directory and outside Slurm there is nothing
+        # to save or requeue: the signals keep their default action, so a
+        # job behaves as it did (the profiler's probe may own its loop).
+        if signals and (self.dir or self.mode != "none"):
+            self.install()
+
+    # -- signals --
+
+    def install(self):
+        """Turn SIGUSR1 into a stop with a requeue and SIGTERM into a stop
+        without one; both take effect at the end of the iteration."""
+        import signal
+
+        def on_usr1(signum, frame):
+            if self.stop_signal is None:
+                self.stop_signal, self._requeue = "SIGUSR1", True
+
+        def on_term(signum, frame):
+            if self.stop_signal is None:
+                self.stop_signal = "SIGTERM"
+
+        signal.signal(signal.SIGUSR1, on_usr1)
+        signal.signal(signal.SIGTERM, on_term)
+
+    # -- state --
+
+    def register(self, **objects):
+        """Keep these objects' state_dict() in the checkpoint (e.g.
+        model=model, optimizer=optimizer); a checkpoint already loaded is
+        restored into them now. Returns self."""
+        for name, obj in objects.items():
+            if not (hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict")):
+                raise TypeError("checkpoint: %s (%s) has no state_dict/load_state_dict" % (name, type(obj).__name__))
+            self.objects[name] = obj
+        self._restore(objects)
+        return self
+
+    def load(self):
+        """Read DIR/checkpoint.json, if there is one, into the progress
+        counters. Raises ValueError naming the file when it is not ours."""
+        if not self.dir:
+            return False
+        path = os.path.join(self.dir, CHECKPOINT_FILE)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return False
+        except OSError as e:
+            raise ValueError("checkpoint %s: %s" % (path, e))
+        with os.fdopen(fd, "rb") as f:
+            import stat
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise ValueError("checkpoint %s: not a regular file" % path)
+            data = f.read(_MAX_CHECKPOINT_JSON + 1)
+        if len(data) > _MAX_CHECKPOINT_JSON:
+            raise ValueError("checkpoint %s: over %d bytes, not a synergy checkpoint" % (path, _MAX_CHECKPOINT_JSON))
+        try:
+            c = json.loads(data)
+        except ValueError as e:
+            raise ValueError("checkpoint %s: %s" % (path, e))
+        ints = ("iterations", "epoch", "batch", "samples", "saves", "resumes")
+        if not isinstance(c, dict) or c.get("version") != _CHECKPOINT_VERSION or c.get("job") != "synergy_metrics":
+            raise ValueError("checkpoint %s: not a version %d synergy_metrics checkpoint" % (path, _CHECKPOINT_VERSION))
+        for k in ints:
+            v = c.get(k)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise ValueError("checkpoint %s: %s = %r, want an integer >= 0" % (path, k, v))
+        state = c.get("state_file")
+        if state is not None and (not isinstance(state, str) or os.path.basename(state) != state or not state.startswith("state-")):
+            raise ValueError("checkpoint %s: state_file %r is not a file of the checkpoint directory" % (path, state))
+        self.iterations, self.epoch, self.batch = c["iterations"], c["epoch"], c["batch"]
+        self.samples, self.saves, self.resumes = c["samples"], c["saves"], c["resumes"] + 1
+        self._state_file = state
+        self._loaded = c
+        self.resumed = True
+        return True
+
+    def _restore(self, objects):
+        if not self.resumed or not objects:
+            return
+        if self._state_file is None:
+            raise ValueError("checkpoint %s holds no state for %s" % (self.dir, ", ".join(sorted(objects))))
+        import torch
+        path = os.path.join(self.dir, self._state_file)
+        state = torch.load(path, map_location="cpu")
+        for name, obj in objects.items():
+            if name not in state:
+                raise ValueError("checkpoint %s holds no state for %s (it has %s)" % (path, name, ", ".join(sorted(state))))
+            obj.load_state_dict(state[name])
+
+    # -- the loop --
+
+    def resume_pass(self, loader, epoch):
+        """The pass over loader for this epoch: in the epoch a checkpoint was
+        saved in, without the batches already done (they are fetched and
+        dropped: a torch DataLoader cannot skip without loading). Seed the
+        shuffle per epoch (seed_epoch) for the same batches to come."""
+        skip = self.batch if epoch == self.epoch else 0
+        if epoch != self.epoch:
+            self.epoch, self.batch = epoch, 0
+        if skip == 0:
+            return loader
+
+        def rest():
+            it = iter(loader)
+            for _ in range(skip):
+                try:
+                    next(it)
+                except StopIteration:
+                    return
+            yield from it
+        return rest()
+
+    def step_done(self, iterations=None, samples=None):
+        """Count one iteration done (iterations: the caller's count, e.g.
+        SynergyMetrics.step_done()'s, checked against ours), save every
+        `every` iterations, and when signalled save, ask Slurm to requeue
+        the job (SIGUSR1) and exit with EXIT_PREEMPTED. Returns the
+        iterations done."""
+        self.iterations += 1
+        self.batch += 1
+        if samples is not None:
+            self.samples += int(samples)
+        if iterations is not None and iterations != self.iterations:
+            raise ValueError("checkpoint: %d iterations counted, the caller says %d" % (self.iterations, iterations))
+        if self.stop_signal is not None:
+            self.preempt()
+        if self.every and self.iterations % self.every == 0:
+            self.save("periodic")
+        return self.iterations
+
+    def end_epoch(self):
+        """The epoch in progress ended: the next starts at its first batch."""
+        self.epoch, self.batch = self.epoch + 1, 0
+
+    def preempt(self):
+        """Save, ask Slurm to requeue the job when SIGUSR1 asked for it and
+        the mode allows, and exit with EXIT_PREEMPTED (SystemExit, so the
+        caller's finally blocks and `with` exits run)."""
+        import sys
+        saved = "no checkpoint directory: this run's work is lost"
+        if self.dir:
+            self.save("signal")
+            saved = "checkpoint saved at iteration %d in %s" % (self.iterations, self.dir)
+        print("synergy_metrics: stopped by %s; %s" % (self.stop_signal, saved), file=sys.stderr, flush=True)
+        if self._requeue and self.mode != "none":
+            verb = "requeuehold" if self.mode == "hold" else "requeue"
+            err = self._run(["scontrol", verb, self.job_id])
+            if err:
+                print("synergy_metrics: scontrol %s %s: %s" % (verb, self.job_id, err), file=sys.stderr, flush=True)
+            else:
+                print("synergy_metrics: asked Slurm to %s job %s" % (verb, self.job_id), file=sys.stderr, flush=True)
+        raise SystemExit(EXIT_PREEMPTED)
+
+    def save(self, reason):
+        """Write the checkpoint now (reason: "signal", "periodic", "done")."""
+        if not self.dir:
+            return False
+        os.makedirs(self.dir, mode=0o700, exist_ok=True)
+        saves = self.saves + 1
+        state_file, old = None, self._state_file
+        if self.objects:
+            import torch
+            state_file = "state-%d.pt" % saves
+            _atomic(os.path.join(self.dir, state_file),
+                    lambda f: torch.save({k: o.state_dict() for k, o in self.objects.items()}, f))
+        doc = {"version": _CHECKPOINT_VERSION, "job": "synergy_metrics", "iterations": self.iterations,
+               "epoch": self.epoch, "batch": self.batch, "samples": self.samples, "saves": saves,
+               "resumes": self.resumes, "reason": reason, "state_file": state_file, "ts": time.time()}
+        _atomic(os.path.join(self.dir, CHECKPOINT_FILE), lambda f: f.write(json.dumps(doc).encode() + b"\n"))
+        self.saves, self._state_file = saves, state_file
+        if old and old != state_file:
+            try:
+                os.remove(os.path.join(self.dir, old))
+            except OSError:
+                pass
+        return True
+
+
+def checkpointer(every=0, **objects):
+    """A Checkpointer from the environment with these objects registered
+    (restored from the checkpoint when one exists): the line a script adds."""
+    return Checkpointer(every=every).register(**objects)
+
+
+def _atomic(path, write):
+    """Write a file through a temporary one in its directory, synced and
+    renamed over path: a reader sees the old file or the new one whole."""
+    import tempfile
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix="." + os.path.basename(path) + ".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _run_command(argv):
+    """Run argv (scontrol), returning "" or its error."""
+    import subprocess
+    try:
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+    except (OSError, subprocess.SubprocessError) as e:
+        return str(e)
+    if p.returncode != 0:
+        return "exit %d: %s" % (p.returncode, p.stdout.decode(errors="replace").strip())
+    return ""

@@ -52,6 +52,7 @@ def parse_args(argv=None):
     p.add_argument("--device", default="", help="cuda, cuda:N or cpu (default: cuda when available)")
     p.add_argument("--amp", action="store_true", help="mixed precision (CUDA only)")
     add_emulation_args(p)
+    reference_loop.add_checkpoint_args(p)
     args = p.parse_args(argv)
     reference_loop.check_common(p, args)
     if args.image_size < 1:
@@ -146,7 +147,7 @@ def main(argv=None):
             torch.cuda.synchronize(device)
         return loss
 
-    return reference_loop.run(args, loader, real_step=real_step)
+    return reference_loop.run(args, loader, real_step=real_step, state={"model": model, "optimizer": optimizer})
 
 
 if __name__ == "__main__":

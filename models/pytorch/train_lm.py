@@ -42,6 +42,7 @@ def parse_args(argv=None):
     p.add_argument("--print-freq", type=int, default=100, help="log every N iterations (0: never)")
     p.add_argument("--device", default="", help="cuda, cuda:N or cpu (default: cuda when available)")
     add_emulation_args(p, model="lstm")
+    reference_loop.add_checkpoint_args(p)
     args = p.parse_args(argv)
     reference_loop.check_common(p, args)
     if args.seq_len < 1:
@@ -161,7 +162,7 @@ def main(argv=None):
             torch.cuda.synchronize(device)
         return loss
 
-    return reference_loop.run(args, loader, real_step=real_step)
+    return reference_loop.run(args, loader, real_step=real_step, state={"model": model, "optimizer": optimizer})
 
 
 if __name__ == "__main__":

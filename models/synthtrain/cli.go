@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/synergy-sched/synergy/internal/units"
@@ -27,6 +29,7 @@ const (
 	FlagDir           = "dir"
 	FlagBytes         = "bytes"
 	FlagClasses       = "classes"
+	FlagCheckpointN   = "checkpoint-every"
 	exitOK, exitFail  = 0, 1
 	exitUsage         = 2
 	defaultPreset     = "image"
@@ -69,6 +72,7 @@ func ParseTrainArgs(args []string) (TrainConfig, error) {
 	fs.DurationVar(&cfg.GPUStep, FlagGPUStep, 0, "")
 	fs.IntVar(&cfg.Prefetch, FlagPrefetch, 0, "")
 	fs.Uint64Var(&seed, FlagSeed, 1, "")
+	fs.IntVar(&cfg.CheckpointEvery, FlagCheckpointN, 0, "")
 	if err := parseFlags(fs, args); err != nil {
 		return cfg, err
 	}
@@ -104,6 +108,8 @@ func ParseTrainArgs(args []string) (TrainConfig, error) {
 		return cfg, usageErrorf("--%s: %d must be >= 1", FlagPrefetch, cfg.Prefetch)
 	case cfg.GPUStep < 0:
 		return cfg, usageErrorf("--%s: %s must be >= 0", FlagGPUStep, cfg.GPUStep)
+	case cfg.CheckpointEvery < 0:
+		return cfg, usageErrorf("--%s: %d must be >= 0 (0: only on the preemption signal and at the end)", FlagCheckpointN, cfg.CheckpointEvery)
 	case cfg.Data == "" && !cfg.Synthetic:
 		return cfg, usageErrorf("--%s: required (a DIR/<class>/<file> tree), or give --%s", jobcontract.FlagData, jobcontract.FlagSyntheticData)
 	}
@@ -189,6 +195,8 @@ train flags (repeatable, the last wins; -x and --x are the same):
   --prefetch N               batches queued ahead of the loop (default 2 x workers, following
                              a worker count changed through the control channel)
   --seed N                   shuffle and augmentation seed (default 1)
+  --checkpoint-every N       also save the checkpoint every N iterations (default 0: on the
+                             preemption signal and at the end only)
 
 gen flags:
   --dir DIR                  where to write (created; must be empty or hold the same dataset)
@@ -206,14 +214,76 @@ environment:
                          batches, apply the JSON commands appended to it ({"seq":1,"workers":4},
                          {"seq":2,"replay":true}) and answer each, and a hello (seq 0) at the
                          first batch, in the ack file (docs/job-contract.md)
+  ` + EnvCheckpointDir + ` checkpoint directory (default under Slurm:
+                         $SLURM_SUBMIT_DIR/synergy-checkpoints/$SLURM_JOB_ID; outside Slurm: none).
+                         A start finds the checkpoint there and resumes from it
+  ` + EnvRequeue + `        after the checkpoint on SIGUSR1: requeue (default under Slurm:
+                         scontrol requeue), hold (scontrol requeuehold) or none
 
-exit status: 0 done, 1 failed, 2 bad command line.
+signals: SIGUSR1 (sbatch --signal=B:USR1@GRACE; the batch script must exec synthtrain)
+  saves the checkpoint at the end of the iteration in progress, asks Slurm to
+  requeue the job and exits 3; SIGTERM saves and exits 3 without a requeue; a
+  second SIGTERM, or SIGINT, stops at once without saving.
+
+exit status: 0 done, 1 failed, 2 bad command line, 3 stopped by a signal at an
+iteration boundary (checkpoint saved when there is a directory).
 `
 }
 
+// Stop asks a training run to stop at the end of the iteration in
+// progress, saving its checkpoint; with Requeue it then asks Slurm to
+// requeue the job (EnvRequeue).
+type Stop struct {
+	Signal  string
+	Requeue bool
+}
+
 // Main runs the command line and returns the exit status. getenv reads the
-// environment (os.Getenv in production).
+// environment (os.Getenv in production). While it runs it turns SIGUSR1
+// into a Stop with a requeue (the preemption signal of Lightning's and
+// submitit's convention), SIGTERM into a Stop without one (a second
+// SIGTERM cancels at once), and SIGINT into a cancel.
 func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(sigs)
+	stops := make(chan Stop, 1)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		terms := 0
+		for {
+			select {
+			case <-done:
+				return
+			case s := <-sigs:
+				switch s {
+				case os.Interrupt:
+					cancel()
+				case syscall.SIGTERM:
+					if terms++; terms > 1 {
+						cancel()
+						continue
+					}
+					select {
+					case stops <- Stop{Signal: "SIGTERM"}:
+					default:
+					}
+				default:
+					select {
+					case stops <- Stop{Signal: "SIGUSR1", Requeue: true}:
+					default:
+					}
+				}
+			}
+		}
+	}()
+	return mainStops(ctx, stops, args, getenv, stdout, stderr)
+}
+
+func mainStops(ctx context.Context, stops <-chan Stop, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	cmd := "train"
 	if len(args) > 0 && (args[0] == "train" || args[0] == "gen" || args[0] == "help") {
 		cmd, args = args[0], args[1:]
@@ -225,12 +295,14 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	case "gen":
 		err = runGen(ctx, args, stdout)
 	default:
-		err = runTrain(ctx, args, getenv, stderr)
+		err = runTrain(ctx, stops, args, getenv, stderr)
 	}
 	var ue *UsageError
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.Is(err, ErrPreempted):
+		return ExitPreempted
 	case errors.Is(err, flag.ErrHelp):
 		fmt.Fprint(stdout, Usage())
 		return exitOK
@@ -262,11 +334,21 @@ func runGen(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-func runTrain(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+func runTrain(ctx context.Context, stops <-chan Stop, args []string, getenv func(string) string, stderr io.Writer) error {
 	cfg, err := ParseTrainArgs(args)
 	if err != nil {
 		return err
 	}
+	mode, err := requeueMode(getenv)
+	if err != nil {
+		return &UsageError{Msg: err.Error()}
+	}
+	if dir := CheckpointDir(getenv); dir != "" {
+		cfg.Checkpoint = &CheckpointConfig{Dir: dir, Every: cfg.CheckpointEvery}
+	}
+	preempt, stopped, getStop, trainDone := watchStops(stops, stderr)
+	defer close(trainDone)
+	cfg.Preempt = preempt
 	// One P per loader worker plus one for the training loop, as PyTorch
 	// runs the loop and each worker as its own process: the kernel then
 	// wakes the loop on time after its emulated step instead of leaving it
@@ -306,8 +388,57 @@ func runTrain(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	fmt.Fprintf(stderr, "synthtrain: point=%q preset=%s batch=%d workers=%d prefetch=%d gpu-step=%s max-iterations=%d data=%s cpus=%d control=%v\n",
 		point, cfg.Preset.Name, cfg.Batch, cfg.Workers, cfg.Prefetch, cfg.GPUStep, cfg.MaxIterations, data, runtime.NumCPU(), cfg.Control != nil)
+	ckDir := "-"
+	if cfg.Checkpoint != nil {
+		ckDir = cfg.Checkpoint.Dir
+	}
+	fmt.Fprintf(stderr, "synthtrain: checkpoint=%s requeue=%s\n", ckDir, mode)
 	sum, err := Train(ctx, cfg, metrics)
+	if sum.Resumed {
+		fmt.Fprintf(stderr, "synthtrain: resumed at iteration %d from %s\n", sum.ResumedAt, checkpointPath(ckDir))
+	}
 	fmt.Fprintln(stderr, summaryLine(sum))
+	if errors.Is(err, ErrPreempted) {
+		<-stopped // the stop is written before preempt is closed
+		return afterStop(ctx, err, getStop(), sum, ckDir, mode, getenv, stderr)
+	}
+	return err
+}
+
+// watchStops closes preempt at the first stop from stops (the loop sees it
+// at the end of the iteration in progress); stopped is closed once it is
+// read (or when done is closed first), and getStop returns it.
+func watchStops(stops <-chan Stop, stderr io.Writer) (preempt, stopped <-chan struct{}, getStop func() Stop, done chan struct{}) {
+	pre, st := make(chan struct{}), make(chan struct{})
+	done = make(chan struct{})
+	var stop Stop
+	go func() {
+		defer close(st)
+		select {
+		case stop = <-stops:
+			fmt.Fprintf(stderr, "synthtrain: %s: stopping at the end of the iteration in progress\n", stop.Signal)
+			close(pre)
+		case <-done:
+		}
+	}()
+	return pre, st, func() Stop { return stop }, done
+}
+
+// afterStop reports a run stopped at an iteration boundary and, for a stop
+// that asks for it, asks Slurm to requeue the job (EnvRequeue's mode).
+func afterStop(ctx context.Context, err error, stop Stop, sum Summary, ckDir, mode string, getenv func(string) string, stderr io.Writer) error {
+	saved := "no checkpoint directory: this run's work is lost"
+	if sum.Saved != "" {
+		saved = fmt.Sprintf("checkpoint saved at iteration %d in %s", sum.ResumedAt+sum.Iterations, checkpointPath(ckDir))
+	}
+	fmt.Fprintf(stderr, "synthtrain: stopped by %s; %s\n", stop.Signal, saved)
+	if !stop.Requeue || mode == RequeueNone {
+		return err
+	}
+	if rerr := requeue(context.WithoutCancel(ctx), mode, slurmJobID(getenv)); rerr != nil {
+		return fmt.Errorf("%w; requeue: %v", err, rerr)
+	}
+	fmt.Fprintf(stderr, "synthtrain: asked Slurm to %s job %s\n", map[string]string{RequeueSelf: "requeue", RequeueHeld: "requeue and hold"}[mode], slurmJobID(getenv))
 	return err
 }
 

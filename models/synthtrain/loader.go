@@ -43,6 +43,10 @@ type LoaderConfig struct {
 	// after every SetWorkers. 0 keeps Prefetch whatever the count.
 	PrefetchPerWorker int
 	Seed              uint64
+	// Start is the index of the first batch to hand out (0: the first
+	// batch of epoch 0); a resumed run starts where its checkpoint says,
+	// in the same seeded order it would have reached without a stop.
+	Start int
 }
 
 // Loader reads, decodes and augments samples on Workers goroutines, each
@@ -104,6 +108,8 @@ func StartLoader(ctx context.Context, cfg LoaderConfig) (*Loader, error) {
 		return nil, fmt.Errorf("start loader: prefetch %d < 1", prefetch)
 	case len(cfg.Dataset.Files) == 0:
 		return nil, fmt.Errorf("start loader: dataset %s is empty", cfg.Dataset.Root)
+	case cfg.Start < 0:
+		return nil, fmt.Errorf("start loader: start batch %d < 0", cfg.Start)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	l := &Loader{
@@ -179,10 +185,15 @@ func (l *Loader) SetWorkers(n int) (gen int, err error) {
 func (l *Loader) dispatch(ctx context.Context) {
 	defer l.wg.Done()
 	n := len(l.cfg.Dataset.Files)
-	index := 0
-	for epoch := 0; ; epoch++ {
+	perEpoch := (n + l.cfg.Batch - 1) / l.cfg.Batch
+	index := l.cfg.Start
+	for epoch := index / perEpoch; ; epoch++ {
 		order := epochOrder(n, l.cfg.Seed, epoch)
-		for start := 0; start < n; start += l.cfg.Batch {
+		first := 0
+		if epoch == l.cfg.Start/perEpoch {
+			first = (l.cfg.Start % perEpoch) * l.cfg.Batch
+		}
+		for start := first; start < n; start += l.cfg.Batch {
 			files := order[start:min(start+l.cfg.Batch, n)]
 			job := batchJob{
 				b:     Batch{Index: index, Epoch: epoch, Samples: len(files)},
