@@ -73,6 +73,8 @@ func (s *launcher) measureIn(ctx context.Context, pt point, l *launch, a anchor,
 		return cell, errInterrupted
 	}
 	s.pollLaunch(pt, l)
+	s.noteUsed(l, st)
+	a.refill.logLines = run.fromLog
 	since, win, first := s.meter.pick(pt, a, run.m.all)
 	view := *run
 	view.m = measurement{all: since, window: win, firstPass: first, est: estimate(win), rf: a.refill}
@@ -101,6 +103,7 @@ func (s *launcher) measureIn(ctx context.Context, pt point, l *launch, a anchor,
 	if l.end != nil {
 		after, err = l.end.res.Final, nil
 		if !s.meter.classifyEnd(pt, &view, end, &cell) {
+			s.noteCrashAtStart(pt, l, a, cell)
 			s.endLaunch(endedHow(*l.end, l.limits.MemLimitBytes, "at "+pt.label()))
 			return cell, nil
 		}
@@ -167,6 +170,7 @@ func (s *launcher) watchPoint(ctx context.Context, pt point, l *launch, a anchor
 			return sensitivity.PointStopTimeCap, false
 		case <-ticker.C:
 			s.pollLaunch(pt, l)
+			a.refill.logLines = l.run.fromLog
 			since, win, _ := s.meter.pick(pt, a, l.run.m.all)
 			est := estimate(win)
 			if !sampled && time.Since(lastStats) >= statsEvery {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -35,9 +36,15 @@ type JobSetup struct {
 	// EmulateGPU and Model run the loader-only mode with the model's step
 	// on that GPU from the step table (models/pytorch/synergy_metrics.py).
 	EmulateGPU, Model string
+	// ProgressRegex, for a job that writes no metrics stream, matches the
+	// lines of its output that say how far it got (progress.go); "": none.
+	ProgressRegex string
 }
 
 func (j JobSetup) validate(command []string) error {
+	if _, err := compileProgress(j.ProgressRegex); err != nil {
+		return err
+	}
 	switch j.Probe {
 	case ProbeAuto, ProbeTorch, ProbeNone:
 	default:
@@ -70,6 +77,8 @@ func (j JobSetup) probeOn(command []string) bool {
 type jobState struct {
 	tmpl     template
 	probeDir string // "" when no probe is injected
+	// progressRE matches the job's progress lines (ProgressRegex); nil: none.
+	progressRE *regexp.Regexp
 }
 
 // setupJob parses the command's template and writes the probe into the
@@ -79,6 +88,10 @@ func (s *launcher) setupJob() error {
 	if s.tmpl, err = parseTemplate(s.cfg.Command); err != nil {
 		return err
 	}
+	if s.progressRE, err = compileProgress(s.cfg.ProgressRegex); err != nil {
+		return err
+	}
+	s.meter.tmpl = &s.tmpl
 	if !s.cfg.probeOn(s.cfg.Command) {
 		if s.tmpl.has() && s.cfg.StallBreakdown && s.rec.prof.StepOnly == nil {
 			s.rec.warnf("no step-only run: the command is a template, so it cannot be asked for synthetic data, and it is not a Python job the probe could replay (stall breakdown off)")
@@ -277,6 +290,9 @@ func (s *launcher) applyProbe(pt point, r *probeReport, end pointEnd) error {
 	}
 	failed := end.err != nil || end.res.OOMKilled || (end.stopReason == "" && end.res.ExitCode != 0)
 	// The step-only run feeds one synthetic batch again: no loader to see.
+	if r.Fallback != "" && r.Stream != "script" && !pt.synthetic {
+		s.noLoader = true
+	}
 	if r.Fallback != "" && !failed && !pt.synthetic {
 		by := strings.ReplaceAll(r.Fallback, "_", " ")
 		if r.Stream == "script" { // measure reads the script's stream, not the wall clock
