@@ -301,7 +301,46 @@ func (s *meter) stopForPoint(pt point, all []jobcontract.Iteration, rf refill, e
 	if passes, known := s.passCoverage(pt, all, rf); known && passes < 1 {
 		return ""
 	}
+	if s.footprintPass(pt) && reportsEpochs(all) && !crossesPass(all) {
+		return "" // the footprint needs the pass's end and what follows it (memaxis.go)
+	}
 	return s.stopFor(est, s.capFor(pt))
+}
+
+// footprintPass reports whether pt's memory is what a memory axis fitted
+// to the job will rest on, so that the point must see the job through the
+// end of a pass and what follows it (an evaluation, a checkpoint: a
+// script's peak), up to its time cap: an unlimited point at the grid's
+// most CPUs (its most loader workers), while the axis is to be fitted and
+// no unlimited point has crossed a pass's end yet.
+func (s *meter) footprintPass(pt point) bool {
+	p := s.rec.prof
+	if !s.cfg.MemAxisFromJob || p.Axes.MemFrom != "" || pt.cold || pt.synthetic || !sensitivity.Unlimited(pt.memLimit) ||
+		len(p.Axes.CPUs) == 0 || pt.cpus != p.Axes.CPUs[len(p.Axes.CPUs)-1] {
+		return false
+	}
+	for _, c := range ownMemoryCells(p.Cells) {
+		if c.Stats.PassBoundaries > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// reportsEpochs reports whether the stream says which pass each iteration
+// is of.
+func reportsEpochs(all []jobcontract.Iteration) bool {
+	return slices.ContainsFunc(all, func(it jobcontract.Iteration) bool { return it.Epoch != nil })
+}
+
+// crossesPass reports whether the iterations cross a pass's end.
+func crossesPass(all []jobcontract.Iteration) bool {
+	for j := 1; j < len(all); j++ {
+		if a, b := all[j-1].Epoch, all[j].Epoch; a != nil && b != nil && *a != *b {
+			return true
+		}
+	}
+	return false
 }
 
 // maxIterationsFor is the --max-iterations the job is given at a point:
