@@ -210,6 +210,7 @@ func (s *launcher) endLaunch(why string) {
 		l.run.sampling.stop(s.rec, &sensitivity.PointStats{}, nil)
 		l.run.sampling = nil
 	}
+	s.probeBody(l.first, l.run, false) // the launch's last report is the one kept
 	if t := l.run.tailer; t != nil && t.Bad > 0 {
 		s.keepMetrics(fmt.Sprintf("launch%d.raw-metrics.jsonl", l.id), l.first.label(), l.run.metricsPath)
 		if t.Broken(len(l.run.m.all)) == "" {

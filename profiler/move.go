@@ -178,6 +178,9 @@ func (s *launcher) move(ctx context.Context, l *launch, pt point, st *sensitivit
 			anon = a.counts.MemAnonBytes
 		}
 		a.refill.passLen = s.meter.passLength(pt, l.run.m.all)
+		if n := s.probeLoaderLen(l); n > 0 {
+			a.refill.passLen = n // the loader's own length, not a guess from files and batch
+		}
 		a.refill.need = s.meter.refillIterations(pt, a.refill.passLen, anon)
 	}
 	return a, nil

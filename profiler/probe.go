@@ -190,6 +190,8 @@ type probeReport struct {
 		NumWorkers int    `json:"num_workers"`
 		Primary    bool   `json:"primary"`
 		Batches    int    `json:"batches"`
+		// Len is len(loader), the batches of one pass (0: not known).
+		Len int `json:"len"`
 		// CPUs and WorkerCPUs are the affinity of the iterating process
 		// and of each worker process (by pid) at the loader's first batch.
 		CPUs       []int            `json:"cpus"`
@@ -204,12 +206,30 @@ const maxProbeReport = 4 << 20
 // readProbe reads the point's probe report and keeps a copy beside its
 // timeline; nil when the probe wrote none.
 func (s *launcher) readProbe(pt point, run *pointRun) *probeReport {
+	body := s.probeBody(pt, run, true)
+	if body == nil {
+		return nil
+	}
+	var r probeReport
+	if err := json.Unmarshal(body, &r); err != nil {
+		s.rec.warnf("%s: the probe's report is not JSON: %v", pt.label(), err)
+		return nil
+	}
+	return &r
+}
+
+// probeBody reads the launch's probe report as it is now, made final
+// (finalReport) and kept beside the timeline under the launch's first
+// point's name (a later read, at the launch's end, replaces it: the kept
+// report is the launch's last); nil when there is none. warn: say why
+// it could not be read.
+func (s *launcher) probeBody(pt point, run *pointRun, warn bool) []byte {
 	if s.probeDir == "" {
 		return nil
 	}
 	f, err := jobcontract.OpenJobFile(run.reportPath())
 	if err != nil {
-		if !errors.Is(err, os.ErrNotExist) {
+		if warn && !errors.Is(err, os.ErrNotExist) {
 			s.rec.warnf("%s: the probe's report: %v", pt.label(), err)
 		}
 		return nil
@@ -220,21 +240,46 @@ func (s *launcher) readProbe(pt point, run *pointRun) *probeReport {
 		return nil
 	}
 	if len(body) > maxProbeReport {
-		s.rec.warnf("%s: the probe's report is above %d MiB: not read", pt.label(), maxProbeReport>>20)
+		if warn {
+			s.rec.warnf("%s: the probe's report is above %d MiB: not read", pt.label(), maxProbeReport>>20)
+		}
 		return nil
 	}
-	body = finalReport(body, len(run.m.all))
+	streamLines := len(run.m.all)
+	if run.fromLog { // the job's log lines, not a stream it wrote
+		streamLines = 0
+	}
+	body = finalReport(body, streamLines)
 	if s.timeline != nil {
-		if err := s.timeline.WriteFile(pt.fileLabel()+".probe.json", body, 0o644); err != nil {
+		if err := s.timeline.WriteFile(pt.fileLabel()+".probe.json", body, 0o644); err != nil && warn {
 			s.rec.warnf("timeline: %v", err)
 		}
 	}
-	var r probeReport
-	if err := json.Unmarshal(body, &r); err != nil {
-		s.rec.warnf("%s: the probe's report is not JSON: %v", pt.label(), err)
-		return nil
+	return body
+}
+
+// probeLoaderLen is the batches a pass of the launch's measured loader
+// holds (len(loader), from the probe's report as it is now); 0 when the
+// probe does not know it.
+func (s *launcher) probeLoaderLen(l *launch) int {
+	if s.probeDir == "" {
+		return 0
 	}
-	return &r
+	f, err := jobcontract.OpenJobFile(l.run.reportPath())
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var r probeReport
+	if json.NewDecoder(io.LimitReader(f, maxProbeReport)).Decode(&r) != nil {
+		return 0
+	}
+	for _, ld := range r.Loaders {
+		if ld.Primary && ld.Len > 0 && ld.Len < 1<<40 {
+			return ld.Len
+		}
+	}
+	return 0
 }
 
 // finalReport makes a probe report final once its point has ended: a job

@@ -506,6 +506,10 @@ class ProbeTorchTest(unittest.TestCase):
         self.assertEqual([l["iter"] for l in self.lines()], [0, 1, 2, 3])
         r = self.read_report()
         self.assertEqual((r["state"], r["iterations"]), ("capped", 4))
+        # The measured loader's pass length is its own len(): the profiler
+        # needs no guess from files and batch.
+        train = [l for l in r["loaders"] if l["primary"]][0]
+        self.assertEqual(train["len"], 5, train)  # 40 items, batch 8
 
     def test_no_loader(self):
         p = self.run_script([os.path.join(TESTDATA, "no_loader.py"), "5"])

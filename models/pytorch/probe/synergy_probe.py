@@ -211,6 +211,7 @@ class LoaderRecord:
         self.worker_cpus = None  # {pid: affinity} of the loader's worker processes then
         self.workers_changes = 0  # changes of workers through the control channel
         self.switched_to = None  # the iterator the last change put in place
+        self.length = None  # len(loader): batches a pass, where known
 
     def note_affinity(self, it):
         """Record the CPUs this process and the iterator's worker processes
@@ -225,6 +226,17 @@ class LoaderRecord:
         except (AttributeError, OSError):
             pass  # no sched_getaffinity here, or a worker already gone
 
+    def note_len(self):
+        """Record len(loader), the batches of one pass, where the loader
+        knows it (an IterableDataset's may not)."""
+        loader = self.ref()
+        try:
+            n = len(loader) if loader is not None else None
+        except Exception:
+            n = None
+        if isinstance(n, int) and n > 0:
+            self.length = n
+
     def as_dict(self):
         d = {"index": self.index, "site": self.site, "class": self.cls, "batch_size": self.batch_size,
              "shuffle": self.shuffle, "num_workers_asked": self.workers_asked, "num_workers": self.workers,
@@ -234,6 +246,8 @@ class LoaderRecord:
             d["workers_note"] = self.workers_note
         if self.workers_changes:
             d["workers_changes"] = self.workers_changes
+        if self.length:
+            d["len"] = self.length
         if self.cpus is not None:
             d["cpus"] = self.cpus
             d["worker_cpus"] = self.worker_cpus
@@ -525,6 +539,7 @@ class Probe:
         if rec.first_batch_at is None:
             rec.first_batch_at = t1
             rec.note_affinity(it)
+            rec.note_len()
             if primary and self.script_writes_stream():
                 self.stand_down()
                 primary = False
