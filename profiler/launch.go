@@ -138,7 +138,8 @@ func (s *launcher) launchJob(ctx context.Context, pt point, run *pointRun, ctlEn
 	}
 	job := runner.Job{
 		Name:       cfg.JobName,
-		Argv:       s.argv(pt),
+		Argv:       s.absArgs(s.argv(pt)),
+		Dir:        s.jobDir,
 		Env:        append(s.jobEnv(pt, run), ctlEnv...),
 		Stdout:     out,
 		Stderr:     out,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,12 @@ type JobSetup struct {
 	// ProgressRegex, for a job that writes no metrics stream, matches the
 	// lines of its output that say how far it got (progress.go); "": none.
 	ProgressRegex string
+	// JobDir is the job's working directory (the local runner); "": a
+	// directory of its own inside the run's work directory, removed with
+	// it, so that the files a script writes where it runs (checkpoints,
+	// model.pt) land neither in the caller's directory nor beside another
+	// run's.
+	JobDir string
 }
 
 func (j JobSetup) validate(command []string) error {
@@ -75,8 +82,11 @@ func (j JobSetup) probeOn(command []string) bool {
 // jobState is what a sweep derives from the command once: its template and
 // the probe's directory.
 type jobState struct {
-	tmpl     template
-	probeDir string // "" when no probe is injected
+	// jobDir is the job's working directory; callerDir the directory
+	// relative paths of the command name (the caller's).
+	jobDir, callerDir string
+	tmpl              template
+	probeDir          string // "" when no probe is injected
 	// progressRE matches the job's progress lines (ProgressRegex); nil: none.
 	progressRE *regexp.Regexp
 }
@@ -92,6 +102,9 @@ func (s *launcher) setupJob() error {
 		return err
 	}
 	s.meter.tmpl = &s.tmpl
+	if err := s.setupJobDir(); err != nil {
+		return err
+	}
 	if !s.cfg.probeOn(s.cfg.Command) {
 		if s.tmpl.has() && s.cfg.StallBreakdown && s.rec.prof.StepOnly == nil {
 			s.rec.warnf("no step-only run: the command is a template, so it cannot be asked for synthetic data, and it is not a Python job the probe could replay (stall breakdown off)")
@@ -372,4 +385,56 @@ func (s *launcher) checkAffinity(pt point, r *probeReport) {
 			s.rec.warnf("%s: the loader built at %s ran on CPUs %v with workers on %v, not on the point's %d cores", pt.label(), l.Site, l.CPUs, l.WorkerCPUs, want)
 		}
 	}
+}
+
+// setupJobDir chooses the job's working directory (JobSetup.JobDir, else
+// one inside the run's work directory). A Python command run as a module
+// (-m) finds its package through the directory it starts in: it keeps the
+// caller's.
+func (s *launcher) setupJobDir() error {
+	var err error
+	if s.callerDir, err = os.Getwd(); err != nil {
+		return fmt.Errorf("job-dir: the current directory: %w", err)
+	}
+	if d := s.cfg.JobDir; d != "" {
+		st, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("job-dir: %w", err)
+		}
+		if !st.IsDir() {
+			return fmt.Errorf("job-dir: %s is not a directory", d)
+		}
+		s.jobDir, err = filepath.Abs(d)
+		return err
+	}
+	if len(s.cfg.Command) > 0 && IsPython(s.cfg.Command[0]) && slices.ContainsFunc(s.cfg.Command[1:], func(a string) bool { return strings.HasPrefix(a, "-m") }) {
+		s.jobDir = s.callerDir
+		return nil
+	}
+	s.jobDir = filepath.Join(s.workDir, "job")
+	return os.Mkdir(s.jobDir, 0o755)
+}
+
+// absArgs makes the command's relative arguments that name a file or
+// directory of the caller's directory absolute, so that the job finds them
+// from its own working directory (the local runner: a container's paths
+// are the image's).
+func (s *launcher) absArgs(argv []string) []string {
+	if s.jobDir == s.callerDir || s.deps.Runner == nil || s.deps.Runner.Name() != "local" {
+		return argv
+	}
+	out := slices.Clone(argv)
+	for i, a := range out {
+		if i == 0 && !strings.Contains(a, "/") {
+			continue // a program found on PATH
+		}
+		if a == "" || filepath.IsAbs(a) || strings.HasPrefix(a, "-") {
+			continue
+		}
+		p := filepath.Join(s.callerDir, a)
+		if _, err := os.Stat(p); err == nil {
+			out[i] = p
+		}
+	}
+	return out
 }

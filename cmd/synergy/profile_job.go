@@ -23,6 +23,8 @@ const (
 	// flagProgressRegex: the log lines that count a job's iterations when
 	// it writes no metrics stream (profiler/progress.go).
 	flagProgressRegex = "progress-regex"
+	// flagJobDir: the job's working directory.
+	flagJobDir = "job-dir"
 )
 
 // profileJobDescription is added to `synergy profile --help`.
@@ -60,6 +62,8 @@ func profileJobFlags() []cli.Flag {
 		&cli.StringFlag{Name: flagModel, Usage: "with --emulate-gpu: the table's model `NAME`, e.g. resnet18, mobilenet_v2, lstm, m5"},
 		&cli.StringFlag{Name: flagProgressRegex,
 			Usage: "for a job that writes no metrics stream: the `REGEXP` of its output lines that say how far it got; its one group, if any, is the iterations run in the pass so far (e.g. '\\| +([0-9]+)/ *[0-9]+ batches'), else each matching line is one iteration"},
+		&cli.StringFlag{Name: flagJobDir, DefaultText: "a directory inside the run's work directory, removed with it (the caller's for python -m)",
+			Usage: "run the job in `DIR` (local runner), where the files it writes where it runs (checkpoints, model.pt) land"},
 		&cli.StringSliceFlag{Name: flagEnv,
 			Usage: "set `KEY=VALUE` in the job's environment under both runners (repeatable; may override the per-point thread counts)"},
 	}
@@ -110,6 +114,7 @@ func parseJobFlags(c *cli.Command, o *profileOptions) error {
 		}
 		cfg.Env = append(cfg.Env, kv)
 	}
+	cfg.JobDir = c.String(flagJobDir)
 	cfg.ProgressRegex = c.String(flagProgressRegex)
 	if cfg.ProgressRegex != "" {
 		if _, err := regexp.Compile(cfg.ProgressRegex); err != nil {
