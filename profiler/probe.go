@@ -352,11 +352,18 @@ func (s *launcher) applyProbe(pt point, r *probeReport, end pointEnd) error {
 		s.noLoader = true
 	}
 	if r.Fallback != "" && !failed && !pt.synthetic {
-		by := strings.ReplaceAll(r.Fallback, "_", " ")
-		if r.Stream == "script" { // measure reads the script's stream, not the wall clock
+		by := "wall time only where its iterations are known ({iterations}, run to its end), else not at all (the cell says how to get a stream)"
+		switch {
+		case r.Stream == "script": // measure reads the script's stream, not the wall clock
 			by = "the script's own metrics stream"
+		case s.progressRE != nil:
+			by = "the job's own log lines (--progress-regex)"
 		}
-		s.rec.warnf("%s: the probe saw no DataLoader batch, so the point is measured by %s: %s", pt.label(), by, strings.Join(r.Notes, "; "))
+		msg := fmt.Sprintf("%s: the probe saw no DataLoader batch, so the point is measured from %s", pt.label(), by)
+		if len(r.Notes) > 0 {
+			msg += ": " + strings.Join(r.Notes, "; ")
+		}
+		s.rec.warnf("%s", msg)
 	}
 	if r.Stream == "script" && s.cfg.emulate() {
 		// Measuring on would time the script's own step on this machine's

@@ -862,12 +862,16 @@ func TestApplyProbe_NoLoaderWarningNamesTheMeasure(t *testing.T) {
 		stream string
 		want   string // "" for no warning
 	}{
-		{"no stream", point{cpus: 1}, "none", "measured by wall clock"},
-		{"script's stream", point{cpus: 1}, "script", "measured by the script's own metrics stream"},
+		{"no stream", point{cpus: 1}, "none", "measured from wall time only where its iterations are known ({iterations}, run to its end), else not at all"},
+		{"script's stream", point{cpus: 1}, "script", "measured from the script's own metrics stream"},
+		{"log lines", point{cpus: 1, phase: "log"}, "none", "measured from the job's own log lines (--progress-regex)"},
 		{"step-only run", point{cpus: 1, phase: "step_only", synthetic: true}, "script", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSweep(Config{}, Deps{}).launcher
+			if tc.name == "log lines" {
+				s.progressRE, _ = compileProgress(`batch ([0-9]+)`)
+			}
 			r := &probeReport{State: "exited", Stream: tc.stream, Fallback: "wall_clock"}
 			if err := s.applyProbe(tc.pt, r, pointEnd{}); err != nil {
 				t.Fatal(err)
