@@ -48,6 +48,8 @@ func (s *launcher) cannotServe(l *launch, pt point) string {
 		switch {
 		case pt.synthetic:
 			return why + ", so it cannot replay a batch in place"
+		case !l.helloSeen:
+			return fmt.Sprintf("%s, so what a launch at %g cores sets (%d threads, %d loader workers) cannot be set in place", why, pt.cpus, threads, workers)
 		case workers != l.workers:
 			return fmt.Sprintf("%s, so its %d loader workers cannot become %d", why, l.workers, workers)
 		}
