@@ -330,7 +330,7 @@ func TestRun_InPlaceThreadsAndWorkersAreAFreshLaunchs(t *testing.T) {
 		}
 		for _, c := range p.MeasuredOK() {
 			st := c.Stats
-			if st.Threads != threads(c.CPUs) || st.WorkersUsed == nil || *st.WorkersUsed != 0 {
+			if st.Threads != threads(c.CPUs) || st.WorkersUsed == nil || *st.WorkersUsed != 0 || st.Workers != Workers(c.CPUs, 1) {
 				t.Errorf("relaunch=%v cpus=%g mem=%d: threads %d, workers used %v; want %d threads, 0 workers (in-process)",
 					relaunch, c.CPUs, c.MemLimitBytes, st.Threads, st.WorkersUsed, threads(c.CPUs))
 			}

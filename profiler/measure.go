@@ -73,7 +73,7 @@ func (s *launcher) measureIn(ctx context.Context, pt point, l *launch, a anchor,
 		return cell, errInterrupted
 	}
 	s.pollLaunch(pt, l)
-	s.noteUsed(l, st)
+	s.noteUsed(l, pt, st)
 	a.refill.logLines = run.fromLog
 	since, win, first := s.meter.pick(pt, a, run.m.all)
 	view := *run

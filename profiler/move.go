@@ -350,10 +350,15 @@ func sameLimits(a, b runner.Limits) bool {
 // noteUsed records in st what the job said it runs with (its hello, or its
 // answer to the point's command): the measured loader's worker processes
 // and its threads. Nothing where it said nothing.
-func (s *launcher) noteUsed(l *launch, st *sensitivity.PointStats) {
+func (s *launcher) noteUsed(l *launch, pt point, st *sensitivity.PointStats) {
 	s.noteHello(l)
 	if !l.helloSeen {
 		return
+	}
+	if l.ownWorkers {
+		// The count a launch at pt would be given (stats.workers), as in a
+		// launch of its own; what the job ran is workers_used.
+		st.Workers = Workers(pt.cpus, s.cfg.GPUs)
 	}
 	w := l.usedWorkers
 	st.WorkersUsed, st.Threads = &w, l.usedThreads
