@@ -42,6 +42,10 @@ type ControlCommand struct {
 	// the batch just delivered, or the next one, for a job that keeps no
 	// batch beyond its step; false goes back to the loader.
 	Replay *bool `json:"replay,omitempty"`
+	// Threads is the job's new intra-op thread count, as a launch at that
+	// many cores sets it (OMP_NUM_THREADS and the like, and torch's
+	// set_num_threads).
+	Threads *int `json:"threads,omitempty"`
 }
 
 // ControlAck is one line of the answer file.
@@ -52,6 +56,10 @@ type ControlAck struct {
 	// Workers and Replay are the settings in force after the command.
 	Workers int  `json:"workers"`
 	Replay  bool `json:"replay,omitempty"`
+	// Threads is the intra-op threads the job computes with (torch's
+	// get_num_threads()), as it read them back; 0: it does not say (a job
+	// whose threads no variable sets).
+	Threads int `json:"threads,omitempty"`
 	// TS is when the first batch under the new settings reached the
 	// training loop (Unix seconds, the metrics stream's clock), and Iter
 	// the stream's iteration ("iter") that consumed it.
@@ -314,6 +322,8 @@ func ParseControl(line []byte) (ControlCommand, error) {
 		return c, fmt.Errorf("control line %s: seq %d is not a positive number", QuoteLine(line), c.Seq)
 	case c.Workers != nil && *c.Workers < 0:
 		return c, fmt.Errorf("control line %s: workers %d is negative", QuoteLine(line), *c.Workers)
+	case c.Threads != nil && *c.Threads < 1:
+		return c, fmt.Errorf("control line %s: threads %d is not positive", QuoteLine(line), *c.Threads)
 	}
 	return c, nil
 }
@@ -327,8 +337,8 @@ func ParseAck(line []byte) (ControlAck, error) {
 	switch {
 	case a.Seq < 0:
 		return a, fmt.Errorf("control answer %s: seq %d is negative", QuoteLine(line), a.Seq)
-	case a.Error == "" && (a.TS <= 0 || a.Iter < 0 || a.Workers < 0):
-		return a, fmt.Errorf("control answer %s: ts, iter or workers out of range", QuoteLine(line))
+	case a.Error == "" && (a.TS <= 0 || a.Iter < 0 || a.Workers < 0 || a.Threads < 0):
+		return a, fmt.Errorf("control answer %s: ts, iter, workers or threads out of range", QuoteLine(line))
 	}
 	return a, nil
 }

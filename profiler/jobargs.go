@@ -177,12 +177,16 @@ func (s *launcher) argv(pt point) []string {
 // threads is the thread count of a point: the cores of its cpuset.
 func threads(cpus float64) int { return max(1, int(math.Ceil(cpus))) }
 
+// launchThreads is the intra-op thread count a launch at pt sets
+// (ThreadEnv): the point's cores.
+func (s *launcher) launchThreads(pt point) int { return threads(pt.cpus) }
+
 // jobEnv is a point's environment on top of the runner's: the thread
 // counts, then the user's own variables (Config.Env, which may override
 // them), the probe's, and the contract's.
 func (s *launcher) jobEnv(pt point, run *pointRun) []string {
 	var env []string
-	n := strconv.Itoa(threads(pt.cpus))
+	n := strconv.Itoa(s.launchThreads(pt))
 	for _, k := range ThreadEnv {
 		env = append(env, k+"="+n)
 	}

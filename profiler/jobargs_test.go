@@ -314,3 +314,44 @@ func TestRun_TemplateStepOnlyThroughTheProbesReplay(t *testing.T) {
 		t.Errorf("%d launches replayed, want the step-only run's one", replays)
 	}
 }
+
+// localNamed is a runner named "local" (the job's directory and the
+// command's relative paths are the local runner's).
+type localNamed struct{ fakeRunner }
+
+func (*localNamed) Name() string { return "local" }
+
+func TestJobDirInsideTheRunAndRelativeArgsAbsolute(t *testing.T) {
+	caller := t.TempDir()
+	t.Chdir(caller)
+	if err := os.WriteFile("main.py", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	s := &launcher{cfg: &Config{Command: []string{"python3", "main.py", "--out", "ckpt"}}, deps: &Deps{Runner: &localNamed{}}, workDir: work}
+	if err := s.setupJobDir(); err != nil {
+		t.Fatal(err)
+	}
+	if s.jobDir != filepath.Join(work, "job") {
+		t.Errorf("job dir %q, want inside the run's work directory %q", s.jobDir, work)
+	}
+	got := s.absArgs([]string{"python3", "main.py", "--out", "ckpt"})
+	want := []string{"python3", filepath.Join(caller, "main.py"), "--out", "ckpt"}
+	if !slices.Equal(got, want) {
+		t.Errorf("argv %q, want %q (the script found from the job's directory; a name that is no file stays the job's)", got, want)
+	}
+	// A module keeps the caller's directory; a chosen one is taken.
+	s = &launcher{cfg: &Config{Command: []string{"python3", "-m", "pkg.train"}}, deps: &Deps{Runner: &localNamed{}}, workDir: work}
+	if err := s.setupJobDir(); err != nil || s.jobDir != s.callerDir {
+		t.Errorf("python -m: job dir %q (%v), want the caller's %q", s.jobDir, err, s.callerDir)
+	}
+	own := t.TempDir()
+	s = &launcher{cfg: &Config{Command: []string{"python3", "main.py"}, JobSetup: JobSetup{JobDir: own}}, deps: &Deps{Runner: &localNamed{}}, workDir: work}
+	if err := s.setupJobDir(); err != nil || s.jobDir != own {
+		t.Errorf("--job-dir: %q (%v), want %q", s.jobDir, err, own)
+	}
+	s.cfg.JobDir = filepath.Join(own, "missing")
+	if err := s.setupJobDir(); err == nil || !strings.Contains(err.Error(), "job-dir") {
+		t.Errorf("a missing --job-dir: err = %v, want refused naming it", err)
+	}
+}

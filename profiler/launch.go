@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/synergy-sched/synergy/internal/safefile"
 	"github.com/synergy-sched/synergy/internal/units"
@@ -43,6 +44,34 @@ type launcher struct {
 	live           *launch // the running launch, if any
 	// relaunchWhy is why the next launch is needed: recorded with it.
 	relaunchWhy string
+	// noLoader: the probe saw no DataLoader batch in a launch (its
+	// replay would replay nothing); stepOnlySkipped: said so once.
+	noLoader, stepOnlySkipped bool
+	// crashedAtStart, once set, says how the job crashed before its first
+	// iteration with nothing measured yet: the sweep stops (sweep.runOne).
+	crashedAtStart string
+}
+
+// noteCrashAtStart sets crashedAtStart when pt's launch crashed by itself
+// before its first iteration with no memory limit, before any point was
+// measured: a crash no limit caused, which every launch would repeat.
+func (s *launcher) noteCrashAtStart(pt point, l *launch, a anchor, cell sensitivity.Cell) {
+	f := cell.Failure
+	if f == nil || f.Class != sensitivity.FailCrashed || a.changed || len(l.run.m.all) > 0 || l.limits.MemLimitBytes > 0 ||
+		len(s.rec.prof.MeasuredOK()) > 0 || (l.end != nil && l.end.err != nil) {
+		return
+	}
+	s.crashedAtStart = fmt.Sprintf("the job crashed before its first iteration at %s, with no memory limit: %s; "+
+		"every point would crash alike, so the profile stops after this one launch (the script's whole output: %s)",
+		pt.label(), f.Message, s.logHint(pt))
+}
+
+// logHint says where a point's output is kept.
+func (s *launcher) logHint(pt point) string {
+	if s.cfg.LogDir == "" {
+		return "give --log-dir to keep it"
+	}
+	return filepath.Join(s.cfg.LogDir, pt.fileLabel()+".log")
 }
 
 // launch is one run of the job, serving consecutive points.
@@ -61,6 +90,20 @@ type launch struct {
 	limits  runner.Limits
 	workers int
 	replay  bool
+	// threads is the intra-op thread count in force: the launch's
+	// (ThreadEnv), then what the job answered.
+	threads int
+	// What the job said over the control channel (its hello, then each
+	// answer): its loader's workers and its threads as it runs them.
+	// ownWorkers/ownThreads: the hello showed a count the launch did not
+	// set (an in-process loader, a count the script sets itself), which a
+	// fresh launch at any point would get too, so it is left alone;
+	// noThreads: the job reports no threads, so none are sent.
+	helloSeen              bool
+	usedWorkers            int
+	usedThreads            int
+	ownWorkers, ownThreads bool
+	noThreads              bool
 	// dataDir is the data it reads (the dataset, or its sample for scaled
 	// memory points); synthetic: started for the step-only run (fed
 	// synthetic data, or replaying by the probe's environment).
@@ -94,9 +137,14 @@ func (s *launcher) launchJob(ctx context.Context, pt point, run *pointRun, ctlEn
 	if run.log != nil {
 		out = io.MultiWriter(&cappedWriter{w: run.log, left: MaxPointLogBytes}, run.tail)
 	}
+	if s.progressRE != nil {
+		run.progress = newProgressScanner(s.progressRE, cfg.Batch, time.Now)
+		out = io.MultiWriter(out, run.progress)
+	}
 	job := runner.Job{
 		Name:       cfg.JobName,
-		Argv:       s.argv(pt),
+		Argv:       s.absArgs(s.argv(pt)),
+		Dir:        s.jobDir,
 		Env:        append(s.jobEnv(pt, run), ctlEnv...),
 		Stdout:     out,
 		Stderr:     out,
@@ -125,6 +173,17 @@ func (s *launcher) pollLaunch(pt point, l *launch) {
 	if err != nil {
 		s.rec.warnf("%s: reading metrics: %v", pt.label(), err)
 		return
+	}
+	// The job's log lines count its iterations (progress.go) while it
+	// writes no stream of its own: the first source to say anything is the
+	// launch's.
+	switch logged := l.run.progress.take(); {
+	case len(its) > 0 && !l.run.fromLog:
+	case len(logged) > 0 && len(l.run.m.all) == 0, len(logged) > 0 && l.run.fromLog:
+		l.run.fromLog = true
+		its = logged
+	default:
+		its = nil
 	}
 	l.hold(its)
 	if !l.startupOK && len(l.run.m.all) > 0 {
@@ -157,6 +216,7 @@ func (s *launcher) endLaunch(why string) {
 		l.run.sampling.stop(s.rec, &sensitivity.PointStats{}, nil)
 		l.run.sampling = nil
 	}
+	s.probeBody(l.first, l.run, false) // the launch's last report is the one kept
 	if t := l.run.tailer; t != nil && t.Bad > 0 {
 		s.keepMetrics(fmt.Sprintf("launch%d.raw-metrics.jsonl", l.id), l.first.label(), l.run.metricsPath)
 		if t.Broken(len(l.run.m.all)) == "" {

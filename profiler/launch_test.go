@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -46,6 +47,10 @@ type liveRunner struct {
 	// under a memory limit below it (the old and new workers both held).
 	oomOnSwap bool
 	swapNeeds int64
+	// threads, when set, makes the job report its threads (its
+	// OMP_NUM_THREADS at start) and take a threads command; inProcess
+	// makes its loader in-process (0 workers whatever --workers says).
+	threads, inProcess bool
 
 	mu      sync.Mutex
 	started int
@@ -70,7 +75,13 @@ func (f *liveRunner) Start(ctx context.Context, job runner.Job) (runner.Handle, 
 	f.mu.Unlock()
 	path, maxIter, batch, workers := contractOf(job)
 	h := &liveHandle{r: f, rate: f.rate, limits: job.Limits, stop: make(chan struct{}), done: make(chan struct{}), workers: workers}
+	if f.inProcess {
+		h.workers = 0
+	}
 	for _, e := range job.Env {
+		if v, ok := strings.CutPrefix(e, "OMP_NUM_THREADS="); ok && f.threads {
+			h.threads, _ = strconv.Atoi(v)
+		}
 		if v, ok := strings.CutPrefix(e, jobcontract.EnvControlFile+"="); ok && f.control {
 			h.ctl = jobcontract.NewLineReader(v)
 		}
@@ -104,6 +115,7 @@ type liveHandle struct {
 	ctl     *jobcontract.LineReader // nil: the job does not listen
 	ackPath string
 	workers int
+	threads int // 0: the job does not report threads
 	replay  bool
 	acked   []jobcontract.ControlAck
 	// oomKilled: listen met a command the fake dies of (oomOnSwap).
@@ -119,7 +131,7 @@ func (h *liveHandle) listen(i int, ts float64) {
 		return
 	}
 	if i == 0 {
-		h.answer(jobcontract.ControlAck{Seq: 0, Workers: h.workers, TS: ts, Iter: i})
+		h.answer(jobcontract.ControlAck{Seq: 0, Workers: h.workers, Threads: h.threads, TS: ts, Iter: i})
 	}
 	lines, _ := h.ctl.Next()
 	for _, l := range lines {
@@ -141,7 +153,11 @@ func (h *liveHandle) listen(i int, ts float64) {
 		if c.Replay != nil {
 			h.replay = *c.Replay
 		}
-		a := jobcontract.ControlAck{Seq: c.Seq, Workers: h.workers, Replay: h.replay, TS: ts, Iter: i}
+		if c.Threads != nil && h.threads > 0 {
+			h.threads = *c.Threads
+			h.r.event("threads %d", h.threads)
+		}
+		a := jobcontract.ControlAck{Seq: c.Seq, Workers: h.workers, Threads: h.threads, Replay: h.replay, TS: ts, Iter: i}
 		h.mu.Unlock()
 		h.answer(a)
 	}
@@ -292,6 +308,50 @@ func TestRun_OneLaunchServesEveryPoint(t *testing.T) {
 	}
 	if e := cfg.Cache.(*evictions).n; e != 6 {
 		t.Errorf("the dataset was evicted %d times, want once per limited point (6)", e)
+	}
+}
+
+func TestRun_InPlaceThreadsAndWorkersAreAFreshLaunchs(t *testing.T) {
+	// Issue 44: a job launched at 1 core and moved to 2 and back gets the
+	// threads a launch at each point sets, and its in-process loader
+	// (num_workers=0) stays in-process, as at every fresh launch; each
+	// cell records what the job said it ran. In place and relaunched alike.
+	for _, relaunch := range []bool{false, true} {
+		lr := &liveRunner{rate: fastRate, queue: 4, noise: 0.04, control: true, threads: true, inProcess: true}
+		cfg := oneLaunchConfig(t, lr)
+		cfg.StallBreakdown, cfg.Relaunch = false, relaunch
+		cfg.CPUs = []float64{1, 2, 3}
+		p, err := run(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !relaunch && p.Cost.Launches != 1 {
+			t.Fatalf("launches %d, relaunches %q: want one", p.Cost.Launches, p.Cost.Relaunches)
+		}
+		for _, c := range p.MeasuredOK() {
+			st := c.Stats
+			if st.Threads != threads(c.CPUs) || st.WorkersUsed == nil || *st.WorkersUsed != 0 || st.Workers != Workers(c.CPUs, 1) {
+				t.Errorf("relaunch=%v cpus=%g mem=%d: threads %d, workers used %v; want %d threads, 0 workers (in-process)",
+					relaunch, c.CPUs, c.MemLimitBytes, st.Threads, st.WorkersUsed, threads(c.CPUs))
+			}
+		}
+		var threadEvents []string
+		for _, e := range lr.events {
+			if strings.HasPrefix(e, "workers") {
+				t.Errorf("relaunch=%v: the in-process loader was given workers: %q", relaunch, lr.events)
+				break
+			}
+			if strings.HasPrefix(e, "threads") {
+				threadEvents = append(threadEvents, e)
+			}
+		}
+		// Grid order: 1, 2, 3 cores unlimited, then each limited.
+		if !relaunch && (len(threadEvents) < 4 || threadEvents[0] != "threads 2" || threadEvents[1] != "threads 3" || threadEvents[2] != "threads 1") {
+			t.Errorf("threads changes %q, want 2, 3, then down to 1 ...", threadEvents)
+		}
+		if relaunch && len(threadEvents) != 0 {
+			t.Errorf("relaunched: threads changed in place %q", threadEvents)
+		}
 	}
 }
 

@@ -108,6 +108,8 @@ func (s *launcher) measureIn(ctx context.Context, pt point, l *launch, a anchor,
 		return cell, errInterrupted
 	}
 	s.pollLaunch(pt, l)
+	s.noteUsed(l, pt, st)
+	a.refill.logLines = run.fromLog
 	since, win, first := s.meter.pick(pt, a, run.m.all)
 	view := *run
 	view.m = measurement{all: since, window: win, firstPass: first, est: estimate(win), rf: a.refill}
@@ -136,6 +138,7 @@ func (s *launcher) measureIn(ctx context.Context, pt point, l *launch, a anchor,
 	if l.end != nil {
 		after, err = l.end.res.Final, nil
 		if !s.meter.classifyEnd(pt, &view, end, &cell) {
+			s.noteCrashAtStart(pt, l, a, cell)
 			s.endLaunch(endedHow(*l.end, l.limits.MemLimitBytes, "at "+pt.label()))
 			return cell, nil
 		}
@@ -202,6 +205,7 @@ func (s *launcher) watchPoint(ctx context.Context, pt point, l *launch, a anchor
 			return sensitivity.PointStopTimeCap, false
 		case <-ticker.C:
 			s.pollLaunch(pt, l)
+			a.refill.logLines = l.run.fromLog
 			since, win, _ := s.meter.pick(pt, a, l.run.m.all)
 			est := estimate(win)
 			if !sampled && time.Since(lastStats) >= statsEvery {
@@ -212,6 +216,7 @@ func (s *launcher) watchPoint(ctx context.Context, pt point, l *launch, a anchor
 			}
 			if s.deps.Progress != nil && time.Since(lastUpdate) >= 500*time.Millisecond {
 				lastUpdate = time.Now()
+				est.Waiting = s.waitingFor(pt, l, a, since, est)
 				s.deps.Progress.PointUpdate(pt.label(), est.Iterations, est, s.deps.Now().Sub(a.start))
 			}
 			if r := s.meter.stopForPoint(pt, since, a.refill, est); r != "" {
@@ -242,3 +247,24 @@ func fillWindowStats(st *sensitivity.PointStats, before, after runner.Stats, liv
 }
 
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// waitingFor says what a running point waits for ("" when it measures).
+func (s *launcher) waitingFor(pt point, l *launch, a anchor, since []jobcontract.Iteration, est Estimate) string {
+	switch {
+	case len(since) == 0 && len(l.run.m.all) == 0 && s.cfg.ProgressRegex != "":
+		return fmt.Sprintf("waiting for the job's first iteration: no metrics stream yet, and no line of its output matched --progress-regex %q", s.cfg.ProgressRegex)
+	case len(since) == 0 && len(l.run.m.all) == 0 && s.tmpl.used[PlaceholderIterations]:
+		return "waiting for the job to end: it writes no metrics stream, so it is measured over the {iterations} it was given"
+	case len(since) == 0 && len(l.run.m.all) == 0:
+		return "waiting for the job's first iteration: no metrics stream yet (start-up; a job that never writes one is refused: --progress-regex)"
+	case len(since) == 0:
+		return "waiting for the first iteration under the point's settings"
+	case est.Iterations == 0 && pt.cold:
+		return "waiting for the page cache to refill: measuring starts a pass after the dataset's eviction"
+	case est.Iterations == 0:
+		return fmt.Sprintf("waiting out the warm-up (%d iterations after a start or change)", s.meter.warmup(a.refill))
+	case s.meter.footprintPass(pt) && reportsEpochs(since) && !crossesPass(since):
+		return "running to the end of the job's pass and what follows it (its evaluation): the memory axis is fitted to that peak"
+	}
+	return ""
+}

@@ -65,13 +65,38 @@ func footprintAt(cells []sensitivity.Cell, gpus, w int) (int64, bool) {
 	return max(fp, floor), fp > 0 || floor > 0
 }
 
-// cellWorkers is the loader workers a cell ran with: recorded, else the
-// profiler's rule.
+// cellWorkers is the loader workers a cell ran with: what the job said it
+// ran (stats.workers_used: 0 for an in-process loader), else the count it
+// was given, else the profiler's rule.
 func cellWorkers(c sensitivity.Cell, gpus int) int {
-	if c.Stats != nil && c.Stats.Workers > 0 {
+	switch {
+	case c.Stats != nil && c.Stats.WorkersUsed != nil:
+		return *c.Stats.WorkersUsed
+	case c.Stats != nil && c.Stats.Workers > 0:
 		return c.Stats.Workers
 	}
 	return Workers(c.CPUs, gpus)
+}
+
+// jobWorkers is the loader workers the job runs at cpus: the profiler's
+// rule, unless a measured cell showed the job keeps a count of its own
+// (stats.workers_used other than what it was given: an in-process loader
+// stays so at every launch).
+func jobWorkers(cells []sensitivity.Cell, cpus float64, gpus int) int {
+	for _, c := range cells {
+		if st := c.Stats; c.Measured && st != nil && st.WorkersUsed != nil && st.Workers > 0 && *st.WorkersUsed != st.Workers {
+			return *st.WorkersUsed
+		}
+	}
+	return Workers(cpus, gpus)
+}
+
+// workersText names a loader's workers in a message.
+func workersText(w int) string {
+	if w == 0 {
+		return "its loader in-process (0 workers)"
+	}
+	return fmt.Sprintf("%d loader workers", w)
 }
 
 // fitMemAxis sets a memory axis that was not given (Config.MemAxisFromJob)
@@ -97,7 +122,7 @@ func fitMemAxis(s *recorder) bool {
 	}
 	maxW := 0
 	for _, c := range p.Axes.CPUs {
-		maxW = max(maxW, Workers(c, s.cfg.GPUs))
+		maxW = max(maxW, jobWorkers(p.Cells, c, s.cfg.GPUs))
 	}
 	fp, ok := footprintAt(p.Cells, s.cfg.GPUs, maxW)
 	if !ok || fp <= 0 {
@@ -111,14 +136,14 @@ func fitMemAxis(s *recorder) bool {
 		}
 	}
 	if len(axis) == 0 {
-		p.Axes.MemFrom = fmt.Sprintf("the dataset's size: the job's footprint with %d loader workers, %s, leaves no limit below this host's memory",
-			maxW, units.FormatBytes(fp))
+		p.Axes.MemFrom = fmt.Sprintf("the dataset's size: the job's footprint with %s, %s, leaves no limit below this host's memory",
+			workersText(maxW), units.FormatBytes(fp))
 		return false
 	}
 	p.Axes.MemLimitBytes = append(axis, 0)
-	p.Axes.MemFrom = fmt.Sprintf("the job: its footprint with %d loader workers is %s (anonymous memory and framework page cache at the unlimited points); "+
+	p.Axes.MemFrom = fmt.Sprintf("the job: its footprint with %s is %s (anonymous memory and framework page cache at the unlimited points%s); "+
 		"the limits are %.0f%% of it plus 1/4, 1/2 and 5/4 of the %s dataset",
-		maxW, units.FormatBytes(fp), 100*footprintHeadroom, units.FormatBytes(s.data.datasetBytes))
+		workersText(maxW), units.FormatBytes(fp), wholePassText(p.Cells), 100*footprintHeadroom, units.FormatBytes(s.data.datasetBytes))
 	if s.deps.Progress != nil {
 		var names []string
 		for _, m := range axis {
@@ -136,14 +161,28 @@ func predictedOOM(s *recorder, pt point) (sensitivity.Cell, bool) {
 	if !pt.cold || pt.synthetic || s.data.scaledPoint(pt) {
 		return sensitivity.Cell{}, false
 	}
-	w := Workers(pt.cpus, s.cfg.GPUs)
+	w := jobWorkers(s.prof.Cells, pt.cpus, s.cfg.GPUs)
 	fp, ok := footprintAt(s.prof.Cells, s.cfg.GPUs, w)
 	if !ok || pt.memLimit > fp {
 		return sensitivity.Cell{}, false
 	}
-	msg := fmt.Sprintf("not launched: an OOM kill is predicted: the job's own memory with %d loader workers is %s (anonymous memory and framework page cache at the unlimited points), at or above this limit of %s",
-		w, units.FormatBytes(fp), units.FormatMemLimit(pt.memLimit))
+	msg := fmt.Sprintf("not launched: an OOM kill is predicted: the job's own memory with %s is %s (anonymous memory and framework page cache at the unlimited points%s), at or above this limit of %s",
+		workersText(w), units.FormatBytes(fp), wholePassText(s.prof.Cells), units.FormatMemLimit(pt.memLimit))
 	s.warnf("%s: %s", pt.label(), msg)
 	return sensitivity.Cell{CPUs: pt.cpus, MemLimitBytes: pt.memLimit, Measured: true, Phase: pt.phase,
 		Failure: &sensitivity.Failure{Class: sensitivity.FailOOMKilled, ExitCode: -1, Message: msg}}, true
+}
+
+// wholePassText says whether the footprint includes a whole pass over the
+// data and what follows it (a script's evaluation, its checkpoint): a
+// measured unlimited point whose iterations crossed a pass's end (its
+// memory was sampled through it); else it says it could not, so a limit
+// fitted to it may still OOM-kill the job at its first pass's end.
+func wholePassText(cells []sensitivity.Cell) string {
+	for _, c := range ownMemoryCells(cells) {
+		if c.Stats.PassBoundaries > 0 {
+			return ", over a whole pass and what follows it"
+		}
+	}
+	return "; it could not include a whole pass and what follows it (an evaluation, a checkpoint): no unlimited point reached its pass's end, so a limit near it may be OOM-killed there"
 }

@@ -55,6 +55,32 @@ func TestRun_MemAxisFittedToTheJob(t *testing.T) {
 	}
 }
 
+// Issue 44: the footprint a fitted axis rests on includes a whole pass and
+// what follows it (a script's evaluation: its peak): the unlimited point at
+// the most CPUs runs past its first pass's end though its figure converged
+// long before, and the axis says so.
+func TestRun_FootprintSpansAWholePass(t *testing.T) {
+	fr := &fakeRunner{rate: trueRate, anon: anonByWorkers, epochIters: 120}
+	cfg := baseConfig(t, fr)
+	cfg.CPUs = []float64{1, 2}
+	cfg.MemLimits = []int64{50 << 20}
+	cfg.MemAxisFromJob = true
+	cfg.MaxIterations = 40
+	p, err := run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Cell(2, 0); c == nil || c.Stats == nil || c.Stats.Iterations <= 120 {
+		t.Fatalf("2-core unlimited cell %+v, want it past its first pass of 120 iterations", c)
+	}
+	if c := p.Cell(1, 0); c == nil || c.Stats == nil || c.Stats.Iterations > 120 {
+		t.Errorf("1-core unlimited cell ran %d iterations: only the most workers' point waits for the pass", c.Stats.Iterations)
+	}
+	if !strings.Contains(p.Axes.MemFrom, "over a whole pass and what follows it") {
+		t.Errorf("mem_from = %q, want it to say the footprint covers a whole pass", p.Axes.MemFrom)
+	}
+}
+
 // A limit at or below the job's own memory at its workers is never
 // launched: its cell is a predicted OOM kill with the reason.
 func TestRun_LimitBelowFootprintIsAPredictedOOM(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/synergy-sched/synergy/jobcontract"
@@ -19,7 +20,9 @@ func (s *launcher) cannotServe(l *launch, pt point) string {
 		l.end = &end
 	default:
 	}
-	workers := Workers(pt.cpus, s.cfg.GPUs)
+	listening := l.ctl.listening()
+	s.noteHello(l)
+	workers, threads := s.wantWorkers(l, pt), s.wantThreads(l, pt)
 	switch {
 	case s.cfg.Relaunch:
 		return "--relaunch: a launch per point"
@@ -37,17 +40,76 @@ func (s *launcher) cannotServe(l *launch, pt point) string {
 		return "the point reads the whole dataset, the launch its sample (--mem-scale)"
 	case l.u == nil && !sameLimits(s.limitsFor(pt), l.limits):
 		return fmt.Sprintf("the %s runner cannot change a running job's limits", s.deps.Runner.Name())
-	case (workers != l.workers || pt.synthetic) && !l.ctl.listening():
+	case (workers != l.workers || threads != l.threads || pt.synthetic) && !listening:
 		why := "the job does not answer the control channel (no DataLoader probe or contract helper listening)"
 		if l.ctl.broken != "" {
 			why = "the job's control channel failed: " + l.ctl.broken
 		}
-		if pt.synthetic {
+		switch {
+		case pt.synthetic:
 			return why + ", so it cannot replay a batch in place"
+		case !l.helloSeen:
+			return fmt.Sprintf("%s, so what a launch at %g cores sets (%d threads, %d loader workers) cannot be set in place", why, pt.cpus, threads, workers)
+		case workers != l.workers:
+			return fmt.Sprintf("%s, so its %d loader workers cannot become %d", why, l.workers, workers)
 		}
-		return fmt.Sprintf("%s, so its %d loader workers cannot become %d", why, l.workers, workers)
+		return fmt.Sprintf("%s, so its %d threads (%s) cannot become %d in place", why, l.threads, ThreadEnv[0], threads)
 	}
 	return ""
+}
+
+// noteHello takes in the job's hello once it said it: the loader's
+// workers and the threads it runs with. A count the launch did not set
+// is the job's own (a loader built with num_workers=0 stays in-process, as
+// the probe keeps it at every launch; a script that sets its threads
+// itself): a fresh launch at any point would get it too, so it is left
+// as it is.
+func (s *launcher) noteHello(l *launch) {
+	h := l.ctl.hello
+	if l.helloSeen || h == nil {
+		return
+	}
+	l.helloSeen = true
+	l.usedWorkers, l.usedThreads = h.Workers, h.Threads
+	l.ownWorkers = h.Workers != l.workers
+	switch {
+	case h.Threads == 0:
+		l.noThreads = true // a job whose threads no variable sets (synthtrain)
+	case h.Threads != l.threads:
+		l.ownThreads = true
+	}
+}
+
+// wantWorkers is the loader workers a fresh launch at pt would run: the
+// point's, unless the job's loader keeps its own count (noteHello).
+func (s *launcher) wantWorkers(l *launch, pt point) int {
+	if l.ownWorkers {
+		return l.workers
+	}
+	return Workers(pt.cpus, s.cfg.GPUs)
+}
+
+// wantThreads is the intra-op threads a fresh launch at pt would run:
+// the point's cores (ThreadEnv), unless the user set the variables
+// (--env), the job sets its own, or it reports none.
+func (s *launcher) wantThreads(l *launch, pt point) int {
+	if l.ownThreads || l.noThreads || s.userThreads() {
+		return l.threads
+	}
+	return threads(pt.cpus)
+}
+
+// userThreads reports whether the user's environment (Config.Env) sets
+// one of ThreadEnv: every launch then has the user's count.
+func (s *launcher) userThreads() bool {
+	for _, kv := range s.cfg.Env {
+		for _, k := range ThreadEnv {
+			if strings.HasPrefix(kv, k+"=") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Why a launch serves no more points, said at its end (measureIn) and
@@ -78,7 +140,7 @@ func (s *launcher) move(ctx context.Context, l *launch, pt point, st *sensitivit
 	a := anchor{start: s.deps.Now(), changed: true, ackIter: -1}
 	want := s.limitsFor(pt)
 	first := want
-	swap := Workers(pt.cpus, s.cfg.GPUs) != l.workers && !pt.synthetic
+	swap := s.wantWorkers(l, pt) != l.workers && !pt.synthetic
 	switch {
 	case swap && l.limits.MemLimitBytes > 0:
 		first.MemLimitBytes = s.swapMemLimit(l.limits, want)
@@ -118,6 +180,9 @@ func (s *launcher) move(ctx context.Context, l *launch, pt point, st *sensitivit
 			anon = a.counts.MemAnonBytes
 		}
 		a.refill.passLen = s.meter.passLength(pt, l.run.m.all)
+		if n := s.probeLoaderLen(l); n > 0 {
+			a.refill.passLen = n // the loader's own length, not a guess from files and batch
+		}
 		a.refill.need = s.meter.refillIterations(pt, a.refill.passLen, anon)
 	}
 	return a, nil
@@ -164,7 +229,8 @@ func lowersMemory(old, want runner.Limits) bool {
 // workers and replay, where they differ from the launch's, and sets a's
 // iteration from its answer.
 func (s *launcher) changeLoader(ctx context.Context, l *launch, pt point, a *anchor) error {
-	workers, replay := Workers(pt.cpus, s.cfg.GPUs), pt.synthetic
+	s.noteHello(l)
+	workers, threads, replay := s.wantWorkers(l, pt), s.wantThreads(l, pt), pt.synthetic
 	var cmd jobcontract.ControlCommand
 	if replay != l.replay {
 		cmd.Replay = &replay
@@ -172,7 +238,10 @@ func (s *launcher) changeLoader(ctx context.Context, l *launch, pt point, a *anc
 	if workers != l.workers && !replay { // replaying, the loader is idle: its workers change on the way back
 		cmd.Workers = &workers
 	}
-	if cmd.Replay == nil && cmd.Workers == nil {
+	if threads != l.threads {
+		cmd.Threads = &threads
+	}
+	if cmd.Replay == nil && cmd.Workers == nil && cmd.Threads == nil {
 		return nil
 	}
 	ack, err := l.ctl.do(ctx, cmd, s.cfg.Poll, l.ended)
@@ -181,8 +250,11 @@ func (s *launcher) changeLoader(ctx context.Context, l *launch, pt point, a *anc
 		return errInterrupted
 	case err != nil:
 		what := "it replayed a batch"
-		if cmd.Workers != nil {
+		switch {
+		case cmd.Workers != nil:
 			what = fmt.Sprintf("its %d loader workers became %d", l.workers, workers)
+		case cmd.Threads != nil:
+			what = fmt.Sprintf("its %d threads became %d", l.threads, threads)
 		}
 		if why := s.endedDuring(l, what); why != "" {
 			return errRelaunch{why}
@@ -192,9 +264,16 @@ func (s *launcher) changeLoader(ctx context.Context, l *launch, pt point, a *anc
 	if cmd.Workers != nil && ack.Workers != workers {
 		return errRelaunch{fmt.Sprintf("the job answered with %d loader workers, not the %d asked", ack.Workers, workers)}
 	}
+	if cmd.Threads != nil && ack.Threads != threads {
+		return errRelaunch{fmt.Sprintf("the job answered with %d threads, not the %d asked", ack.Threads, threads)}
+	}
 	if cmd.Workers != nil {
 		l.workers = workers
 	}
+	if cmd.Threads != nil {
+		l.threads = threads
+	}
+	l.usedWorkers, l.usedThreads = ack.Workers, ack.Threads
 	l.replay = ack.Replay
 	a.ackIter = ack.Iter
 	return nil
@@ -266,4 +345,21 @@ func (s *launcher) newCell(pt point) sensitivity.Cell {
 // limit (the read limit never changes in a launch).
 func sameLimits(a, b runner.Limits) bool {
 	return a.CPUs == b.CPUs && a.MemLimitBytes == b.MemLimitBytes
+}
+
+// noteUsed records in st what the job said it runs with (its hello, or its
+// answer to the point's command): the measured loader's worker processes
+// and its threads. Nothing where it said nothing.
+func (s *launcher) noteUsed(l *launch, pt point, st *sensitivity.PointStats) {
+	s.noteHello(l)
+	if !l.helloSeen {
+		return
+	}
+	if l.ownWorkers {
+		// The count a launch at pt would be given (stats.workers), as in a
+		// launch of its own; what the job ran is workers_used.
+		st.Workers = Workers(pt.cpus, s.cfg.GPUs)
+	}
+	w := l.usedWorkers
+	st.WorkersUsed, st.Threads = &w, l.usedThreads
 }

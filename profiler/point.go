@@ -28,6 +28,10 @@ type meter struct {
 	cfg  *Config
 	rec  *recorder
 	data *dataset
+	tmpl *template // the command's (jobargs.go), set by setupJob
+	// noStream, once set, says why the job's points cannot be measured:
+	// it writes no stream and its iterations are not known (measureWall).
+	noStream string
 }
 
 // point is one (CPUs, memory limit) measurement.
@@ -84,6 +88,17 @@ type measurement struct {
 type refill struct {
 	inPlace       bool
 	need, passLen int // 0, 0: not known; the passes' own bounds are used
+	// logLines: the iterations are the job's log lines (progress.go), each
+	// many iterations: one, the first, is warm-up.
+	logLines bool
+}
+
+// warmup is how many of a launch's first iterations are dropped.
+func (s *meter) warmup(rf refill) int {
+	if rf.logLines {
+		return min(s.cfg.Warmup, 1)
+	}
+	return s.cfg.Warmup
 }
 
 // window picks the iterations to measure from all seen so far (all since
@@ -96,10 +111,10 @@ type refill struct {
 // reads high (docs/cost.md, "Whole passes").
 func (s *meter) window(pt point, all []jobcontract.Iteration, rf refill) (win, first []jobcontract.Iteration) {
 	if !pt.cold {
-		if len(all) <= s.cfg.Warmup {
+		if len(all) <= s.warmup(rf) {
 			return nil, nil
 		}
-		return all[s.cfg.Warmup:], nil
+		return all[s.warmup(rf):], nil
 	}
 	from, start := s.coldStarts(pt, all, rf)
 	if start < 0 {
@@ -129,7 +144,7 @@ func (s *meter) window(pt point, all []jobcontract.Iteration, rf refill) (win, f
 func (s *meter) coldStarts(pt point, all []jobcontract.Iteration, rf refill) (from, start int) {
 	switch {
 	case !rf.inPlace:
-		return min(s.cfg.Warmup, len(all)), s.secondPass(pt, all)
+		return min(s.warmup(rf), len(all)), s.secondPass(pt, all)
 	case rf.need > 0 && rf.passLen > 0:
 		if len(all) > rf.need {
 			return 0, rf.need
@@ -286,7 +301,46 @@ func (s *meter) stopForPoint(pt point, all []jobcontract.Iteration, rf refill, e
 	if passes, known := s.passCoverage(pt, all, rf); known && passes < 1 {
 		return ""
 	}
+	if s.footprintPass(pt) && reportsEpochs(all) && !crossesPass(all) {
+		return "" // the footprint needs the pass's end and what follows it (memaxis.go)
+	}
 	return s.stopFor(est, s.capFor(pt))
+}
+
+// footprintPass reports whether pt's memory is what a memory axis fitted
+// to the job will rest on, so that the point must see the job through the
+// end of a pass and what follows it (an evaluation, a checkpoint: a
+// script's peak), up to its time cap: an unlimited point at the grid's
+// most CPUs (its most loader workers), while the axis is to be fitted and
+// no unlimited point has crossed a pass's end yet.
+func (s *meter) footprintPass(pt point) bool {
+	p := s.rec.prof
+	if !s.cfg.MemAxisFromJob || p.Axes.MemFrom != "" || pt.cold || pt.synthetic || !sensitivity.Unlimited(pt.memLimit) ||
+		len(p.Axes.CPUs) == 0 || pt.cpus != p.Axes.CPUs[len(p.Axes.CPUs)-1] {
+		return false
+	}
+	for _, c := range ownMemoryCells(p.Cells) {
+		if c.Stats.PassBoundaries > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// reportsEpochs reports whether the stream says which pass each iteration
+// is of.
+func reportsEpochs(all []jobcontract.Iteration) bool {
+	return slices.ContainsFunc(all, func(it jobcontract.Iteration) bool { return it.Epoch != nil })
+}
+
+// crossesPass reports whether the iterations cross a pass's end.
+func crossesPass(all []jobcontract.Iteration) bool {
+	for j := 1; j < len(all); j++ {
+		if a, b := all[j-1].Epoch, all[j].Epoch; a != nil && b != nil && *a != *b {
+			return true
+		}
+	}
+	return false
 }
 
 // maxIterationsFor is the --max-iterations the job is given at a point:
@@ -333,8 +387,12 @@ type pointRun struct {
 	h                       runner.Handle
 	sampling                *pointSampling
 	tailer                  *jobcontract.Tailer
-	m                       measurement
-	start                   time.Time
+	// progress counts the job's log lines (--progress-regex; nil: none);
+	// fromLog: the launch's iterations are those lines, not a stream.
+	progress *progressScanner
+	fromLog  bool
+	m        measurement
+	start    time.Time
 	// live are the job's counters while it ran: once it exits its
 	// anonymous memory is gone, so the figures recorded are the last ones
 	// read while it ran.
@@ -393,8 +451,11 @@ func (s *meter) classifyEnd(pt point, run *pointRun, end pointEnd, cell *sensiti
 			Message: fmt.Sprintf("OOM-killed at %s after %d iterations (peak %s)", pt.label(), len(run.m.all), units.FormatBytes(res.Final.MemPeakBytes))}
 		return false
 	case end.stopReason == "" && res.ExitCode != 0:
-		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailCrashed, ExitCode: res.ExitCode,
-			Message: fmt.Sprintf("job exited %s after %d iterations; last output: %s", exitText(res), len(run.m.all), run.tail.lastLine())}
+		msg := fmt.Sprintf("job exited %s after %d iterations; last output: %s", exitText(res), len(run.m.all), run.tail.lastLine())
+		if e := run.tail.scriptError(); e != "" {
+			msg = fmt.Sprintf("job exited %s after %d iterations: %s", exitText(res), len(run.m.all), e)
+		}
+		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailCrashed, ExitCode: res.ExitCode, Message: msg}
 		return false
 	}
 	return true
@@ -422,14 +483,23 @@ func (s *meter) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 	}
 	switch {
 	case len(m.all) == 0 && stopReason == sensitivity.PointStopTimeCap:
-		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailTimeout,
-			Message: fmt.Sprintf("no iteration reported within %s", cfg.PointTimeout)}
+		msg := fmt.Sprintf("no iteration reported within %s", cfg.PointTimeout)
+		if s.cfg.ProgressRegex != "" {
+			msg += fmt.Sprintf(" (no line of its output matched --progress-regex %q)", s.cfg.ProgressRegex)
+		}
+		if !run.tailer.Wrote() {
+			msg += ". " + NoStreamHelp
+		}
+		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailTimeout, Message: msg}
 		return
 	case len(m.all) == 0:
 		s.measureWall(pt, end, cell)
 		return
 	}
 	stats.MetricsSource = sensitivity.MetricsStream
+	if run.fromLog {
+		stats.MetricsSource = sensitivity.MetricsLog
+	}
 	switch {
 	case (m.est.Iterations < 2 || m.est.SamplesPerS <= 0) && stopReason == sensitivity.PointStopTimeCap:
 		msg := fmt.Sprintf("only %d iterations reported within %s (%d measurable)", len(m.all), cfg.PointTimeout, m.est.Iterations)
@@ -476,23 +546,54 @@ func (s *meter) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 	s.rec.noteEmulatedGPU(m.all)
 }
 
-// measureWall measures a job that wrote no metrics stream and exited well:
-// it is taken to have run its --max-iterations, so its throughput is those
-// iterations' samples over the wall time of the whole run, start-up
-// included. That figure is a lower bound of the steady rate with no
-// interval to be had from one number, so its interval is recorded as
-// unknown: a half-width of the figure itself (±100%), never ±0.
+// measureWall measures a job that wrote no metrics stream, only where the
+// iterations it ran are known: its command passed it how many (an
+// {iterations} placeholder) and it ran to its end by itself. Its throughput is then those iterations' samples
+// over the wall time of the whole run, start-up included: a lower bound
+// of the steady rate with no interval to be had from one number, so its
+// interval is recorded as unknown (a half-width of the figure itself,
+// never ±0). Anywhere else the cell is refused (no_progress) with the
+// ways to a stream, and the sweep launches the job no more
+// (meter.noStream): every point would be refused alike. The planned
+// iteration count is never taken for what a job that was stopped ran.
 func (s *meter) measureWall(pt point, end pointEnd, cell *sensitivity.Cell) {
 	n := s.maxIterationsFor(pt)
 	cell.Stats.MetricsSource = sensitivity.MetricsWall
+	if why := s.wallUnknown(end); why != "" {
+		cell.Stats.Iterations, cell.Stats.WarmupIterations = 0, 0
+		s.noStream = fmt.Sprintf("%s wrote no metrics stream and %s, so the iterations it ran are not known: "+
+			"no throughput without them. %s", s.cfg.JobName, why, NoStreamHelp)
+		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailNoProgress, ExitCode: end.res.ExitCode, Message: s.noStream}
+		return
+	}
 	cell.Stats.Iterations = n
 	cell.Stats.WarmupIterations = 0
 	if end.wall > 0 {
 		cell.SamplesPerS = float64(n*s.cfg.Batch) / end.wall
 		cell.SamplesPerSCI95 = cell.SamplesPerS
 	}
-	s.rec.warnf("%s wrote no metrics stream: its throughput is measured from wall time, start-up included, with an unknown interval (metrics_source %q)",
-		s.cfg.JobName, sensitivity.MetricsWall)
+	s.rec.warnf("%s wrote no metrics stream: it ran the %d iterations it was given to its end, so its throughput is those iterations over the wall time, start-up included (a lower bound), with an unknown interval (metrics_source %q); %s",
+		s.cfg.JobName, n, sensitivity.MetricsWall, NoStreamHelp)
+}
+
+// NoStreamHelp says how a job without a metrics stream gets one.
+const NoStreamHelp = "To measure it, let it write the stream: two lines of models/pytorch/synergy_metrics.py " +
+	"(`metrics = SynergyMetrics()` and `for batch in metrics.wrap(batches):`; docs/job-contract.md), " +
+	"or give --progress-regex matching the log lines that count its iterations (e.g. --progress-regex '\\| +([0-9]+)/ *[0-9]+ batches'), " +
+	"or pass {iterations} where the script takes how many iterations to run"
+
+// wallUnknown says why the iterations a job without a stream ran are not
+// known ("" when they are: it was told how many and ended by itself).
+func (s *meter) wallUnknown(end pointEnd) string {
+	switch {
+	case end.stopReason != "":
+		return fmt.Sprintf("was stopped (%s) before it ended by itself", end.stopReason)
+	case s.tmpl == nil || !s.tmpl.used[PlaceholderIterations]:
+		// An appended --max-iterations is no promise: a script that ignores
+		// it exits 0 as well.
+		return "its command does not pass it the iteration count ({iterations})"
+	}
+	return ""
 }
 
 // statsEvery is how often the profiler polls a running job's counters when
@@ -589,6 +690,38 @@ func (c *cappedWriter) Write(p []byte) (int, error) {
 
 // maxQuotedOutput bounds the job's last output line in a failure message.
 const maxQuotedOutput = 512
+
+// scriptError is the script's own error in what it wrote last: the last
+// Python traceback's exception line and its innermost frame ("" when it
+// wrote none), quoted as lastLine is. The probe's and the control
+// channel's notes are not it.
+func (t *tailBuffer) scriptError() string {
+	const head = "Traceback (most recent call last):"
+	i := bytes.LastIndex(t.buf, []byte(head))
+	if i < 0 {
+		return ""
+	}
+	var frame, exc string
+	for _, l := range strings.Split(string(t.buf[i+len(head):]), "\n") {
+		l = strings.TrimRight(l, "\r")
+		tl := strings.TrimSpace(l)
+		switch {
+		case tl == "", strings.HasPrefix(tl, "synergy-probe:"), strings.HasPrefix(tl, "synergy-control:"):
+		case strings.HasPrefix(tl, "File \""):
+			frame, exc = tl, ""
+		case strings.HasPrefix(l, " "): // the frame's source line, a caret line
+		case exc == "": // the exception: the first line after the last frame
+			exc = tl
+		}
+	}
+	if exc == "" {
+		return ""
+	}
+	if frame != "" {
+		exc += " (" + frame + ")"
+	}
+	return jobcontract.QuoteN([]byte(exc), maxQuotedOutput) // it reaches the terminal
+}
 
 // lastLine returns the last non-empty line written, quoted (escaped, at
 // most maxQuotedOutput bytes: it reaches the terminal), or "(none)".
@@ -723,7 +856,7 @@ func (s *launcher) startLaunch(ctx context.Context, pt point) (*launch, error) {
 	}
 	l := &launch{id: s.rec.prof.Cost.Launches, first: pt, run: run, u: runner.AsUpdater(run.h), ctl: ctl,
 		waitCh: make(chan pointEnd, 1), ended: make(chan struct{}),
-		limits: s.limitsFor(pt), workers: pt.launchWorkers, dataDir: s.data.dataDirFor(pt), synthetic: pt.synthetic, readCold: pt.cold}
+		limits: s.limitsFor(pt), workers: pt.launchWorkers, threads: s.launchThreads(pt), dataDir: s.data.dataDirFor(pt), synthetic: pt.synthetic, readCold: pt.cold}
 	go func() {
 		res, err := run.h.Wait()
 		l.waitCh <- pointEnd{res: res, err: err}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,9 +37,21 @@ type JobSetup struct {
 	// EmulateGPU and Model run the loader-only mode with the model's step
 	// on that GPU from the step table (models/pytorch/synergy_metrics.py).
 	EmulateGPU, Model string
+	// ProgressRegex, for a job that writes no metrics stream, matches the
+	// lines of its output that say how far it got (progress.go); "": none.
+	ProgressRegex string
+	// JobDir is the job's working directory (the local runner); "": a
+	// directory of its own inside the run's work directory, removed with
+	// it, so that the files a script writes where it runs (checkpoints,
+	// model.pt) land neither in the caller's directory nor beside another
+	// run's.
+	JobDir string
 }
 
 func (j JobSetup) validate(command []string) error {
+	if _, err := compileProgress(j.ProgressRegex); err != nil {
+		return err
+	}
 	switch j.Probe {
 	case ProbeAuto, ProbeTorch, ProbeNone:
 	default:
@@ -68,8 +82,13 @@ func (j JobSetup) probeOn(command []string) bool {
 // jobState is what a sweep derives from the command once: its template and
 // the probe's directory.
 type jobState struct {
-	tmpl     template
-	probeDir string // "" when no probe is injected
+	// jobDir is the job's working directory; callerDir the directory
+	// relative paths of the command name (the caller's).
+	jobDir, callerDir string
+	tmpl              template
+	probeDir          string // "" when no probe is injected
+	// progressRE matches the job's progress lines (ProgressRegex); nil: none.
+	progressRE *regexp.Regexp
 }
 
 // setupJob parses the command's template and writes the probe into the
@@ -77,6 +96,13 @@ type jobState struct {
 func (s *launcher) setupJob() error {
 	var err error
 	if s.tmpl, err = parseTemplate(s.cfg.Command); err != nil {
+		return err
+	}
+	if s.progressRE, err = compileProgress(s.cfg.ProgressRegex); err != nil {
+		return err
+	}
+	s.meter.tmpl = &s.tmpl
+	if err := s.setupJobDir(); err != nil {
 		return err
 	}
 	if !s.cfg.probeOn(s.cfg.Command) {
@@ -177,6 +203,8 @@ type probeReport struct {
 		NumWorkers int    `json:"num_workers"`
 		Primary    bool   `json:"primary"`
 		Batches    int    `json:"batches"`
+		// Len is len(loader), the batches of one pass (0: not known).
+		Len int `json:"len"`
 		// CPUs and WorkerCPUs are the affinity of the iterating process
 		// and of each worker process (by pid) at the loader's first batch.
 		CPUs       []int            `json:"cpus"`
@@ -191,12 +219,30 @@ const maxProbeReport = 4 << 20
 // readProbe reads the point's probe report and keeps a copy beside its
 // timeline; nil when the probe wrote none.
 func (s *launcher) readProbe(pt point, run *pointRun) *probeReport {
+	body := s.probeBody(pt, run, true)
+	if body == nil {
+		return nil
+	}
+	var r probeReport
+	if err := json.Unmarshal(body, &r); err != nil {
+		s.rec.warnf("%s: the probe's report is not JSON: %v", pt.label(), err)
+		return nil
+	}
+	return &r
+}
+
+// probeBody reads the launch's probe report as it is now, made final
+// (finalReport) and kept beside the timeline under the launch's first
+// point's name (a later read, at the launch's end, replaces it: the kept
+// report is the launch's last); nil when there is none. warn: say why
+// it could not be read.
+func (s *launcher) probeBody(pt point, run *pointRun, warn bool) []byte {
 	if s.probeDir == "" {
 		return nil
 	}
 	f, err := jobcontract.OpenJobFile(run.reportPath())
 	if err != nil {
-		if !errors.Is(err, os.ErrNotExist) {
+		if warn && !errors.Is(err, os.ErrNotExist) {
 			s.rec.warnf("%s: the probe's report: %v", pt.label(), err)
 		}
 		return nil
@@ -207,21 +253,46 @@ func (s *launcher) readProbe(pt point, run *pointRun) *probeReport {
 		return nil
 	}
 	if len(body) > maxProbeReport {
-		s.rec.warnf("%s: the probe's report is above %d MiB: not read", pt.label(), maxProbeReport>>20)
+		if warn {
+			s.rec.warnf("%s: the probe's report is above %d MiB: not read", pt.label(), maxProbeReport>>20)
+		}
 		return nil
 	}
-	body = finalReport(body, len(run.m.all))
+	streamLines := len(run.m.all)
+	if run.fromLog { // the job's log lines, not a stream it wrote
+		streamLines = 0
+	}
+	body = finalReport(body, streamLines)
 	if s.timeline != nil {
-		if err := s.timeline.WriteFile(pt.fileLabel()+".probe.json", body, 0o644); err != nil {
+		if err := s.timeline.WriteFile(pt.fileLabel()+".probe.json", body, 0o644); err != nil && warn {
 			s.rec.warnf("timeline: %v", err)
 		}
 	}
-	var r probeReport
-	if err := json.Unmarshal(body, &r); err != nil {
-		s.rec.warnf("%s: the probe's report is not JSON: %v", pt.label(), err)
-		return nil
+	return body
+}
+
+// probeLoaderLen is the batches a pass of the launch's measured loader
+// holds (len(loader), from the probe's report as it is now); 0 when the
+// probe does not know it.
+func (s *launcher) probeLoaderLen(l *launch) int {
+	if s.probeDir == "" {
+		return 0
 	}
-	return &r
+	f, err := jobcontract.OpenJobFile(l.run.reportPath())
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var r probeReport
+	if json.NewDecoder(io.LimitReader(f, maxProbeReport)).Decode(&r) != nil {
+		return 0
+	}
+	for _, ld := range r.Loaders {
+		if ld.Primary && ld.Len > 0 && ld.Len < 1<<40 {
+			return ld.Len
+		}
+	}
+	return 0
 }
 
 // finalReport makes a probe report final once its point has ended: a job
@@ -277,12 +348,22 @@ func (s *launcher) applyProbe(pt point, r *probeReport, end pointEnd) error {
 	}
 	failed := end.err != nil || end.res.OOMKilled || (end.stopReason == "" && end.res.ExitCode != 0)
 	// The step-only run feeds one synthetic batch again: no loader to see.
+	if r.Fallback != "" && r.Stream != "script" && !pt.synthetic {
+		s.noLoader = true
+	}
 	if r.Fallback != "" && !failed && !pt.synthetic {
-		by := strings.ReplaceAll(r.Fallback, "_", " ")
-		if r.Stream == "script" { // measure reads the script's stream, not the wall clock
+		by := "wall time only where its iterations are known ({iterations}, run to its end), else not at all (the cell says how to get a stream)"
+		switch {
+		case r.Stream == "script": // measure reads the script's stream, not the wall clock
 			by = "the script's own metrics stream"
+		case s.progressRE != nil:
+			by = "the job's own log lines (--progress-regex)"
 		}
-		s.rec.warnf("%s: the probe saw no DataLoader batch, so the point is measured by %s: %s", pt.label(), by, strings.Join(r.Notes, "; "))
+		msg := fmt.Sprintf("%s: the probe saw no DataLoader batch, so the point is measured from %s", pt.label(), by)
+		if len(r.Notes) > 0 {
+			msg += ": " + strings.Join(r.Notes, "; ")
+		}
+		s.rec.warnf("%s", msg)
 	}
 	if r.Stream == "script" && s.cfg.emulate() {
 		// Measuring on would time the script's own step on this machine's
@@ -311,4 +392,56 @@ func (s *launcher) checkAffinity(pt point, r *probeReport) {
 			s.rec.warnf("%s: the loader built at %s ran on CPUs %v with workers on %v, not on the point's %d cores", pt.label(), l.Site, l.CPUs, l.WorkerCPUs, want)
 		}
 	}
+}
+
+// setupJobDir chooses the job's working directory (JobSetup.JobDir, else
+// one inside the run's work directory). A Python command run as a module
+// (-m) finds its package through the directory it starts in: it keeps the
+// caller's.
+func (s *launcher) setupJobDir() error {
+	var err error
+	if s.callerDir, err = os.Getwd(); err != nil {
+		return fmt.Errorf("job-dir: the current directory: %w", err)
+	}
+	if d := s.cfg.JobDir; d != "" {
+		st, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("job-dir: %w", err)
+		}
+		if !st.IsDir() {
+			return fmt.Errorf("job-dir: %s is not a directory", d)
+		}
+		s.jobDir, err = filepath.Abs(d)
+		return err
+	}
+	if len(s.cfg.Command) > 0 && IsPython(s.cfg.Command[0]) && slices.ContainsFunc(s.cfg.Command[1:], func(a string) bool { return strings.HasPrefix(a, "-m") }) {
+		s.jobDir = s.callerDir
+		return nil
+	}
+	s.jobDir = filepath.Join(s.workDir, "job")
+	return os.Mkdir(s.jobDir, 0o755)
+}
+
+// absArgs makes the command's relative arguments that name a file or
+// directory of the caller's directory absolute, so that the job finds them
+// from its own working directory (the local runner: a container's paths
+// are the image's).
+func (s *launcher) absArgs(argv []string) []string {
+	if s.jobDir == s.callerDir || s.deps.Runner == nil || s.deps.Runner.Name() != "local" {
+		return argv
+	}
+	out := slices.Clone(argv)
+	for i, a := range out {
+		if i == 0 && !strings.Contains(a, "/") {
+			continue // a program found on PATH
+		}
+		if a == "" || filepath.IsAbs(a) || strings.HasPrefix(a, "-") {
+			continue
+		}
+		p := filepath.Join(s.callerDir, a)
+		if _, err := os.Stat(p); err == nil {
+			out[i] = p
+		}
+	}
+	return out
 }

@@ -18,6 +18,10 @@ type Estimate struct {
 	// iteration: validation, a checkpoint, loader workers started again.
 	PassBoundaries int
 	EpochOverheadS float64
+	// Waiting says, while a point runs, what it waits for before it
+	// measures or stops (its first iteration, its warm-up, a pass's end);
+	// "" when it is measuring.
+	Waiting string
 }
 
 // RelHalfWidth is HalfWidth / SamplesPerS (Inf when unknown).

@@ -189,7 +189,13 @@ func (s *sweep) runOne(ctx context.Context, pt point, total string) error {
 		s.deps.Progress.PointDone(pt.label(), cell, s.deps.Now().Sub(t0))
 	}
 	s.rec.noteTimeLeft(s.index, total)
-	return s.rec.save()
+	if err := s.rec.save(); err != nil {
+		return err
+	}
+	if why := s.launcher.crashedAtStart; why != "" {
+		return errors.New(why)
+	}
+	return nil
 }
 
 // open starts a new profile or loads the one to resume.
@@ -319,6 +325,13 @@ func (s *sweep) stepOnlyIfDue(ctx context.Context) error {
 	if !s.cfg.StallBreakdown || s.rec.prof.StepOnly != nil || !s.launcher.stepOnlyPossible() {
 		return nil
 	}
+	if why := s.stepOnlyNothing(); why != "" {
+		if !s.launcher.stepOnlySkipped {
+			s.launcher.stepOnlySkipped = true
+			s.rec.warnf("no step-only run: %s, so nothing can be replayed (stall breakdown off)", why)
+		}
+		return nil
+	}
 	cpus := s.rec.prof.Axes.CPUs
 	pt := point{cpus: cpus[len(cpus)-1], phase: "step_only", synthetic: true}
 	if s.deps.Progress != nil {
@@ -354,6 +367,19 @@ func (s *sweep) stepOnlyIfDue(ctx context.Context) error {
 	return s.rec.save()
 }
 
+// stepOnlyNothing says why the job has no step to measure alone ("" when
+// it has): it writes no stream, or the probe saw no DataLoader batch to
+// replay.
+func (s *sweep) stepOnlyNothing() string {
+	switch {
+	case s.meter.noStream != "":
+		return "the job writes no metrics stream and its iterations are not known"
+	case s.launcher.noLoader && s.launcher.tmpl.has():
+		return "the probe saw no DataLoader batch in the job"
+	}
+	return ""
+}
+
 // measurePoint measures pt, or records why it is not launched: too slow
 // for its time cap (passtime.go), or a memory limit the job is predicted
 // to be OOM-killed under (memaxis.go).
@@ -366,6 +392,13 @@ func (s *sweep) measurePoint(ctx context.Context, pt point) (sensitivity.Cell, e
 	}
 	if cell, skip := predictedOOM(s.rec, pt); skip {
 		return cell, nil
+	}
+	if why := s.meter.noStream; why != "" {
+		// A job whose iterations are not known is not launched again: every
+		// point would be refused alike (point.go, measureWall).
+		return sensitivity.Cell{CPUs: pt.cpus, MemLimitBytes: pt.memLimit, Measured: true, Phase: pt.phase,
+			Stats:   &sensitivity.PointStats{Workers: Workers(pt.cpus, s.cfg.GPUs), ColdStart: pt.cold},
+			Failure: &sensitivity.Failure{Class: sensitivity.FailNoProgress, Message: "not launched: " + why}}, nil
 	}
 	cell, err := s.launcher.measurePointAt(ctx, pt)
 	s.data.markScaled(pt, &cell)

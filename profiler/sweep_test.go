@@ -406,8 +406,11 @@ func TestRun_ResumeRefusesAnotherCommand(t *testing.T) {
 }
 
 func TestRun_NoMetricsStreamUsesWallClock(t *testing.T) {
+	// The command passes the job its iteration count ({iterations}) and the
+	// job runs it to its end: the iterations it ran are known.
 	fr := &fakeRunner{rate: func(runner.Limits) float64 { return 0 }}
 	cfg := baseConfig(t, fr)
+	cfg.Command = []string{"/bin/train", "--max-iterations", "{iterations}", "--batch", "{batch}"}
 	cfg.CPUs = []float64{1}
 	cfg.MemLimits = nil
 	cfg.MaxIterations = 30
@@ -431,6 +434,168 @@ func TestRun_NoMetricsStreamUsesWallClock(t *testing.T) {
 	if !slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, "wrote no metrics stream") }) {
 		t.Errorf("warnings = %q, want the wall-time fallback named", p.Warnings)
 	}
+}
+
+func TestRun_NoStreamUnknownIterationsRefused(t *testing.T) {
+	// Issue 44: a job that writes no stream, given its cap only as an
+	// appended flag (or stopped before its end), ran an unknown number of
+	// iterations: its cells are refused with the ways to a stream, never
+	// measured from the planned cap, and it is launched once.
+	fr := &fakeRunner{rate: func(runner.Limits) float64 { return 0 }}
+	cfg := baseConfig(t, fr)
+	cfg.CPUs = []float64{1, 2}
+	cfg.MemLimits = nil
+	cfg.MaxIterations = 30
+	p, err := run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cpus := range cfg.CPUs {
+		c := p.Cell(cpus, 0)
+		if c == nil || c.Failure == nil || c.Failure.Class != sensitivity.FailNoProgress || c.SamplesPerS != 0 {
+			t.Fatalf("cpus=%g: cell = %+v, want refused (no_progress) with no figure", cpus, c)
+		}
+		for _, want := range []string{"iterations it ran are not known", "--progress-regex", "{iterations}", "SynergyMetrics"} {
+			if !strings.Contains(c.Failure.Message, want) {
+				t.Errorf("cpus=%g: message %q does not say %q", cpus, c.Failure.Message, want)
+			}
+		}
+	}
+	if !strings.HasPrefix(p.Cell(2, 0).Failure.Message, "not launched: ") {
+		t.Errorf("second cell: %q, want not launched", p.Cell(2, 0).Failure.Message)
+	}
+	if fr.started != 1 || p.Cost.Launches != 1 {
+		t.Errorf("launches = %d (runner %d), want 1: every point would be refused alike", p.Cost.Launches, fr.started)
+	}
+}
+
+func TestRun_ProgressRegexMeasuresLogLines(t *testing.T) {
+	// A job with no stream whose log says how far it got: measured from
+	// those lines, the iterations they count over the time they took.
+	var lr logRunner
+	cfg := baseConfig(t, nil)
+	cfg.Deps.Runner = &lr
+	cfg.CPUs = []float64{1}
+	cfg.MemLimits = nil
+	cfg.MaxIterations = 30
+	cfg.MinIterations = 5
+	cfg.ProgressRegex = `\| +([0-9]+)/ *[0-9]+ batches`
+	p, err := run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Cell(1, 0)
+	if c == nil || c.Failure != nil || c.Stats.MetricsSource != sensitivity.MetricsLog {
+		t.Fatalf("cell = %+v, want measured from log lines", c)
+	}
+	// 10 iterations of batch 4 every 20 ms: 2000 samples/s; the sleeps
+	// only lengthen the interval, so the figure is at most that.
+	if c.SamplesPerS <= 200 || c.SamplesPerS > 2000*1.05 {
+		t.Errorf("samples/s = %v, want about 2000 (at most)", c.SamplesPerS)
+	}
+}
+
+func TestProgressScanner(t *testing.T) {
+	re, err := compileProgress(`\| +([0-9]+)/ *[0-9]+ batches`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(100, 0)
+	ps := newProgressScanner(re, 20, func() time.Time { now = now.Add(time.Second); return now })
+	for _, chunk := range []string{"| epoch 1 |   200/ 2983 batches | lr 20\n| epoch 1 |   4", "00/ 2983 batches |\nnoise\n",
+		"| epoch 2 |   200/ 2983 batches |\n", "progress\r| epoch 2 |   300/ 2983 batches\n"} {
+		ps.Write([]byte(chunk))
+	}
+	got := ps.take()
+	want := []struct{ samples, epoch int }{{200 * 20, 0}, {200 * 20, 0}, {200 * 20, 1}, {100 * 20, 1}}
+	if len(got) != len(want) {
+		t.Fatalf("got %d iterations %+v, want %d", len(got), got, len(want))
+	}
+	for i, w := range want {
+		if got[i].Samples != w.samples || *got[i].Epoch != w.epoch {
+			t.Errorf("line %d: samples %d epoch %d, want %d %d", i, got[i].Samples, *got[i].Epoch, w.samples, w.epoch)
+		}
+	}
+	if len(ps.take()) != 0 {
+		t.Error("take twice returned the lines again")
+	}
+	if _, err := compileProgress(`(a)(b)`); err == nil || !strings.Contains(err.Error(), "progress-regex") {
+		t.Errorf("two groups: err = %v, want refused naming the flag", err)
+	}
+	if _, err := compileProgress(`(`); err == nil || !strings.Contains(err.Error(), "progress-regex") {
+		t.Errorf("bad expression: err = %v, want refused naming the flag", err)
+	}
+}
+
+func TestRun_CrashAtStartStopsAfterOneLaunch(t *testing.T) {
+	// Issue 44: a script that fails before its first iteration (a typo)
+	// fails every launch alike: the profile stops after one, and the cell
+	// shows the script's error, not the probe's note after it.
+	var cr crashRunner
+	cfg := baseConfig(t, nil)
+	cfg.Deps.Runner = &cr
+	_, err := run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "crashed before its first iteration") {
+		t.Fatalf("err = %v, want the profile stopped at the crash", err)
+	}
+	if cr.started != 1 {
+		t.Errorf("launches = %d, want 1", cr.started)
+	}
+	p, lerr := sensitivity.Load(cfg.Out)
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	var c []sensitivity.Cell
+	for _, x := range p.Cells {
+		if x.Measured {
+			c = append(c, x)
+		}
+	}
+	if len(c) != 1 || c[0].Failure == nil || c[0].Failure.Class != sensitivity.FailCrashed {
+		t.Fatalf("cells = %+v, want one crashed", c)
+	}
+	want := `AttributeError: 'Linear' object has no attribute 'not_a_method' (File "/job/train.py", line 8, in <module>)`
+	if !strings.Contains(c[0].Failure.Message, want) || strings.Contains(c[0].Failure.Message, "synergy-probe") {
+		t.Errorf("message %q, want the script's error %q", c[0].Failure.Message, want)
+	}
+}
+
+// crashRunner runs a job that fails at once with a Python traceback,
+// followed by a note of the probe's.
+type crashRunner struct{ fakeRunner }
+
+func (r *crashRunner) Start(ctx context.Context, job runner.Job) (runner.Handle, error) {
+	r.started++
+	h := &fakeHandle{stop: make(chan struct{}), done: make(chan struct{}), runner: &r.fakeRunner, limits: job.Limits}
+	fmt.Fprint(job.Stderr, "loading\nTraceback (most recent call last):\n  File \"/job/train.py\", line 8, in <module>\n    model.not_a_method()\n"+
+		"AttributeError: 'Linear' object has no attribute 'not_a_method'\nsynergy-probe: no torch.utils.data.DataLoader was iterated in this run\n")
+	h.res = runner.Result{ExitCode: 1}
+	close(h.done)
+	return h, nil
+}
+
+// logRunner runs a job that writes no stream but logs its progress every
+// 10 iterations (20 ms), word_language_model's way, until stopped.
+type logRunner struct{ fakeRunner }
+
+func (r *logRunner) Start(ctx context.Context, job runner.Job) (runner.Handle, error) {
+	h := &fakeHandle{stop: make(chan struct{}), done: make(chan struct{}), runner: &r.fakeRunner, limits: job.Limits}
+	go func() {
+		defer close(h.done)
+		for i := 1; ; i++ {
+			select {
+			case <-h.stop:
+				h.res = runner.Result{ExitCode: -1, Signal: "killed", Stopped: true}
+				return
+			case <-ctx.Done():
+				h.res = runner.Result{ExitCode: -1, Signal: "killed", Stopped: true}
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			fmt.Fprintf(job.Stdout, "| epoch   1 | %5d/ 2983 batches | lr 20.00\n", 10*i)
+		}
+	}()
+	return h, nil
 }
 
 func TestRun_MalformedMetricsFailThePoint(t *testing.T) {
@@ -701,12 +866,16 @@ func TestApplyProbe_NoLoaderWarningNamesTheMeasure(t *testing.T) {
 		stream string
 		want   string // "" for no warning
 	}{
-		{"no stream", point{cpus: 1}, "none", "measured by wall clock"},
-		{"script's stream", point{cpus: 1}, "script", "measured by the script's own metrics stream"},
+		{"no stream", point{cpus: 1}, "none", "measured from wall time only where its iterations are known ({iterations}, run to its end), else not at all"},
+		{"script's stream", point{cpus: 1}, "script", "measured from the script's own metrics stream"},
+		{"log lines", point{cpus: 1, phase: "log"}, "none", "measured from the job's own log lines (--progress-regex)"},
 		{"step-only run", point{cpus: 1, phase: "step_only", synthetic: true}, "script", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSweep(Config{}, Deps{}).launcher
+			if tc.name == "log lines" {
+				s.progressRE, _ = compileProgress(`batch ([0-9]+)`)
+			}
 			r := &probeReport{State: "exited", Stream: tc.stream, Fallback: "wall_clock"}
 			if err := s.applyProbe(tc.pt, r, pointEnd{}); err != nil {
 				t.Fatal(err)

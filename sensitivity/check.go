@@ -83,7 +83,7 @@ func (e *FieldError) Error() string {
 var (
 	phases         = []string{PhaseCPU, PhaseMemory, PhaseValidate, PhaseGrid}
 	failureClasses = []string{FailCrashed, FailOOMKilled, FailTimeout, FailInterrupted, FailStartFailed, FailNoProgress, FailMalformedMetrics}
-	metricsSources = []string{MetricsStream, MetricsWall}
+	metricsSources = []string{MetricsStream, MetricsWall, MetricsLog}
 	stopReasons    = []string{PointStopConverged, PointStopIterCap, PointStopTimeCap, PointStopJobExited}
 	gpuModes       = []string{GPUModeNVML, GPUModeEmulated, GPUModeNone}
 	cgroupModes    = []string{"", "v1", "v2", "hybrid", "none"}
@@ -386,6 +386,10 @@ func (c *checker) failure(f, w string, fl *Failure, rate, ci float64) {
 // how it was measured and why it stopped.
 func (c *checker) stats(f, w string, st *PointStats, cpus float64, ok bool) {
 	c.int(f+".workers", w, int64(st.Workers), 0, MaxCPUs, "more loader workers than CPUs")
+	if st.WorkersUsed != nil {
+		c.int(f+".workers_used", w, int64(*st.WorkersUsed), 0, 1<<20, "more loader workers than any job starts")
+	}
+	c.int(f+".threads", w, int64(st.Threads), 0, 1<<20, "more threads than any job starts")
 	c.int(f+".iterations", w, int64(st.Iterations), 0, 1<<40, "more iterations than any point runs")
 	c.int(f+".warmup_iterations", w, int64(st.WarmupIterations), 0, int64(st.Iterations), "more than the point's iterations")
 	if st.MetricsSource != "" || ok {

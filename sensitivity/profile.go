@@ -49,7 +49,10 @@ const (
 // Metrics sources: how a cell's throughput was measured.
 const (
 	MetricsStream = "metrics_stream" // per-iteration JSON lines from the job
-	MetricsWall   = "wall_clock"     // job wrote nothing: max iterations over wall time
+	MetricsWall   = "wall_clock"     // job wrote nothing: the iterations it was given and ran to the end, over wall time
+	// MetricsLog: no stream; the job's own log lines that --progress-regex
+	// matched, each the iterations run since the one before.
+	MetricsLog = "log_lines"
 )
 
 // Profile is one job's measured and predicted sensitivity to CPU and memory.
@@ -214,7 +217,13 @@ func (c Cell) MarshalJSON() ([]byte, error) {
 
 // PointStats are the figures of one measured point.
 type PointStats struct {
-	Workers             int     `json:"workers"`
+	Workers int `json:"workers"`
+	// WorkersUsed and Threads are what the job said it ran the point with,
+	// read back from it over the control channel: its measured loader's
+	// worker processes (0: in-process) and its intra-op threads. Absent
+	// where the job does not say (no probe or helper listening).
+	WorkersUsed         *int    `json:"workers_used,omitempty"`
+	Threads             int     `json:"threads,omitempty"`
 	Iterations          int     `json:"iterations"`
 	WarmupIterations    int     `json:"warmup_iterations"`
 	MetricsSource       string  `json:"metrics_source"`

@@ -675,6 +675,9 @@ func (t *textProgress) PointUpdate(label string, iters int, est profiler.Estimat
 	}
 	line := fmt.Sprintf("[%d/%s] %s: %d iterations measured, %.1f samples/s %s, %s",
 		t.idx, t.n, label, iters, est.SamplesPerS, ci, elapsed.Truncate(100*time.Millisecond))
+	if est.Waiting != "" {
+		line = fmt.Sprintf("[%d/%s] %s: %s, %s", t.idx, t.n, label, est.Waiting, elapsed.Truncate(100*time.Millisecond))
+	}
 	if t.tty {
 		fmt.Fprintf(t.w, "\r\033[K%s %s", bar(t.done(iters, est, elapsed)), line)
 		return
@@ -692,9 +695,18 @@ func (t *textProgress) PointDone(label string, cell sensitivity.Cell, elapsed ti
 		what = fmt.Sprintf("FAILED (%s): %s", cell.Failure.Class, cell.Failure.Message)
 	default:
 		st := cell.Stats
-		what = fmt.Sprintf("%.1f samples/s ±%.1f%% over %d iterations (%s), data wait %.0f%%",
+		what = fmt.Sprintf("%.1f samples/s ±%.1f%% within passes over %d iterations (%s), data wait %.0f%%",
 			cell.SamplesPerS, 100*cell.SamplesPerSCI95/math.Max(cell.SamplesPerS, 1e-9),
 			st.Iterations-st.WarmupIterations, st.StopReason, 100*st.DataWaitFraction)
+		if st.PassBoundaries > 0 {
+			what += fmt.Sprintf("; %d pass ends crossed, each %.2fs beyond an iteration (evaluation, checkpoints), left out of the rate", st.PassBoundaries, st.EpochOverheadS)
+		}
+		if st.MetricsSource == sensitivity.MetricsLog {
+			what += ", from the job's log lines (--progress-regex)"
+		}
+		if st.WorkersUsed != nil {
+			what += fmt.Sprintf("; the job ran %d loader workers and %d threads", *st.WorkersUsed, st.Threads)
+		}
 		if st.MetricsSource == sensitivity.MetricsWall {
 			what = fmt.Sprintf("%.1f samples/s ±? from wall time, start-up included (the job wrote no metrics stream)", cell.SamplesPerS)
 		}

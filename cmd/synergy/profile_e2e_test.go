@@ -218,7 +218,7 @@ func TestProfileE2E_CrashAndOOMAreRecorded(t *testing.T) {
 	job = fmt.Sprintf("e2eoom%d", os.Getpid())
 	out = filepath.Join(dir, "oom.json")
 	log, code = runCLIOutput(t, "profile", "--strategy", "axes", "--cpus", "1", "--mem-limits", "64MiB", "--data", data,
-		"--job-name", job, "--out", out, "--", "python3", script)
+		"--job-name", job, "--out", out, "--", "python3", script, "{iterations}")
 	if code != 0 {
 		t.Fatalf("an OOM-killed job must not crash the profiler: exit %d\n%s", code, log)
 	}

@@ -59,10 +59,12 @@ func TestProfileE2E_MalformedMetricsAndWallTime(t *testing.T) {
 	}
 
 	// Nothing written: the wall-time fallback, labelled, with an unknown
-	// interval (never ±0).
+	// interval (never ±0), where the command passes the job its iterations
+	// ({iterations}) and it ends by itself (issue 44: never from a planned
+	// count alone).
 	out = filepath.Join(dir, "silent.json")
 	log, code = runCLIOutput(t, "profile", "--strategy", "axes", "--cpus", "1", "--mem-limits", "64MiB", "--data", data,
-		"--stall-breakdown=false", "--max-iterations", "30", "--job-name", job, "--out", out, "--", "/bin/sh", "-c", "sleep 0.2", "sh")
+		"--stall-breakdown=false", "--max-iterations", "30", "--job-name", job, "--out", out, "--", "/bin/sh", "-c", "sleep 0.2", "sh", "{iterations}")
 	if code != 0 {
 		t.Fatalf("silent job: exit %d\n%s", code, log)
 	}

@@ -20,6 +20,11 @@ const (
 	flagEmulateGPU  = "emulate-gpu"
 	flagModel       = "model"
 	flagEnv         = "env"
+	// flagProgressRegex: the log lines that count a job's iterations when
+	// it writes no metrics stream (profiler/progress.go).
+	flagProgressRegex = "progress-regex"
+	// flagJobDir: the job's working directory.
+	flagJobDir = "job-dir"
 )
 
 // profileJobDescription is added to `synergy profile --help`.
@@ -55,6 +60,10 @@ func profileJobFlags() []cli.Flag {
 		&cli.StringFlag{Name: flagEmulateGPU,
 			Usage: "loader-only mode at the step of --model on GPU `NAME` (v100, p100, k80) from the step table (docs/job-contract.md)"},
 		&cli.StringFlag{Name: flagModel, Usage: "with --emulate-gpu: the table's model `NAME`, e.g. resnet18, mobilenet_v2, lstm, m5"},
+		&cli.StringFlag{Name: flagProgressRegex,
+			Usage: "for a job that writes no metrics stream: the `REGEXP` of its output lines that say how far it got; its one group, if any, is the iterations run in the pass so far (e.g. '\\| +([0-9]+)/ *[0-9]+ batches'), else each matching line is one iteration"},
+		&cli.StringFlag{Name: flagJobDir, DefaultText: "a directory inside the run's work directory, removed with it (the caller's for python -m)",
+			Usage: "run the job in `DIR` (local runner), where the files it writes where it runs (checkpoints, model.pt) land"},
 		&cli.StringSliceFlag{Name: flagEnv,
 			Usage: "set `KEY=VALUE` in the job's environment under both runners (repeatable; may override the per-point thread counts)"},
 	}
@@ -104,6 +113,13 @@ func parseJobFlags(c *cli.Command, o *profileOptions) error {
 			return fmt.Errorf("--%s: %s is the profiler's to set per point (use --%s, --%s, --%s)", flagEnv, k, flagProbe, flagEmulateStep, flagEmulateGPU)
 		}
 		cfg.Env = append(cfg.Env, kv)
+	}
+	cfg.JobDir = c.String(flagJobDir)
+	cfg.ProgressRegex = c.String(flagProgressRegex)
+	if cfg.ProgressRegex != "" {
+		if _, err := regexp.Compile(cfg.ProgressRegex); err != nil {
+			return fmt.Errorf("--%s: %w", flagProgressRegex, err)
+		}
 	}
 	used, err := profiler.TemplatePlaceholders(cfg.Command)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/synergy-sched/synergy/profiler"
+	"github.com/synergy-sched/synergy/sensitivity"
 )
 
 func TestTextProgress_BarOnTerminalLinesOtherwise(t *testing.T) {
@@ -26,5 +27,23 @@ func TestTextProgress_BarOnTerminalLinesOtherwise(t *testing.T) {
 	p.PointUpdate("cpus=1 mem=unlimited", 40, profiler.Estimate{SamplesPerS: 100, HalfWidth: 4, Batches: 10}, 10*time.Second)
 	if strings.ContainsAny(plain.String(), "\r\033#") {
 		t.Errorf("plain output has terminal control or a bar: %q", plain.String())
+	}
+}
+
+// Issue 44: a point waiting says what for, and a predicted OOM kill prints
+// as such, not as a predicted ~0.0.
+func TestTextProgress_SaysWhatAPointWaitsForAndOOMCells(t *testing.T) {
+	var out bytes.Buffer
+	p := newTextProgress(&out, true, profiler.Config{TargetRelCI: 0.02, MaxIterations: 400, PointTimeout: 100 * time.Second})
+	p.PointStart(1, "3", "cpus=1 mem=unlimited")
+	p.PointUpdate("cpus=1 mem=unlimited", 0, profiler.Estimate{Waiting: "waiting for the job's first iteration"}, time.Second)
+	if s := out.String(); !strings.Contains(s, "cpus=1 mem=unlimited: waiting for the job's first iteration") || strings.Contains(s, "0 iterations measured") {
+		t.Errorf("progress %q, want what the point waits for", s)
+	}
+	if got := cellText(&sensitivity.Cell{CPUs: 1, MemLimitBytes: 1 << 30}); got != "~OOM" {
+		t.Errorf("predicted zero cell prints %q, want ~OOM", got)
+	}
+	if got := cellText(&sensitivity.Cell{CPUs: 1, SamplesPerS: 12.5}); got != "~12.5" {
+		t.Errorf("predicted cell prints %q, want ~12.5", got)
 	}
 }

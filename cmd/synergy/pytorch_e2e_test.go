@@ -462,7 +462,7 @@ func TestPyTorchE2E_ProbeLoaders(t *testing.T) {
 
 		args = append(append(append([]string{}, r.flags...), quickPoint...),
 			"--strategy", "grid", "--cpus", "1", "--mem-limits", "512MiB", "--job-name", e2eJobName(t)+"-none",
-			"--", r.py, filepath.Join(r.script, "testdata", "no_loader.py"), "50")
+			"--", r.py, filepath.Join(r.script, "testdata", "no_loader.py"), "{iterations}")
 		run = runProfileCmd(t, nil, args...)
 		p = run.load(t)
 		if len(p.MeasuredOK()) == 0 {

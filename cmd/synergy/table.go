@@ -14,8 +14,9 @@ import (
 )
 
 // printMatrix prints a profile's grid: one row per CPU count, one column per
-// memory limit. Measured cells show "value ±ci"; predicted ones "~value";
-// failed ones their failure class.
+// memory limit. Measured cells show "value ±ci"; predicted ones "~value",
+// or "~OOM" where the fit predicts an OOM kill; failed ones their failure
+// class.
 func printMatrix(w io.Writer, p *sensitivity.Profile) error {
 	unit := "samples/s"
 	switch {
@@ -26,7 +27,7 @@ func printMatrix(w io.Writer, p *sensitivity.Profile) error {
 	case p.GPU.Type != "":
 		unit += " on a " + p.GPU.Type
 	}
-	caption := fmt.Sprintf("%s: throughput (%s); ~ predicted (%s), ± 95%% CI of measured cells", p.Job.Name, unit, fitName(p))
+	caption := fmt.Sprintf("%s: throughput (%s) within passes over the data; ~ predicted (%s, ~OOM: an OOM kill predicted), ± 95%% CI of measured cells", p.Job.Name, unit, fitName(p))
 	err := printGrid(w, p.Axes, caption, func(cpus float64, mem int64) string { return cellText(p.Cell(cpus, mem)) })
 	if err != nil {
 		return err
@@ -72,6 +73,8 @@ func cellText(c *sensitivity.Cell) string {
 		return "-"
 	case c.Failure != nil:
 		return c.Failure.Class
+	case !c.Measured && c.SamplesPerS == 0:
+		return "~OOM" // the fit predicts an OOM kill at this limit (its only zero)
 	case !c.Measured:
 		return fmt.Sprintf("~%.1f", c.SamplesPerS)
 	case c.Stats != nil && c.Stats.Unconverged != "":

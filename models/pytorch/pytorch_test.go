@@ -309,7 +309,7 @@ func TestProbe_ControlChannel(t *testing.T) {
 		return jobcontract.ControlAck{}
 	}
 	hello := wait(0)
-	if hello.Workers != 2 || hello.Iter != 0 || hello.Error != "" {
+	if hello.Workers != 2 || hello.Iter != 0 || hello.Error != "" || hello.Threads < 1 {
 		t.Fatalf("hello %+v, want workers 2 at iter 0", hello)
 	}
 	intp := func(n int) *int { return &n }
@@ -326,6 +326,9 @@ func TestProbe_ControlChannel(t *testing.T) {
 		{jobcontract.ControlCommand{Seq: 4, Replay: boolp(false), Workers: intp(0)}, 0, false, ""},
 		{jobcontract.ControlCommand{Seq: 4, Workers: intp(2)}, 0, false, "seq 4 is not above the last one (4)"},
 		{jobcontract.ControlCommand{Seq: 5, Workers: intp(2)}, 2, false, ""},
+		// A launch at 1 core, then at 2: threads and workers together.
+		{jobcontract.ControlCommand{Seq: 6, Workers: intp(1), Threads: intp(1)}, 1, false, ""},
+		{jobcontract.ControlCommand{Seq: 7, Workers: intp(2), Threads: intp(2)}, 2, false, ""},
 	}
 	prev := hello
 	for _, s := range steps {
@@ -343,6 +346,9 @@ func TestProbe_ControlChannel(t *testing.T) {
 		}
 		if n := children(t, cmd.Process.Pid); n != s.workers {
 			t.Errorf("seq %d: %d worker processes, want %d", s.cmd.Seq, n, s.workers)
+		}
+		if s.cmd.Threads != nil && a.Threads != *s.cmd.Threads {
+			t.Errorf("seq %d: answered %d threads, want the %d asked (torch.get_num_threads read back)", s.cmd.Seq, a.Threads, *s.cmd.Threads)
 		}
 		prev = a
 	}

@@ -445,7 +445,10 @@ class SynergyMetrics:
 ENV_CONTROL_FILE = "SYNERGY_CONTROL_FILE"
 ENV_CONTROL_ACK_FILE = "SYNERGY_CONTROL_ACK_FILE"
 MAX_CONTROL_LINE = 4 << 10  # bytes: jobcontract.MaxControlLine
-_CONTROL_KEYS = ("seq", "workers", "replay")
+_CONTROL_KEYS = ("seq", "workers", "replay", "threads")
+# The variables a launch sets to the point's cores (profiler.ThreadEnv); a
+# "threads" command sets them and torch's intra-op threads in place.
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 _REGISTRY = "_synergy_control_channels"  # a sys.modules entry every copy of this module shares
 _DATALOADER_MODULE = "torch.utils.data.dataloader"
 
@@ -479,7 +482,44 @@ def parse_control(line, last_seq=0):
         return err("workers %r is not an integer >= 0" % (w,))
     if "replay" in d and not isinstance(d["replay"], bool):
         return err("replay %r is not true or false" % (d["replay"],))
+    t = d.get("threads")
+    if "threads" in d and (not isinstance(t, int) or isinstance(t, bool) or t < 1):
+        return err("threads %r is not an integer >= 1" % (t,))
     return d, None
+
+
+def current_threads():
+    """The intra-op threads this process computes with: torch's
+    get_num_threads() once torch is imported, else $OMP_NUM_THREADS (what
+    torch will take at import); None when neither says."""
+    import sys
+    torch = sys.modules.get("torch")
+    get = getattr(torch, "get_num_threads", None)
+    if get is not None:
+        try:
+            return int(get())
+        except Exception:  # a half-imported torch
+            pass
+    try:
+        n = int(os.environ.get("OMP_NUM_THREADS", ""))
+    except ValueError:
+        return None
+    return n if n >= 1 else None
+
+
+def set_threads(n):
+    """Set this process's threads as a launch at n cores would have them:
+    the thread variables (children started from now on inherit them) and
+    torch's intra-op threads (torch.set_num_threads, which also sets MKL's).
+    Returns the threads in force after (current_threads())."""
+    import sys
+    for k in THREAD_ENV:
+        os.environ[k] = str(n)
+    torch = sys.modules.get("torch")
+    setter = getattr(torch, "set_num_threads", None)
+    if setter is not None:
+        setter(int(n))
+    return current_threads()
 
 
 class ControlChannel:
@@ -626,10 +666,19 @@ class LoaderControl:
                 ch.answer(err)
                 continue
             before, note = source.workers(), None
+            threads_before = current_threads()
+            if "threads" in cmd:  # first: it cannot fail once the workers changed
+                try:
+                    set_threads(cmd["threads"])
+                except Exception as e:  # torch refused: the job goes on as it was
+                    ch.answer({"seq": cmd["seq"], "error": "threads %d: %s: %s" % (cmd["threads"], type(e).__name__, e)})
+                    continue
             if "workers" in cmd:
                 try:
                     note = source.set_workers(cmd["workers"])
                 except ControlError as e:
+                    if "threads" in cmd and threads_before:
+                        set_threads(threads_before)  # the job goes on exactly as it was
                     ch.answer({"seq": cmd["seq"], "error": "workers %d: %s" % (cmd["workers"], e)})
                     continue
             if "replay" in cmd and cmd["replay"]:
@@ -680,6 +729,9 @@ class LoaderControl:
         ch = self.channel
         if ch.hello is None:
             ch.hello = {"seq": 0, "workers": source.workers(), "ts": self._wall(), "iter": int(iteration)}
+            threads = current_threads()
+            if threads:
+                ch.hello["threads"] = threads
             if self.replay:
                 ch.hello["replay"] = True
             ch.answer(ch.hello)
@@ -687,6 +739,9 @@ class LoaderControl:
             ts = self._wall()
             for seq, note, _ in self._pending:
                 ack = {"seq": seq, "workers": source.workers(), "replay": self.replay, "ts": ts, "iter": int(iteration)}
+                threads = current_threads()
+                if threads:
+                    ack["threads"] = threads
                 if note:
                     ack["note"] = note
                 ch.answer(ack)

@@ -506,6 +506,10 @@ class ProbeTorchTest(unittest.TestCase):
         self.assertEqual([l["iter"] for l in self.lines()], [0, 1, 2, 3])
         r = self.read_report()
         self.assertEqual((r["state"], r["iterations"]), ("capped", 4))
+        # The measured loader's pass length is its own len(): the profiler
+        # needs no guess from files and batch.
+        train = [l for l in r["loaders"] if l["primary"]][0]
+        self.assertEqual(train["len"], 5, train)  # 40 items, batch 8
 
     def test_no_loader(self):
         p = self.run_script([os.path.join(TESTDATA, "no_loader.py"), "5"])
@@ -515,6 +519,17 @@ class ProbeTorchTest(unittest.TestCase):
         r = self.read_report()
         self.assertEqual((r["state"], r["stream"], r["fallback"], r["loaders"], r["torch_imported"]),
                          ("exited", "none", "wall_clock", [], True))
+
+    def test_crash_ends_with_the_scripts_error(self):
+        # Issue 44: the script's traceback is the last thing it wrote, not
+        # the probe's note; the report names the error.
+        p = self.run_script([os.path.join(TESTDATA, "crash_early.py")])
+        self.assertEqual(p.returncode, 1, p.stderr)
+        last = p.stderr.strip().splitlines()[-1]
+        self.assertTrue(last.startswith("AttributeError:") and "not_a_method" in last, p.stderr)
+        self.assertIn("Traceback (most recent call last):", p.stderr)
+        r = self.read_report()
+        self.assertTrue(any(n.startswith("the script failed: AttributeError:") for n in r["notes"]), r["notes"])
 
     def test_script_that_writes_the_stream_is_left_alone(self):
         p = self.run_script([os.path.join(HERE, "train_imagenet.py"), "--data", self.images, "-b", "4", "-j", "1",
@@ -644,6 +659,19 @@ class ControlTorchTest(unittest.TestCase):
         self.assertLess(min(waits), 0.01, "replayed batches' data waits: %s" % waits)
         self.assertEqual((report["stream"], report["loaders"][0]["num_workers"], report["loaders"][0]["workers_changes"]),
                          ("probe", 2, 4))
+
+    def test_probe_threads_up_and_down(self):
+        # A launch at 1 core moved to 2 and back: the job's intra-op threads
+        # and thread variables follow, as a fresh launch's would; every
+        # answer (and the hello) says the threads in force.
+        rec, acks, _, _, _ = self.run_loop("--epochs", "1", "--send", '3:{"seq":1,"threads":2,"workers":3}', "--send",
+                                           '6:{"seq":2,"threads":1}', "--send", '8:{"seq":3,"threads":0}',
+                                           env={"OMP_NUM_THREADS": "1"})
+        self.check_acks(acks, [(0, 2, False, 0), (1, 3, False, 4), (2, 3, False, 7), (3, "threads 0 is not an integer >= 1")])
+        self.assertEqual([a.get("threads") for a in acks[:3]], [1, 2, 1])
+        b = rec["batches"]
+        self.assertEqual([x["threads"] for x in b[:10]], [1] * 4 + [2] * 3 + [1] * 3)
+        self.assertEqual([x["omp"] for x in b[:10]], ["1"] * 4 + ["2"] * 3 + ["1"] * 3)
 
     def test_probe_persistent_workers(self):
         args = ("--epochs", "3", "--persistent")

@@ -448,13 +448,16 @@ class ControlChannelTest(unittest.TestCase):
 
     def test_parse_control(self):
         ok = [('{"seq":1,"workers":4}', {"seq": 1, "workers": 4}), ('{"seq":2,"replay":true}', {"seq": 2, "replay": True}),
-              ('{"seq":3,"replay":false,"workers":0}', {"seq": 3, "replay": False, "workers": 0}), ('{"seq":4}', {"seq": 4})]
+              ('{"seq":3,"replay":false,"workers":0}', {"seq": 3, "replay": False, "workers": 0}), ('{"seq":4}', {"seq": 4}),
+              ('{"seq":5,"threads":2}', {"seq": 5, "threads": 2})]
         for line, want in ok:
             self.assertEqual(synergy_metrics.parse_control(line), (want, None), line)
         bad = [('{"seq":5,"workers":-1}', 0, "workers -1 is not an integer >= 0"),
                ('{"seq":5,"workers":true}', 0, "workers True is not an integer >= 0"),
                ('{"seq":5,"workers":"2"}', 0, "workers '2' is not an integer >= 0"),
                ('{"seq":5,"replay":1}', 0, "replay 1 is not true or false"),
+               ('{"seq":5,"threads":0}', 0, "threads 0 is not an integer >= 1"),
+               ('{"seq":5,"threads":1.5}', 0, "threads 1.5 is not an integer >= 1"),
                ('{"seq":5,"cpus":2}', 0, "unknown field cpus"),
                ('{"seq":5,"workers":2}', 5, "seq 5 is not above the last one (5)")]
         for line, last, want in bad:

@@ -211,6 +211,7 @@ class LoaderRecord:
         self.worker_cpus = None  # {pid: affinity} of the loader's worker processes then
         self.workers_changes = 0  # changes of workers through the control channel
         self.switched_to = None  # the iterator the last change put in place
+        self.length = None  # len(loader): batches a pass, where known
 
     def note_affinity(self, it):
         """Record the CPUs this process and the iterator's worker processes
@@ -225,6 +226,17 @@ class LoaderRecord:
         except (AttributeError, OSError):
             pass  # no sched_getaffinity here, or a worker already gone
 
+    def note_len(self):
+        """Record len(loader), the batches of one pass, where the loader
+        knows it (an IterableDataset's may not)."""
+        loader = self.ref()
+        try:
+            n = len(loader) if loader is not None else None
+        except Exception:
+            n = None
+        if isinstance(n, int) and n > 0:
+            self.length = n
+
     def as_dict(self):
         d = {"index": self.index, "site": self.site, "class": self.cls, "batch_size": self.batch_size,
              "shuffle": self.shuffle, "num_workers_asked": self.workers_asked, "num_workers": self.workers,
@@ -234,6 +246,8 @@ class LoaderRecord:
             d["workers_note"] = self.workers_note
         if self.workers_changes:
             d["workers_changes"] = self.workers_changes
+        if self.length:
+            d["len"] = self.length
         if self.cpus is not None:
             d["cpus"] = self.cpus
             d["worker_cpus"] = self.worker_cpus
@@ -267,6 +281,7 @@ class Probe:
         self._open = None  # the primary's iteration in its step: (samples, data_wait_s, start, epoch)
         self._exiting = False
         self._exited = False
+        self.crashed = None  # the script's uncaught exception, "Type: message"
         h = _helper()
         self._batch_size = h.batch_size
         # The control channel's commands and the replay mode, applied to
@@ -282,7 +297,8 @@ class Probe:
              "iterations": self.iterations, "config": self.cfg.as_dict(),
              "torch_imported": "torch" in mods, "patched": self.patched,
              "loaders": [r.as_dict() for r in self.loaders],
-             "primary": self.primary.index if self.primary else None}
+             "primary": self.primary.index if self.primary else None,
+             "threads": _helper().current_threads()}
         if self.step is not None:
             d["emulated"] = {"step_s": self.step.step_s, "source": self.step.source, "label": self.step.label}
         if not any(r.batches for r in self.loaders):
@@ -321,6 +337,16 @@ class Probe:
     def after_fork(self):
         self.forked = True
 
+    def excepthook(self, orig):
+        """sys.excepthook: remember the script's uncaught exception (the
+        report names it, and no note follows its traceback), then print it
+        as before."""
+        def hook(typ, value, tb):
+            if os.getpid() == self.pid and not issubclass(typ, SystemExit):
+                self.crashed = "%s: %s" % (typ.__name__, value)
+            return orig(typ, value, tb)
+        return hook
+
     def at_exit(self):
         if os.getpid() != self.pid or self._exited:
             return
@@ -330,11 +356,17 @@ class Probe:
         if not any(r.batches for r in self.loaders) and self.owner:
             what = "no torch.utils.data.DataLoader was iterated" if self.patched or "torch" in sys.modules else \
                 "the script never imported torch's DataLoader"
-            msg = "%s in this run: the profiler falls back to wall-clock time" % what
+            msg = "%s in this run: the profiler measures it only where it knows the iterations it ran " \
+                  "(--progress-regex, an {iterations} template)" % what
             if "nvidia.dali" in sys.modules:
                 msg += " (nvidia.dali is imported: DALI pipelines are not probed)"
             self.notes.append(msg)
-            sys.stderr.write("synergy-probe: %s\n" % msg)
+            if self.crashed is None:
+                # After the script's own traceback the note would be its last
+                # line, read for the error: the report keeps it.
+                sys.stderr.write("synergy-probe: %s\n" % msg)
+        if self.crashed is not None:
+            self.notes.append("the script failed: %s" % self.crashed)
         if self.metrics is not None:
             self.metrics.close()
         self.write_report(final=True)
@@ -507,6 +539,7 @@ class Probe:
         if rec.first_batch_at is None:
             rec.first_batch_at = t1
             rec.note_affinity(it)
+            rec.note_len()
             if primary and self.script_writes_stream():
                 self.stand_down()
                 primary = False
@@ -694,6 +727,7 @@ def install(env=None):
     else:
         sys.meta_path.insert(0, _Hook(probe))
     atexit.register(probe.at_exit)
+    sys.excepthook = probe.excepthook(sys.excepthook)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=probe.after_fork)
     if probe.owner:

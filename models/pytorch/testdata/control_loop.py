@@ -111,7 +111,8 @@ def main():
     for epoch in range(a.epochs):
         for b in (metrics.wrap(loader, epoch=epoch) if metrics else loader):
             batches.append({"epoch": epoch, "items": b[:, 0].tolist(), "wids": sorted(set(b[:, 1].tolist())),
-                            "children": len(children())})
+                            "children": len(children()), "threads": torch.get_num_threads(),
+                            "omp": os.environ.get("OMP_NUM_THREADS")})
             for line in sends.get(k, []):
                 with open(os.environ["SYNERGY_CONTROL_FILE"], "a") as f:
                     f.write(line + "\n")
