@@ -554,7 +554,8 @@ func TestRun_CrashAtStartStopsAfterOneLaunch(t *testing.T) {
 	if len(c) != 1 || c[0].Failure == nil || c[0].Failure.Class != sensitivity.FailCrashed {
 		t.Fatalf("cells = %+v, want one crashed", c)
 	}
-	want := `AttributeError: 'Linear' object has no attribute 'not_a_method' (File "/job/train.py", line 8, in <module>)`
+	// Quoted (escaped, bounded) as all job output reaching a terminal is.
+	want := jobcontract.QuoteN([]byte(`AttributeError: 'Linear' object has no attribute 'not_a_method' (File "/job/train.py", line 8, in <module>)`), maxQuotedOutput)
 	if !strings.Contains(c[0].Failure.Message, want) || strings.Contains(c[0].Failure.Message, "synergy-probe") {
 		t.Errorf("message %q, want the script's error %q", c[0].Failure.Message, want)
 	}
