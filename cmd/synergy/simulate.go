@@ -48,7 +48,21 @@ const (
 	simFlagJSON         = "json"
 	simFlagPlot         = "plot"
 	simFlagPlotAlloc    = "plot-allocation"
+	simFlagMaxHours     = "max-hours"
 )
+
+// maxSimHours caps --max-hours: a century of simulated time, far past any
+// study, low enough that hours × 3600 stays exact.
+const maxSimHours = 100 * 365 * 24
+
+// maxSeconds reads --max-hours (0: no limit) in seconds.
+func maxSeconds(c *cli.Command) (float64, error) {
+	h := c.Float(simFlagMaxHours)
+	if !(h >= 0) || h > maxSimHours {
+		return 0, badFlag(simFlagMaxHours, fmt.Errorf("%v: need hours from 0 (no limit) to %d", h, maxSimHours))
+	}
+	return h * 3600, nil
+}
 
 func simulateCommand() *cli.Command {
 	return &cli.Command{
@@ -81,6 +95,7 @@ func simulateCommand() *cli.Command {
 			&cli.IntFlag{Name: simFlagWorkers, Value: runtime.GOMAXPROCS(0), Usage: "parallel runs"},
 			&cli.BoolFlag{Name: simFlagJSON, Usage: "print the results JSON on stdout instead of the table"},
 			&cli.StringFlag{Name: simFlagPlot, Usage: "draw the JCT CDF of every run here; format by extension (.png, .svg, .pdf)"},
+			&cli.FloatFlag{Name: simFlagMaxHours, Aliases: []string{"gavel-max-hours"}, Usage: "end each run after this much simulated time (`HOURS`; 0: none), for saturated loads that never finish their window (every engine); the result says truncated and its figures are over the jobs that finished"},
 			&cli.StringFlag{Name: simFlagPlotAlloc, Usage: "draw each run's allocated GPU, CPU and memory per simulated hour here (untyped runs); with several runs one file each, named by strategy, policy and what varies, e.g. alloc-tune-fifo.png"},
 		}, gavelFlags()...),
 		Action: runSimulate,
@@ -111,6 +126,7 @@ type simulateOptions struct {
 	strategies  []string
 	policies    []string
 	roundS      float64
+	maxS        float64
 	out         string
 	recordTrace string
 	stopIdle    bool
@@ -259,6 +275,13 @@ func (o *simulateOptions) parseSweep(c *cli.Command) error {
 		// would run until killed.
 		return badFlag(simFlagWindow, fmt.Errorf("all: the generator (or --%s at Poisson arrivals) never stops drawing jobs; give FIRST-LAST or --%s N", simFlagPhilly, simFlagNumJobs))
 	}
+	if !o.replay() {
+		w, err := windowPastJobs(o.window, o.numJobs)
+		if err != nil {
+			return badFlag(simFlagWindow, err)
+		}
+		o.warnings = append(o.warnings, w...)
+	}
 	if o.strategies, err = checkNames(c.String(simFlagStrategies), func(n string) error { _, err := scheduler.NewStrategy(n); return err }); err != nil {
 		return badFlag(simFlagStrategies, err)
 	}
@@ -271,6 +294,9 @@ func (o *simulateOptions) parseSweep(c *cli.Command) error {
 	case o.roundS < sim.MinRoundSeconds || o.roundS > sim.MaxRoundSeconds:
 		return badFlag(simFlagRound, fmt.Errorf("%v is outside %v to %v (Synergy's round is 5m)", c.Duration(simFlagRound),
 			time.Duration(sim.MinRoundSeconds)*time.Second, time.Duration(sim.MaxRoundSeconds)*time.Second))
+	}
+	if o.maxS, err = maxSeconds(c); err != nil {
+		return err
 	}
 	if n := len(o.strategies) * len(o.policies) * len(o.loads) * len(o.seeds); n > sim.MaxRuns {
 		return badFlag(simFlagSeed, fmt.Errorf("the sweep has %d runs (--%s × --%s × --%s × --%s), above %d, the most one sweep runs",
@@ -310,6 +336,21 @@ func (o *simulateOptions) parseOutput(c *cli.Command) error {
 		}
 	}
 	return nil
+}
+
+// windowPastJobs checks --window against --num-jobs (jobs are numbered
+// from 0 by both generators): a window past every job is an error, one
+// reaching past the last job a warning (the run ends when the jobs
+// generated have, and the figures are over those of the window).
+func windowPastJobs(w simcore.Window, numJobs int) ([]string, error) {
+	switch {
+	case numJobs == 0 || w.IsAll() || w.Last < numJobs:
+		return nil, nil
+	case w.First >= numJobs:
+		return nil, fmt.Errorf("%s: --%s %d generates jobs 0-%d only", w, simFlagNumJobs, numJobs, numJobs-1)
+	}
+	return []string{fmt.Sprintf("--%s %s reaches past --%s %d: each run ends when its %d jobs have, with figures over jobs %d-%d",
+		simFlagWindow, w, simFlagNumJobs, numJobs, numJobs, w.First, numJobs-1)}, nil
 }
 
 // parsePositiveList reads a comma-separated list of positive numbers (or
@@ -416,7 +457,7 @@ func runSimulate(ctx context.Context, c *cli.Command) error {
 		fmt.Fprintf(stderr, "philly %s: %d jobs used, %d skipped (%s)\n", o.phillyPath, len(o.philly), o.phillySkips.Total(), o.phillySkips)
 	}
 	base := sim.Config{
-		Cluster: &o.cluster, RoundSeconds: o.roundS, Window: o.window,
+		Cluster: &o.cluster, RoundSeconds: o.roundS, Window: o.window, MaxS: o.maxS,
 		FirstRoundAtZero: o.trace == nil, StopWhenIdle: o.stopIdle, Static: o.static,
 	}
 	source := o.source
@@ -544,7 +585,16 @@ func printSweep(w io.Writer, res *sim.SweepResult) error {
 		}
 		fmt.Fprintf(w, "%s, %d GPUs, round %gs; JCT over %s\n", res.Runs[0].Result.Cluster, res.Runs[0].Result.GPUs, res.Runs[0].Result.RoundS, win)
 	}
-	return t.Render()
+	if err := t.Render(); err != nil {
+		return err
+	}
+	for _, r := range res.Runs {
+		if r.Result.Truncated {
+			fmt.Fprintf(w, "%s+%s at %g jobs/h (seed %d): truncated at --%s (%.1f h); figures over the jobs that finished\n",
+				r.Point.Policy, r.Point.Strategy, r.Point.JobsPerHour, r.Point.Seed, simFlagMaxHours, r.Result.EndS/3600)
+		}
+	}
+	return nil
 }
 
 func f2(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }

@@ -39,7 +39,6 @@ const (
 	gvFlagCorrected    = "agnostic-corrected"
 	gvFlagRecord       = "gavel-record-trace"
 	gvFlagIdeal        = "ideal"
-	gvFlagMaxHours     = "gavel-max-hours"
 	gvFlagPrices       = "prices"
 	gvFlagEntities     = "gavel-entities"
 	gvFlagFromProfiles = "throughputs-from-profiles"
@@ -59,7 +58,6 @@ func gavelFlags() []cli.Flag {
 		&cli.BoolFlag{Name: gvFlagSLOs, Usage: "Gavel generator: SLOs of 1.2×, 2× or 10× the V100 duration (counted as violations in the results)"},
 		&cli.BoolFlag{Name: gvFlagCorrected, Usage: "typed runs: agnostic finish_time_fairness and min_total_duration see every type's real throughput (default: Gavel's baseline, which copies the V100 throughput to every type, its issue #248)"},
 		&cli.BoolFlag{Name: gvFlagIdeal, Usage: "typed runs: apply each allocation exactly (fluid, no rounds), to measure what the round mechanism loses"},
-		&cli.FloatFlag{Name: gvFlagMaxHours, Usage: "typed runs: end a run after this much simulated time (hours; 0: none), for saturated loads that never finish their window; the result says truncated"},
 		&cli.StringFlag{Name: gvFlagPrices, Usage: "typed runs: price file (JSON: hourly price per GPU of each type, optionally changing over time; docs/gavel.md): each job's cost and the total in the results, and the prices max_sum_throughput_normalized_by_cost_perf reads"},
 		&cli.StringFlag{Name: gvFlagEntities, Usage: "typed runs: entities JSON for max_min_fairness_water_filling[_perf] (entity names, weights, fairness or fifo inside, job ids; docs/gavel.md)"},
 		&cli.StringFlag{Name: gvFlagRecord, Usage: "Gavel generator: write the jobs of the (single) run as a Gavel trace"},
@@ -96,6 +94,8 @@ type gavelOptions struct {
 	out       string
 	json      bool
 	plot      string
+	// warnings go to stderr before the first run.
+	warnings []string
 }
 
 func parseGavelFlags(c *cli.Command) (gavelOptions, error) {
@@ -147,6 +147,9 @@ func parseGavelFlags(c *cli.Command) (gavelOptions, error) {
 	}
 	if err := o.parseTyped(c, share); err != nil {
 		return o, err
+	}
+	if err := s.CheckRunnable(); err != nil {
+		return o, badFlag(gvFlagClusterSpec, err)
 	}
 	return o, s.Check()
 }
@@ -318,10 +321,9 @@ func (o *gavelOptions) parseGavelSweep(c *cli.Command) error {
 	}
 	s.Config.Check = true
 	s.Config.Ideal = c.Bool(gvFlagIdeal)
-	if h := c.Float(gvFlagMaxHours); h < 0 || h != h {
-		return badFlag(gvFlagMaxHours, fmt.Errorf("%v: must be ≥ 0", h))
-	} else {
-		s.Config.MaxS = h * 3600
+	var err error
+	if s.Config.MaxS, err = maxSeconds(c); err != nil {
+		return err
 	}
 	s.Corrected = c.Bool(gvFlagCorrected)
 	if c.IsSet(gvFlagProfileFrac) {
@@ -373,6 +375,13 @@ func (o *gavelOptions) parseGavelWindow(w string) error {
 	case s.Trace != nil && win.Last >= len(s.Trace):
 		return fmt.Errorf("%q: the trace has jobs 0-%d", strings.TrimSpace(w), len(s.Trace)-1)
 	}
+	if s.Generator != nil {
+		warns, err := windowPastJobs(win, s.Generator.NumJobs)
+		if err != nil {
+			return err
+		}
+		o.warnings = append(o.warnings, warns...)
+	}
 	s.Config.Window = &win
 	return nil
 }
@@ -383,6 +392,9 @@ func runGavelSimulate(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	stdout, stderr := c.Root().Writer, c.Root().ErrWriter
+	for _, w := range o.warnings {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
 	tty := writesToTerminal(stderr)
 	start := time.Now()
 	res, err := o.sweep.Run(ctx, func(done, total int, p simcore.Point) {
@@ -489,7 +501,7 @@ func printGavelSweep(w io.Writer, res *gavel.SweepResult, typed bool) error {
 	defer func() {
 		for _, r := range res.Runs {
 			if r.Result.Truncated {
-				fmt.Fprintf(w, "%s at %g jobs/h (seed %d): truncated at --%s; means over the jobs that finished\n", r.Point.Policy, r.Point.JobsPerHour, r.Point.Seed, gvFlagMaxHours)
+				fmt.Fprintf(w, "%s at %g jobs/h (seed %d): truncated at --%s; means over the jobs that finished\n", r.Point.Policy, r.Point.JobsPerHour, r.Point.Seed, simFlagMaxHours)
 			}
 		}
 	}()

@@ -112,9 +112,19 @@ func (s *Sweep) Points() []simcore.Point {
 	return ps
 }
 
+// CheckRunnable refuses a workload holding a job that no GPU type of the
+// cluster can run (a trace's job, or a job type the generator can draw):
+// it would never finish, and a run whose window holds it would never end.
+func (s *Sweep) CheckRunnable() error {
+	return checkRunnable(s.Config.Cluster, s.Throughputs, Workload{Trace: s.Trace}, s.Generator)
+}
+
 // Check builds every point's policy and workload once, so that bad
 // options fail before any run.
 func (s *Sweep) Check() error {
+	if err := s.CheckRunnable(); err != nil {
+		return err
+	}
 	for _, p := range s.Points() {
 		if _, _, err := s.build(p); err != nil {
 			return err

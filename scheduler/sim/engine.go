@@ -40,6 +40,11 @@ type Config struct {
 	StopWhenIdle bool
 	// MaxRounds stops a run that would not end; 0 means 10 million.
 	MaxRounds int
+	// MaxS, when > 0, ends the run once its clock has passed this many
+	// simulated seconds (a saturated load that never finishes its window;
+	// --max-hours). The result says Truncated and its figures are over the
+	// jobs that finished.
+	MaxS float64
 	// OnRound, when set, is called after every round (tests check
 	// invariants with it; it must not keep r).
 	OnRound func(nowS float64, r *scheduler.Round, queue []*scheduler.Active)
@@ -63,6 +68,8 @@ func (c *Config) validate() error {
 		return errors.New("simulate: no strategy")
 	case c.Policy == nil:
 		return errors.New("simulate: no policy")
+	case c.MaxS < 0 || math.IsNaN(c.MaxS) || math.IsInf(c.MaxS, 0):
+		return fmt.Errorf("simulate: time limit %v s: need a finite duration ≥ 0", c.MaxS)
 	case !(c.RoundSeconds > 0) || math.IsInf(c.RoundSeconds, 0):
 		return fmt.Errorf("simulate: round = %v s: need a positive duration", c.RoundSeconds)
 	case c.Window.First > c.Window.Last:
@@ -97,7 +104,7 @@ func RunContext(ctx context.Context, cfg Config, src Source) (*simcore.Result, e
 	if maxRounds == 0 {
 		maxRounds = 10_000_000
 	}
-	out, err := simcore.Loop(ctx, s, simcore.Limits{MaxRounds: maxRounds})
+	out, err := simcore.Loop(ctx, s, simcore.Limits{MaxRounds: maxRounds, MaxS: cfg.MaxS})
 	switch {
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("simulate: stopped at round %d (%.0f s simulated, %d jobs finished): %w", out.Rounds, s.clock.Now(), s.finished.n, ctx.Err())
@@ -106,7 +113,9 @@ func RunContext(ctx context.Context, cfg Config, src Source) (*simcore.Result, e
 	case err != nil:
 		return nil, err
 	}
-	return summarise(s.cfg, src, &s.finished, s.arrived, out.Rounds, s.clock.Now(), &s.util), nil
+	res := summarise(s.cfg, src, &s.finished, s.arrived, out.Rounds, s.clock.Now(), &s.util)
+	res.Truncated = out.Truncated
+	return res, nil
 }
 
 var _ simcore.Rounds = (*run)(nil)

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+const genThroughputs = "../../scheduler/gavel/testdata/generator/throughputs.json"
+
+// runCLIWithin runs the command line and fails the test (instead of
+// hanging it) when it has not returned within d.
+func runCLIWithin(t *testing.T, d time.Duration, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	type out struct {
+		o, e string
+		err  error
+	}
+	ch := make(chan out, 1)
+	go func() {
+		o, e, err := runCLI(t, args...)
+		ch <- out{o, e, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.o, r.e, r.err
+	case <-time.After(d):
+		t.Fatalf("%v: still running after %v", args, d)
+	}
+	return "", "", context.DeadlineExceeded
+}
+
+// Issue 45's runs that never ended: Gavel's engine with --num-jobs N and a
+// window reaching job N or later, continuous and static, on both engines.
+// Each ends, warns that the window reaches past the jobs, and reports the
+// window's jobs that exist; a window past every job is refused naming
+// --window.
+func TestSimulate_WindowPastNumJobsEnds(t *testing.T) {
+	gavel := []string{"simulate", "--throughputs", genThroughputs, "--cluster-spec", "8:16:24", "--policies", "fifo_perf", "--num-jobs", "30", "--loads", "1"}
+	synergy := []string{"simulate", "--strategies", "fair", "--num-jobs", "30", "--loads", "1"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // the finished column
+	}{
+		{"gavel continuous 0-99", append(gavel, "--gavel-generate", "continuous", "--window", "0-99"), "30/100"},
+		{"gavel static 0-99", append(gavel, "--gavel-generate", "static", "--window", "0-99"), "30/100"},
+		{"gavel continuous 25-40", append(gavel, "--gavel-generate", "continuous", "--window", "25-40"), "5/16"},
+		{"gavel static 25-40", append(gavel, "--gavel-generate", "static", "--window", "25-40"), "5/16"},
+		{"synergy 0-99", append(synergy, "--window", "0-99"), ""},
+	} {
+		out, errOut, err := runCLIWithin(t, 2*time.Minute, tc.args...)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if !strings.Contains(errOut, "warning: --window") || !strings.Contains(errOut, "reaches past --num-jobs 30") {
+			t.Errorf("%s: stderr %q, want the window warning", tc.name, errOut)
+		}
+		if tc.want != "" && !strings.Contains(out, tc.want) {
+			t.Errorf("%s: table\n%s\nwant %s finished", tc.name, out, tc.want)
+		}
+	}
+	for _, args := range [][]string{append(gavel, "--gavel-generate", "static", "--window", "30-40"), append(synergy, "--window", "30-40")} {
+		if _, _, err := runCLIWithin(t, time.Minute, args...); err == nil || !strings.Contains(err.Error(), "--window: 30-40: --num-jobs 30 generates jobs 0-29 only") {
+			t.Errorf("%v: %v, want --window refused", args, err)
+		}
+	}
+}
+
+// A generator that can draw a job no GPU type can run (8-GPU jobs with
+// --multi-gpu on 2 GPUs a type) is refused before any run, naming
+// --cluster-spec and the job type.
+func TestSimulateGavel_UnrunnableGeneratedJobRefused(t *testing.T) {
+	_, _, err := runCLIWithin(t, time.Minute, "simulate", "--gavel-generate", "static", "--throughputs", genThroughputs, "--cluster-spec", "2:2:2",
+		"--multi-gpu", "--policies", "fifo_perf", "--num-jobs", "30")
+	if err == nil || !strings.HasPrefix(err.Error(), "--cluster-spec: ") || !strings.Contains(err.Error(), "no GPU type of the cluster can run") {
+		t.Errorf("%v, want --cluster-spec refusing the job type", err)
+	}
+}
+
+// --max-hours bounds Synergy's engine as it does Gavel's: an overloaded
+// run ends past the limit and the table says it was truncated.
+func TestSimulate_MaxHoursBoundsSynergysEngine(t *testing.T) {
+	out, _, err := runCLIWithin(t, 2*time.Minute, "simulate", "--strategies", "fair", "--num-jobs", "200", "--window", "0-199", "--loads", "60", "--max-hours", "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "truncated at --max-hours") {
+		t.Errorf("table\n%s\nwant the truncation note", out)
+	}
+	if _, _, err := runCLI(t, "simulate", "--max-hours", "-1"); err == nil || !strings.Contains(err.Error(), "--max-hours") {
+		t.Errorf("--max-hours -1: %v, want it refused", err)
+	}
+}
