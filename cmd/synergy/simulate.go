@@ -275,6 +275,9 @@ func (o *simulateOptions) parseSweep(c *cli.Command) error {
 		// would run until killed.
 		return badFlag(simFlagWindow, fmt.Errorf("all: the generator (or --%s at Poisson arrivals) never stops drawing jobs; give FIRST-LAST or --%s N", simFlagPhilly, simFlagNumJobs))
 	}
+	if !o.window.IsAll() && o.window.Last >= sim.MaxJobs {
+		return badFlag(simFlagWindow, fmt.Errorf("%s reaches job %d: a run takes at most %d jobs", o.window, o.window.Last, sim.MaxJobs))
+	}
 	if !o.replay() {
 		w, err := windowPastJobs(o.window, o.numJobs)
 		if err != nil {
@@ -312,6 +315,11 @@ func (o *simulateOptions) parseOutput(c *cli.Command) error {
 	if o.recordTrace != "" && (o.trace != nil || (!o.phillyArr && (len(o.loads) != 1 || len(o.seeds) != 1))) {
 		return badFlag(simFlagRecordTrace, errors.New("needs the generator with a single --loads value and a single --seed (or --philly likewise, or --philly-arrivals)"))
 	}
+	for _, f := range []struct{ flag, path string }{{simFlagOut, o.out}, {simFlagRecordTrace, o.recordTrace}, {simFlagPlot, c.String(simFlagPlot)}, {simFlagPlotAlloc, c.String(simFlagPlotAlloc)}} {
+		if err := checkOutputDir(f.path); err != nil {
+			return badFlag(f.flag, err)
+		}
+	}
 	o.stopIdle = c.Bool(simFlagStopWhenIdle)
 	if o.static = c.Bool(simFlagStatic); o.static && o.trace == nil {
 		return badFlag(simFlagStatic, errors.New("replays a recorded trace: give --trace"))
@@ -334,6 +342,28 @@ func (o *simulateOptions) parseOutput(c *cli.Command) error {
 				return badFlag(simFlagPlotAlloc, fmt.Errorf("%s is --%s's file too: give each its own", o.plotAlloc, other.flag))
 			}
 		}
+	}
+	return nil
+}
+
+// checkOutputDir checks, before any run, that path (when given) can be
+// written: its directory exists and is a directory, and path itself is not
+// a directory. A results file that cannot be written would otherwise fail
+// only after the sweep, and lose it.
+func checkOutputDir(path string) error {
+	if path == "" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: its directory: %w", path, err)
+	case !st.IsDir():
+		return fmt.Errorf("%s: %s is not a directory", path, dir)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
 	}
 	return nil
 }

@@ -275,6 +275,9 @@ func (o *gavelOptions) parseGavelWorkload(c *cli.Command) error {
 		}
 		s.Loads = loads
 		g.NumJobs = c.Int(simFlagNumJobs)
+		if g.NumJobs < 0 {
+			return badFlag(simFlagNumJobs, fmt.Errorf("%d is negative", g.NumJobs))
+		}
 	case "static":
 		if g.NumJobs = c.Int(simFlagNumJobs); g.NumJobs < 1 {
 			return badFlag(simFlagNumJobs, errors.New("a static Gavel workload needs --num-jobs ≥ 1"))
@@ -282,6 +285,9 @@ func (o *gavelOptions) parseGavelWorkload(c *cli.Command) error {
 		s.Loads = []float64{0}
 	default:
 		return badFlag(gvFlagGenerate, fmt.Errorf("%q: want continuous or static", c.String(gvFlagGenerate)))
+	}
+	if g.NumJobs > gavel.MaxJobs {
+		return badFlag(simFlagNumJobs, fmt.Errorf("%d is above %d, the most jobs one Gavel-mode run takes", g.NumJobs, gavel.MaxJobs))
 	}
 	return nil
 }
@@ -348,6 +354,11 @@ func (o *gavelOptions) parseGavelSweep(c *cli.Command) error {
 			return badFlag(simFlagPlot, err)
 		}
 	}
+	for _, f := range []struct{ flag, path string }{{simFlagOut, o.out}, {simFlagPlot, o.plot}, {gvFlagRecord, o.record}} {
+		if err := checkOutputDir(f.path); err != nil {
+			return badFlag(f.flag, err)
+		}
+	}
 	if o.record != "" && (s.Generator == nil || len(s.Loads) != 1 || len(s.Seeds) != 1) {
 		return badFlag(gvFlagRecord, errors.New("needs --gavel-generate with a single --loads value and a single --seed"))
 	}
@@ -372,6 +383,8 @@ func (o *gavelOptions) parseGavelWindow(w string) error {
 		return errors.New("all: a continuous workload never ends; give FIRST-LAST or --num-jobs")
 	case win.IsAll():
 		return nil // no window: every job, and the run ends when they have
+	case win.Last >= gavel.MaxJobs:
+		return fmt.Errorf("%q reaches job %d: a Gavel-mode run takes at most %d jobs", strings.TrimSpace(w), win.Last, gavel.MaxJobs)
 	case s.Trace != nil && win.Last >= len(s.Trace):
 		return fmt.Errorf("%q: the trace has jobs 0-%d", strings.TrimSpace(w), len(s.Trace)-1)
 	}

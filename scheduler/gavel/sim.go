@@ -282,6 +282,9 @@ func newSimulator(cfg Config, p Policy) *simulator {
 // an entry for the job paired with every active job of its scale factor.
 func (s *simulator) addJob(j Job, tp *Throughputs, at float64) error {
 	id := len(s.res.Jobs)
+	if id >= MaxJobs {
+		return fmt.Errorf("t=%.1f s: job %d: more than %d jobs arrived (gavel.MaxJobs): a window that a saturated load never finishes? --max-hours bounds the run", at, id, MaxJobs)
+	}
 	row, err := tp.Row(j.Key(), s.types)
 	if err != nil {
 		return fmt.Errorf("job %d: %w", id, err)

@@ -264,6 +264,9 @@ func (s *run) pending() *scheduler.Job {
 // looks at ctx every 4,096 jobs: a trace may bring millions at once).
 func (s *run) arrive(ctx context.Context) error {
 	return s.arrivals.Due(ctx, s.clock.Now(), func(j *scheduler.Job) error {
+		if s.arrived >= MaxJobs {
+			return fmt.Errorf("t=%.0f s: more than %d jobs arrived (sim.MaxJobs): a window that a saturated load never finishes? --max-hours bounds the run", s.clock.Now(), MaxJobs)
+		}
 		a := scheduler.NewActive(j, scheduler.IdealDemand(j, s.shape).Speedup)
 		if n := len(s.queue); n > 0 && j.ArrivalSeconds < s.queue[n-1].Job.ArrivalSeconds {
 			s.inArrivalOrder = false
