@@ -104,14 +104,14 @@ func TestSimulate_SizesAndOutputsRefusedUpFront(t *testing.T) {
 	gavel := []string{"simulate", "--gavel-generate", "static", "--throughputs", genThroughputs, "--policies", "fifo_perf", "--num-jobs", "30"}
 	for want, args := range map[string][]string{
 		"--cluster-spec: cluster spec: type \"v100\": 1000000000 GPUs": append(gavel, "--cluster-spec", "1000000000:1:1"),
-		"--num-jobs: 10000000 is above 1000000":                         {"simulate", "--gavel-generate", "static", "--throughputs", genThroughputs, "--policies", "fifo_perf", "--num-jobs", "10000000"},
-		"--window: \"0-2000000\" reaches job 2000000":                   {"simulate", "--gavel-generate", "continuous", "--throughputs", genThroughputs, "--policies", "fifo_perf", "--window", "0-2000000"},
-		"--window: 0-20000000 reaches job 20000000":                     {"simulate", "--strategies", "fair", "--window", "0-20000000"},
-		"--out: " + missing:                                             append(gavel, "--out", missing+"/r.json"),
-		"--plot: " + missing:                                            append(gavel, "--plot", missing+"/cdf.png"),
-		"--out: " + missing + "/r.json":                                 {"simulate", "--strategies", "fair", "--num-jobs", "20", "--window", "0-19", "--out", missing + "/r.json"},
-		"--plot-allocation: ":                                           {"simulate", "--strategies", "fair", "--num-jobs", "20", "--window", "0-19", "--plot-allocation", missing + "/a.png"},
-		"--record-trace: ":                                              {"simulate", "--strategies", "fair", "--num-jobs", "20", "--window", "0-19", "--record-trace", missing + "/t.csv"},
+		"--num-jobs: 10000000 is above 1000000":                        {"simulate", "--gavel-generate", "static", "--throughputs", genThroughputs, "--policies", "fifo_perf", "--num-jobs", "10000000"},
+		"--window: \"0-2000000\" reaches job 2000000":                  {"simulate", "--gavel-generate", "continuous", "--throughputs", genThroughputs, "--policies", "fifo_perf", "--window", "0-2000000"},
+		"--window: 0-20000000 reaches job 20000000":                    {"simulate", "--strategies", "fair", "--window", "0-20000000"},
+		"--out: " + missing:                                            append(gavel, "--out", missing+"/r.json"),
+		"--plot: " + missing:                                           append(gavel, "--plot", missing+"/cdf.png"),
+		"--out: " + missing + "/r.json":                                {"simulate", "--strategies", "fair", "--num-jobs", "20", "--window", "0-19", "--out", missing + "/r.json"},
+		"--plot-allocation: ":                                          {"simulate", "--strategies", "fair", "--num-jobs", "20", "--window", "0-19", "--plot-allocation", missing + "/a.png"},
+		"--record-trace: ":                                             {"simulate", "--strategies", "fair", "--num-jobs", "20", "--window", "0-19", "--record-trace", missing + "/t.csv"},
 	} {
 		if _, _, err := runCLIWithin(t, time.Minute, args...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: %v, want %q", args, err, want)
