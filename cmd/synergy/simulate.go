@@ -18,6 +18,7 @@ import (
 	"github.com/synergy-sched/synergy/internal/atomicfile"
 	"github.com/synergy-sched/synergy/report"
 	"github.com/synergy-sched/synergy/scheduler"
+	"github.com/synergy-sched/synergy/scheduler/joint"
 	"github.com/synergy-sched/synergy/scheduler/sim"
 	"github.com/synergy-sched/synergy/scheduler/simcore"
 	"github.com/synergy-sched/synergy/sensitivity"
@@ -142,6 +143,9 @@ type simulateOptions struct {
 func parseSimulateFlags(ctx context.Context, c *cli.Command) (simulateOptions, error) {
 	var o simulateOptions
 	workload := func(c *cli.Command) error { return o.parseWorkload(ctx, c) }
+	if err := refuseIgnored(c, false); err != nil {
+		return o, err
+	}
 	for _, parse := range []func(*cli.Command) error{workload, o.parseGenerator, o.parseSweep, o.parseOutput} {
 		if err := parse(c); err != nil {
 			return o, err
@@ -368,6 +372,43 @@ func checkOutputDir(path string) error {
 	return nil
 }
 
+// refuseIgnored refuses, before any run, a flag given that the run would
+// ignore, naming it and why: typed (Gavel-engine) flags on a Synergy run,
+// Synergy's workload flags on a typed run, and generator flags with a
+// workload that brings its own jobs (--trace, --gavel-trace).
+func refuseIgnored(c *cli.Command, typed bool) error {
+	const why = "is ignored by "
+	if !typed {
+		for _, f := range gavelFlags() {
+			if n := f.Names()[0]; c.IsSet(n) {
+				return badFlag(n, fmt.Errorf("applies to typed runs (Gavel's engine: a Gavel policy or %s in --%s, or --%s/--%s); this run is Synergy's (--%s %s)",
+					joint.Policy, simFlagPolicies, gvFlagTrace, gvFlagGenerate, simFlagPolicies, c.String(simFlagPolicies)))
+			}
+		}
+		if c.IsSet(simFlagTrace) {
+			for _, n := range []string{simFlagLoads, simFlagSeed, simFlagMultiGPU, simFlagNumJobs, simFlagSplit} {
+				if c.IsSet(n) {
+					return badFlag(n, fmt.Errorf(why+"a --%s replay: its jobs, arrivals and GPU counts are the trace's", simFlagTrace))
+				}
+			}
+		}
+		return nil
+	}
+	for _, n := range []string{simFlagSplit, simFlagProfile, simFlagRecordTrace, simFlagStatic, simFlagStopWhenIdle, simFlagPhillyArr, simFlagPhillyDur} {
+		if c.IsSet(n) {
+			return badFlag(n, fmt.Errorf("applies to Synergy's engine only; this run is typed (Gavel's engine)"))
+		}
+	}
+	if c.IsSet(gvFlagTrace) {
+		for _, n := range []string{simFlagLoads, simFlagNumJobs, simFlagMultiGPU, gvFlagPriorities, gvFlagSLOs, gvFlagRecord} {
+			if c.IsSet(n) {
+				return badFlag(n, fmt.Errorf(why+"a --%s replay: its jobs and arrivals are the trace's", gvFlagTrace))
+			}
+		}
+	}
+	return nil
+}
+
 // windowPastJobs checks --window against --num-jobs (jobs are numbered
 // from 0 by both generators): a window past every job is an error, one
 // reaching past the last job a warning (the run ends when the jobs
@@ -500,14 +541,19 @@ func runSimulate(ctx context.Context, c *cli.Command) error {
 	points := sim.Grid{Strategies: o.strategies, Policies: o.policies, Loads: o.loads, Seeds: o.seeds, Replay: o.replay()}.Points()
 	tty := writesToTerminal(stderr)
 	start := time.Now()
-	res, err := sim.Sweep(ctx, base, points, o.workers, source, func(done, total int, p simcore.Point) {
-		printProgress(stderr, tty, done, total, p, time.Since(start))
-	})
-	if err != nil && ctx.Err() != nil {
-		return interrupted(stdout, stderr, tty, res, len(points), err)
+	lw := &lockedWriter{w: stderr}
+	base.RunProgress = func(p simcore.Point, rounds int, nowS float64) {
+		clear := ""
+		if tty {
+			clear = "\r\x1b[K"
+		}
+		fmt.Fprintf(lw, "%ssimulate: running %s+%s load %g seed %d: %.1f h simulated, %d rounds (%s)\n", clear, p.Policy, p.Strategy, p.JobsPerHour, p.Seed, nowS/3600, rounds, time.Since(start).Round(time.Second))
 	}
+	res, err := sim.Sweep(ctx, base, points, o.workers, source, func(done, total int, p simcore.Point) {
+		printProgress(lw, tty, done, total, p, time.Since(start))
+	})
 	if err != nil {
-		return err
+		return stopped(stdout, stderr, tty, len(res.Runs), len(points), func() error { return printSweep(stdout, res) }, err)
 	}
 	if err := o.save(stderr, res, rec); err != nil {
 		return err
@@ -518,20 +564,25 @@ func runSimulate(ctx context.Context, c *cli.Command) error {
 	return printSweep(stdout, res)
 }
 
-// interrupted reports a sweep stopped by Ctrl-C or SIGTERM: the runs that
-// finished are printed (no file is written: a partial sweep is not a
-// result) and the error says how far it got.
-func interrupted(stdout, stderr io.Writer, tty bool, res *sim.SweepResult, total int, err error) error {
+// stopped reports a sweep that a failed run, Ctrl-C or SIGTERM stopped,
+// for every engine alike (simcore.Sweep's rule): the runs that finished
+// are printed (no file is written: a partial sweep is not a result) and
+// the error says how far it got.
+func stopped(stdout, stderr io.Writer, tty bool, finished, total int, print func() error, err error) error {
 	if tty {
 		fmt.Fprintln(stderr)
 	}
-	if res != nil && len(res.Runs) > 0 {
-		fmt.Fprintf(stderr, "interrupted: the %d of %d runs that finished:\n", len(res.Runs), total)
-		if perr := printSweep(stdout, res); perr != nil {
+	why := "stopped by a failed run"
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		why = "interrupted"
+	}
+	if finished > 0 {
+		fmt.Fprintf(stderr, "%s: the %d of %d runs that finished:\n", why, finished, total)
+		if perr := print(); perr != nil {
 			return perr
 		}
 	}
-	return fmt.Errorf("interrupted: %w; no results file written", err)
+	return fmt.Errorf("%s: %w; no results file written", why, err)
 }
 
 // save writes the recorded trace (when rec is set), the results file and

@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/synergy-sched/synergy/scheduler"
 )
 
 const genThroughputs = "../../scheduler/gavel/testdata/generator/throughputs.json"
@@ -116,5 +120,86 @@ func TestSimulate_SizesAndOutputsRefusedUpFront(t *testing.T) {
 		if _, _, err := runCLIWithin(t, time.Minute, args...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%v: %v, want %q", args, err, want)
 		}
+	}
+}
+
+// Issue 45 point 2: every flag acts or is refused before the first run,
+// naming the flag and why.
+func TestSimulate_IgnoredFlagsRefused(t *testing.T) {
+	dir := t.TempDir()
+	trace := dir + "/t.csv"
+	if err := os.WriteFile(trace, []byte("0,alexnet,0,100,1\n1,alexnet,10,100,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gtrace := filepath.Join(gavelRef, "synthetic", "static.trace")
+	gtp := filepath.Join(gavelRef, "synthetic", "throughputs.json")
+	gen := []string{"simulate", "--gavel-generate", "static", "--throughputs", genThroughputs, "--num-jobs", "20", "--cluster-spec", "8:16:24"}
+	for want, args := range map[string][]string{
+		"--sensitivity: ResNet18: no job type of the run":     append(gen, "--policies", "joint", "--sensitivity", "ResNet18=zoo:res18"),
+		"--sensitivity: applies to typed runs":                {"simulate", "--strategies", "fair", "--num-jobs", "20", "--window", "0-19", "--sensitivity", "ResNet-50=zoo:res50"},
+		"--throughputs: applies to typed runs":                {"simulate", "--strategies", "fair", "--num-jobs", "20", "--window", "0-19", "--throughputs", genThroughputs},
+		"--loads: is ignored by a --trace replay":             {"simulate", "--trace", trace, "--loads", "3"},
+		"--seed: is ignored by a --trace replay":              {"simulate", "--trace", trace, "--seed", "2"},
+		"--multi-gpu: is ignored by a --trace replay":         {"simulate", "--trace", trace, "--multi-gpu"},
+		"--loads: is ignored by a --gavel-trace replay":       {"simulate", "--gavel-trace", gtrace, "--throughputs", gtp, "--loads", "3"},
+		"--split: applies to Synergy's engine only":           append(gen, "--policies", "fifo_perf", "--split", "30,60,10"),
+		"--policies: gandiva co-locates jobs":                 append(gen, "--policies", "fifo_perf,gandiva", "--sensitivity", "ResNet-50=zoo:res50"),
+		"--policies: max_min_fairness_packed co-locates jobs": append(gen, "--policies", "joint,max_min_fairness_packed"),
+	} {
+		if _, _, err := runCLIWithin(t, time.Minute, args...); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: %v, want %q", args, err, want)
+		}
+	}
+	// The same key spelled right is taken.
+	if _, _, err := runCLIWithin(t, 2*time.Minute, append(gen, "--policies", "joint", "--sensitivity", "ResNet-50=zoo:res50")...); err != nil {
+		t.Errorf("a valid --sensitivity: %v", err)
+	}
+}
+
+// Servers of one GPU type that give their GPUs different CPUs or memory
+// are averaged by a typed run: that is said, once per type; a uniform
+// type says nothing.
+func TestMixedShares_WarnsPerType(t *testing.T) {
+	cl := scheduler.Cluster{Name: "mixed", Servers: []scheduler.Server{
+		{Name: "a", GPUType: "v100", GPUs: 4, CPUs: 16, MemBytes: 256e9},
+		{Name: "b", GPUType: "v100", GPUs: 4, CPUs: 32, MemBytes: 256e9},
+		{Name: "c", GPUType: "v100", GPUs: 4, CPUs: 8, MemBytes: 256e9},
+		{Name: "d", GPUType: "k80", GPUs: 2, CPUs: 8, MemBytes: 64e9},
+		{Name: "e", GPUType: "k80", GPUs: 4, CPUs: 16, MemBytes: 128e9},
+	}}
+	w := mixedShares(cl)
+	if len(w) != 1 || !strings.Contains(w[0], "v100 servers give their GPUs different CPUs") || !strings.Contains(w[0], "on b") {
+		t.Errorf("warnings %q, want one for v100 naming server b", w)
+	}
+}
+
+// Issue 45 point 5: rows say what ran. A Gavel trace's rows say trace
+// (not 0 jobs/h); joint without --sensitivity does not claim tune; on
+// servers of one GPU each a note says CPU- and memory-aware placement
+// cannot differ there.
+func TestSimulateGavel_LabelsSayWhatRan(t *testing.T) {
+	gtrace := filepath.Join(gavelRef, "synthetic", "static.trace")
+	gtp := filepath.Join(gavelRef, "synthetic", "throughputs.json")
+	out, errOut, err := runCLIWithin(t, 2*time.Minute, "simulate", "--gavel-trace", gtrace, "--throughputs", gtp, "--policies", "joint,fifo_perf", "--cluster-spec", "8:16:24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, " tune ") || !strings.Contains(out, "proportional (no --sensitivity)") {
+		t.Errorf("table\n%s\nwant joint's placement as proportional, not tune", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "fifo_perf") && !strings.Contains(line, "trace") {
+			t.Errorf("row %q: want its load column to say trace", line)
+		}
+	}
+	if !strings.Contains(errOut, "every server holds one GPU") {
+		t.Errorf("stderr %q: want the one-GPU-server note", errOut)
+	}
+	_, errOut, err = runCLIWithin(t, 2*time.Minute, "simulate", "--gavel-trace", gtrace, "--throughputs", gtp, "--policies", "joint", "--cluster-spec", "8:16:24", "--gpus-per-server", "4:4:4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(errOut, "every server holds one GPU") {
+		t.Errorf("4-GPU servers: stderr %q, want no one-GPU note", errOut)
 	}
 }

@@ -2,6 +2,7 @@ package gavel
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -88,5 +89,31 @@ func TestRun_GeneratorDrawingAnUnrunnableJobIsRefused(t *testing.T) {
 		case multi && (err == nil || !strings.Contains(err.Error(), "no GPU type of the cluster can run") || !strings.Contains(err.Error(), "8)")):
 			t.Errorf("8-GPU jobs on 4:4:4: %v, want a refusal naming the 8-GPU job type", err)
 		}
+	}
+}
+
+// Ctrl-C on a Gavel sweep keeps the runs that finished (it used to drop
+// them all): cancelled after its first run, the sweep returns that run
+// with the context's error.
+func TestSweep_CancelKeepsFinishedRuns(t *testing.T) {
+	tp, err := LoadThroughputs(filepath.Join("testdata", "generator", "throughputs.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := ParseClusterSpec("8:16:24", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Sweep{Config: Config{Cluster: spec}, Throughputs: tp, Generator: &GeneratorConfig{NumJobs: 20},
+		Policies: []string{"fifo", "fifo_perf", "max_min_fairness_perf"}, Loads: []float64{0}, Seeds: []uint64{0}, Workers: 1}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res, err := s.Run(ctx, func(done, _ int, _ simcore.Point) {
+		if done == 1 {
+			cancel()
+		}
+	})
+	if !errors.Is(err, context.Canceled) || res == nil || len(res.Runs) < 1 || res.Runs[0].Point.Policy != "fifo" || res.Runs[0].Result == nil {
+		t.Fatalf("%v, %+v: want the finished fifo run kept with ctx's error", err, res)
 	}
 }

@@ -106,7 +106,7 @@ func (s *simulator) loop(ctx context.Context, tp *Throughputs, w Workload) error
 	if l.next = first.ArrivalS; w.Trace != nil {
 		s.clock = simcore.NewClock(first.ArrivalS)
 	}
-	out, err := simcore.Loop(ctx, &rounds{s: s, l: l}, simcore.Limits{MaxS: s.cfg.MaxS, CheckEvery: 64})
+	out, err := simcore.Loop(ctx, &rounds{s: s, l: l}, simcore.Limits{MaxS: s.cfg.MaxS, CheckEvery: 64, Progress: s.loopProgress()})
 	s.res.Rounds += out.Rounds
 	s.res.Truncated = out.Truncated
 	if errors.Is(err, simcore.ErrStalled) {
@@ -333,4 +333,13 @@ func sameSet(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// loopProgress is the shared loop's progress hook: Config.Progress with no
+// note (nil without it).
+func (s *simulator) loopProgress() func(int, float64) {
+	if s.cfg.Progress == nil {
+		return nil
+	}
+	return func(rounds int, nowS float64) { s.cfg.Progress(rounds, nowS, "") }
 }

@@ -45,6 +45,12 @@ type Config struct {
 	// --max-hours). The result says Truncated and its figures are over the
 	// jobs that finished.
 	MaxS float64
+	// Progress, when set, hears the rounds run and the simulated clock
+	// every few seconds of wall-clock time (simcore.Limits.Progress).
+	Progress func(rounds int, nowS float64)
+	// RunProgress, when set, is what Sweep gives each point's Progress,
+	// with the point; it may be called from several goroutines at once.
+	RunProgress func(p simcore.Point, rounds int, nowS float64)
 	// OnRound, when set, is called after every round (tests check
 	// invariants with it; it must not keep r).
 	OnRound func(nowS float64, r *scheduler.Round, queue []*scheduler.Active)
@@ -104,7 +110,7 @@ func RunContext(ctx context.Context, cfg Config, src Source) (*simcore.Result, e
 	if maxRounds == 0 {
 		maxRounds = 10_000_000
 	}
-	out, err := simcore.Loop(ctx, s, simcore.Limits{MaxRounds: maxRounds, MaxS: cfg.MaxS})
+	out, err := simcore.Loop(ctx, s, simcore.Limits{MaxRounds: maxRounds, MaxS: cfg.MaxS, Progress: cfg.Progress})
 	switch {
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("simulate: stopped at round %d (%.0f s simulated, %d jobs finished): %w", out.Rounds, s.clock.Now(), s.finished.n, ctx.Err())
