@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -201,5 +204,46 @@ func TestSimulateGavel_LabelsSayWhatRan(t *testing.T) {
 	}
 	if strings.Contains(errOut, "every server holds one GPU") {
 		t.Errorf("4-GPU servers: stderr %q, want no one-GPU note", errOut)
+	}
+}
+
+// cancelOn is a stderr that cancels the run once a line holding mark is
+// written (Ctrl-C at a known point of the sweep).
+type cancelOn struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	mark   string
+	cancel context.CancelFunc
+}
+
+func (c *cancelOn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if bytes.Contains(b, []byte(c.mark)) {
+		c.cancel()
+	}
+	return c.buf.Write(b)
+}
+
+// Ctrl-C on a Gavel sweep prints the runs that finished (it printed
+// nothing) and says it was interrupted; no results file is written.
+func TestSimulateGavel_InterruptPrintsFinishedRuns(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	app := newApp()
+	var out bytes.Buffer
+	errOut := &cancelOn{mark: "gavel: 1/3 runs", cancel: cancel}
+	app.Writer, app.ErrWriter = &out, errOut
+	res := filepath.Join(t.TempDir(), "r.json")
+	err := app.Run(ctx, []string{"synergy", "simulate", "--gavel-generate", "continuous", "--throughputs", genThroughputs, "--cluster-spec", "8:16:24",
+		"--policies", "fifo_perf,max_min_fairness,max_min_fairness_perf", "--window", "100-199", "--loads", "6", "--workers", "1", "--out", res})
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("%v, want interrupted", err)
+	}
+	if !strings.Contains(out.String(), "fifo_perf") || !strings.Contains(errOut.buf.String(), "interrupted: the 1 of 3 runs that finished") {
+		t.Errorf("stdout\n%s\nstderr\n%s\nwant the finished fifo_perf row printed", out.String(), errOut.buf.String())
+	}
+	if _, serr := os.Stat(res); serr == nil {
+		t.Errorf("an interrupted sweep wrote %s", res)
 	}
 }
