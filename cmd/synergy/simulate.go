@@ -18,6 +18,7 @@ import (
 	"github.com/synergy-sched/synergy/internal/atomicfile"
 	"github.com/synergy-sched/synergy/report"
 	"github.com/synergy-sched/synergy/scheduler"
+	"github.com/synergy-sched/synergy/scheduler/joint"
 	"github.com/synergy-sched/synergy/scheduler/sim"
 	"github.com/synergy-sched/synergy/scheduler/simcore"
 	"github.com/synergy-sched/synergy/sensitivity"
@@ -48,7 +49,21 @@ const (
 	simFlagJSON         = "json"
 	simFlagPlot         = "plot"
 	simFlagPlotAlloc    = "plot-allocation"
+	simFlagMaxHours     = "max-hours"
 )
+
+// maxSimHours caps --max-hours: a century of simulated time, far past any
+// study, low enough that hours × 3600 stays exact.
+const maxSimHours = 100 * 365 * 24
+
+// maxSeconds reads --max-hours (0: no limit) in seconds.
+func maxSeconds(c *cli.Command) (float64, error) {
+	h := c.Float(simFlagMaxHours)
+	if !(h >= 0) || h > maxSimHours {
+		return 0, badFlag(simFlagMaxHours, fmt.Errorf("%v: need hours from 0 (no limit) to %d", h, maxSimHours))
+	}
+	return h * 3600, nil
+}
 
 func simulateCommand() *cli.Command {
 	return &cli.Command{
@@ -81,6 +96,7 @@ func simulateCommand() *cli.Command {
 			&cli.IntFlag{Name: simFlagWorkers, Value: runtime.GOMAXPROCS(0), Usage: "parallel runs"},
 			&cli.BoolFlag{Name: simFlagJSON, Usage: "print the results JSON on stdout instead of the table"},
 			&cli.StringFlag{Name: simFlagPlot, Usage: "draw the JCT CDF of every run here; format by extension (.png, .svg, .pdf)"},
+			&cli.FloatFlag{Name: simFlagMaxHours, Aliases: []string{"gavel-max-hours"}, Usage: "end each run after this much simulated time (`HOURS`; 0: none), for saturated loads that never finish their window (every engine); the result says truncated and its figures are over the jobs that finished"},
 			&cli.StringFlag{Name: simFlagPlotAlloc, Usage: "draw each run's allocated GPU, CPU and memory per simulated hour here (untyped runs); with several runs one file each, named by strategy, policy and what varies, e.g. alloc-tune-fifo.png"},
 		}, gavelFlags()...),
 		Action: runSimulate,
@@ -111,6 +127,7 @@ type simulateOptions struct {
 	strategies  []string
 	policies    []string
 	roundS      float64
+	maxS        float64
 	out         string
 	recordTrace string
 	stopIdle    bool
@@ -126,6 +143,9 @@ type simulateOptions struct {
 func parseSimulateFlags(ctx context.Context, c *cli.Command) (simulateOptions, error) {
 	var o simulateOptions
 	workload := func(c *cli.Command) error { return o.parseWorkload(ctx, c) }
+	if err := refuseIgnored(c, false); err != nil {
+		return o, err
+	}
 	for _, parse := range []func(*cli.Command) error{workload, o.parseGenerator, o.parseSweep, o.parseOutput} {
 		if err := parse(c); err != nil {
 			return o, err
@@ -259,6 +279,16 @@ func (o *simulateOptions) parseSweep(c *cli.Command) error {
 		// would run until killed.
 		return badFlag(simFlagWindow, fmt.Errorf("all: the generator (or --%s at Poisson arrivals) never stops drawing jobs; give FIRST-LAST or --%s N", simFlagPhilly, simFlagNumJobs))
 	}
+	if !o.window.IsAll() && o.window.Last >= sim.MaxJobs {
+		return badFlag(simFlagWindow, fmt.Errorf("%s reaches job %d: a run takes at most %d jobs", o.window, o.window.Last, sim.MaxJobs))
+	}
+	if !o.replay() {
+		w, err := windowPastJobs(o.window, o.numJobs)
+		if err != nil {
+			return badFlag(simFlagWindow, err)
+		}
+		o.warnings = append(o.warnings, w...)
+	}
 	if o.strategies, err = checkNames(c.String(simFlagStrategies), func(n string) error { _, err := scheduler.NewStrategy(n); return err }); err != nil {
 		return badFlag(simFlagStrategies, err)
 	}
@@ -271,6 +301,9 @@ func (o *simulateOptions) parseSweep(c *cli.Command) error {
 	case o.roundS < sim.MinRoundSeconds || o.roundS > sim.MaxRoundSeconds:
 		return badFlag(simFlagRound, fmt.Errorf("%v is outside %v to %v (Synergy's round is 5m)", c.Duration(simFlagRound),
 			time.Duration(sim.MinRoundSeconds)*time.Second, time.Duration(sim.MaxRoundSeconds)*time.Second))
+	}
+	if o.maxS, err = maxSeconds(c); err != nil {
+		return err
 	}
 	if n := len(o.strategies) * len(o.policies) * len(o.loads) * len(o.seeds); n > sim.MaxRuns {
 		return badFlag(simFlagSeed, fmt.Errorf("the sweep has %d runs (--%s × --%s × --%s × --%s), above %d, the most one sweep runs",
@@ -285,6 +318,11 @@ func (o *simulateOptions) parseOutput(c *cli.Command) error {
 	o.recordTrace = c.String(simFlagRecordTrace)
 	if o.recordTrace != "" && (o.trace != nil || (!o.phillyArr && (len(o.loads) != 1 || len(o.seeds) != 1))) {
 		return badFlag(simFlagRecordTrace, errors.New("needs the generator with a single --loads value and a single --seed (or --philly likewise, or --philly-arrivals)"))
+	}
+	for _, f := range []struct{ flag, path string }{{simFlagOut, o.out}, {simFlagRecordTrace, o.recordTrace}, {simFlagPlot, c.String(simFlagPlot)}, {simFlagPlotAlloc, c.String(simFlagPlotAlloc)}} {
+		if err := checkOutputDir(f.path); err != nil {
+			return badFlag(f.flag, err)
+		}
 	}
 	o.stopIdle = c.Bool(simFlagStopWhenIdle)
 	if o.static = c.Bool(simFlagStatic); o.static && o.trace == nil {
@@ -310,6 +348,80 @@ func (o *simulateOptions) parseOutput(c *cli.Command) error {
 		}
 	}
 	return nil
+}
+
+// checkOutputDir checks, before any run, that path (when given) can be
+// written: its directory exists and is a directory, and path itself is not
+// a directory. A results file that cannot be written would otherwise fail
+// only after the sweep, and lose it.
+func checkOutputDir(path string) error {
+	if path == "" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: its directory: %w", path, err)
+	case !st.IsDir():
+		return fmt.Errorf("%s: %s is not a directory", path, dir)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
+	}
+	return nil
+}
+
+// refuseIgnored refuses, before any run, a flag given that the run would
+// ignore, naming it and why: typed (Gavel-engine) flags on a Synergy run,
+// Synergy's workload flags on a typed run, and generator flags with a
+// workload that brings its own jobs (--trace, --gavel-trace).
+func refuseIgnored(c *cli.Command, typed bool) error {
+	const why = "is ignored by "
+	if !typed {
+		for _, f := range gavelFlags() {
+			if n := f.Names()[0]; c.IsSet(n) {
+				return badFlag(n, fmt.Errorf("applies to typed runs (Gavel's engine: a Gavel policy or %s in --%s, or --%s/--%s); this run is Synergy's (--%s %s)",
+					joint.Policy, simFlagPolicies, gvFlagTrace, gvFlagGenerate, simFlagPolicies, c.String(simFlagPolicies)))
+			}
+		}
+		if c.IsSet(simFlagTrace) {
+			for _, n := range []string{simFlagLoads, simFlagSeed, simFlagMultiGPU, simFlagNumJobs, simFlagSplit} {
+				if c.IsSet(n) {
+					return badFlag(n, fmt.Errorf(why+"a --%s replay: its jobs, arrivals and GPU counts are the trace's", simFlagTrace))
+				}
+			}
+		}
+		return nil
+	}
+	for _, n := range []string{simFlagSplit, simFlagProfile, simFlagRecordTrace, simFlagStatic, simFlagStopWhenIdle, simFlagPhillyArr, simFlagPhillyDur} {
+		if c.IsSet(n) {
+			return badFlag(n, fmt.Errorf("applies to Synergy's engine only; this run is typed (Gavel's engine)"))
+		}
+	}
+	if c.IsSet(gvFlagTrace) {
+		for _, n := range []string{simFlagLoads, simFlagNumJobs, simFlagMultiGPU, gvFlagPriorities, gvFlagSLOs, gvFlagRecord} {
+			if c.IsSet(n) {
+				return badFlag(n, fmt.Errorf(why+"a --%s replay: its jobs and arrivals are the trace's", gvFlagTrace))
+			}
+		}
+	}
+	return nil
+}
+
+// windowPastJobs checks --window against --num-jobs (jobs are numbered
+// from 0 by both generators): a window past every job is an error, one
+// reaching past the last job a warning (the run ends when the jobs
+// generated have, and the figures are over those of the window).
+func windowPastJobs(w simcore.Window, numJobs int) ([]string, error) {
+	switch {
+	case numJobs == 0 || w.IsAll() || w.Last < numJobs:
+		return nil, nil
+	case w.First >= numJobs:
+		return nil, fmt.Errorf("%s: --%s %d generates jobs 0-%d only", w, simFlagNumJobs, numJobs, numJobs-1)
+	}
+	return []string{fmt.Sprintf("--%s %s reaches past --%s %d: each run ends when its %d jobs have, with figures over jobs %d-%d",
+		simFlagWindow, w, simFlagNumJobs, numJobs, numJobs, w.First, numJobs-1)}, nil
 }
 
 // parsePositiveList reads a comma-separated list of positive numbers (or
@@ -416,7 +528,7 @@ func runSimulate(ctx context.Context, c *cli.Command) error {
 		fmt.Fprintf(stderr, "philly %s: %d jobs used, %d skipped (%s)\n", o.phillyPath, len(o.philly), o.phillySkips.Total(), o.phillySkips)
 	}
 	base := sim.Config{
-		Cluster: &o.cluster, RoundSeconds: o.roundS, Window: o.window,
+		Cluster: &o.cluster, RoundSeconds: o.roundS, Window: o.window, MaxS: o.maxS,
 		FirstRoundAtZero: o.trace == nil, StopWhenIdle: o.stopIdle, Static: o.static,
 	}
 	source := o.source
@@ -429,14 +541,19 @@ func runSimulate(ctx context.Context, c *cli.Command) error {
 	points := sim.Grid{Strategies: o.strategies, Policies: o.policies, Loads: o.loads, Seeds: o.seeds, Replay: o.replay()}.Points()
 	tty := writesToTerminal(stderr)
 	start := time.Now()
-	res, err := sim.Sweep(ctx, base, points, o.workers, source, func(done, total int, p simcore.Point) {
-		printProgress(stderr, tty, done, total, p, time.Since(start))
-	})
-	if err != nil && ctx.Err() != nil {
-		return interrupted(stdout, stderr, tty, res, len(points), err)
+	lw := &lockedWriter{w: stderr}
+	base.RunProgress = func(p simcore.Point, rounds int, nowS float64) {
+		clear := ""
+		if tty {
+			clear = "\r\x1b[K"
+		}
+		fmt.Fprintf(lw, "%ssimulate: running %s+%s load %g seed %d: %.1f h simulated, %d rounds (%s)\n", clear, p.Policy, p.Strategy, p.JobsPerHour, p.Seed, nowS/3600, rounds, time.Since(start).Round(time.Second))
 	}
+	res, err := sim.Sweep(ctx, base, points, o.workers, source, func(done, total int, p simcore.Point) {
+		printProgress(lw, tty, done, total, p, time.Since(start))
+	})
 	if err != nil {
-		return err
+		return stopped(stdout, stderr, tty, len(res.Runs), len(points), func() error { return printSweep(stdout, res) }, err)
 	}
 	if err := o.save(stderr, res, rec); err != nil {
 		return err
@@ -447,20 +564,25 @@ func runSimulate(ctx context.Context, c *cli.Command) error {
 	return printSweep(stdout, res)
 }
 
-// interrupted reports a sweep stopped by Ctrl-C or SIGTERM: the runs that
-// finished are printed (no file is written: a partial sweep is not a
-// result) and the error says how far it got.
-func interrupted(stdout, stderr io.Writer, tty bool, res *sim.SweepResult, total int, err error) error {
+// stopped reports a sweep that a failed run, Ctrl-C or SIGTERM stopped,
+// for every engine alike (simcore.Sweep's rule): the runs that finished
+// are printed (no file is written: a partial sweep is not a result) and
+// the error says how far it got.
+func stopped(stdout, stderr io.Writer, tty bool, finished, total int, print func() error, err error) error {
 	if tty {
 		fmt.Fprintln(stderr)
 	}
-	if res != nil && len(res.Runs) > 0 {
-		fmt.Fprintf(stderr, "interrupted: the %d of %d runs that finished:\n", len(res.Runs), total)
-		if perr := printSweep(stdout, res); perr != nil {
+	why := "stopped by a failed run"
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		why = "interrupted"
+	}
+	if finished > 0 {
+		fmt.Fprintf(stderr, "%s: the %d of %d runs that finished:\n", why, finished, total)
+		if perr := print(); perr != nil {
 			return perr
 		}
 	}
-	return fmt.Errorf("interrupted: %w; no results file written", err)
+	return fmt.Errorf("%s: %w; no results file written", why, err)
 }
 
 // save writes the recorded trace (when rec is set), the results file and
@@ -544,7 +666,16 @@ func printSweep(w io.Writer, res *sim.SweepResult) error {
 		}
 		fmt.Fprintf(w, "%s, %d GPUs, round %gs; JCT over %s\n", res.Runs[0].Result.Cluster, res.Runs[0].Result.GPUs, res.Runs[0].Result.RoundS, win)
 	}
-	return t.Render()
+	if err := t.Render(); err != nil {
+		return err
+	}
+	for _, r := range res.Runs {
+		if r.Result.Truncated {
+			fmt.Fprintf(w, "%s+%s at %g jobs/h (seed %d): truncated at --%s (%.1f h); figures over the jobs that finished\n",
+				r.Point.Policy, r.Point.Strategy, r.Point.JobsPerHour, r.Point.Seed, simFlagMaxHours, r.Result.EndS/3600)
+		}
+	}
+	return nil
 }
 
 func f2(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }

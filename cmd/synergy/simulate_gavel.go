@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -39,7 +40,6 @@ const (
 	gvFlagCorrected    = "agnostic-corrected"
 	gvFlagRecord       = "gavel-record-trace"
 	gvFlagIdeal        = "ideal"
-	gvFlagMaxHours     = "gavel-max-hours"
 	gvFlagPrices       = "prices"
 	gvFlagEntities     = "gavel-entities"
 	gvFlagFromProfiles = "throughputs-from-profiles"
@@ -59,7 +59,6 @@ func gavelFlags() []cli.Flag {
 		&cli.BoolFlag{Name: gvFlagSLOs, Usage: "Gavel generator: SLOs of 1.2×, 2× or 10× the V100 duration (counted as violations in the results)"},
 		&cli.BoolFlag{Name: gvFlagCorrected, Usage: "typed runs: agnostic finish_time_fairness and min_total_duration see every type's real throughput (default: Gavel's baseline, which copies the V100 throughput to every type, its issue #248)"},
 		&cli.BoolFlag{Name: gvFlagIdeal, Usage: "typed runs: apply each allocation exactly (fluid, no rounds), to measure what the round mechanism loses"},
-		&cli.FloatFlag{Name: gvFlagMaxHours, Usage: "typed runs: end a run after this much simulated time (hours; 0: none), for saturated loads that never finish their window; the result says truncated"},
 		&cli.StringFlag{Name: gvFlagPrices, Usage: "typed runs: price file (JSON: hourly price per GPU of each type, optionally changing over time; docs/gavel.md): each job's cost and the total in the results, and the prices max_sum_throughput_normalized_by_cost_perf reads"},
 		&cli.StringFlag{Name: gvFlagEntities, Usage: "typed runs: entities JSON for max_min_fairness_water_filling[_perf] (entity names, weights, fairness or fifo inside, job ids; docs/gavel.md)"},
 		&cli.StringFlag{Name: gvFlagRecord, Usage: "Gavel generator: write the jobs of the (single) run as a Gavel trace"},
@@ -96,11 +95,18 @@ type gavelOptions struct {
 	out       string
 	json      bool
 	plot      string
+	// warnings go to stderr before the first run.
+	warnings []string
+	// sensitive: --sensitivity gave matrices.
+	sensitive bool
 }
 
 func parseGavelFlags(c *cli.Command) (gavelOptions, error) {
 	var o gavelOptions
 	s := &o.sweep
+	if err := refuseIgnored(c, true); err != nil {
+		return o, err
+	}
 	if c.IsSet(gvFlagTrace) && c.IsSet(gvFlagGenerate) {
 		return o, badFlag(gvFlagGenerate, fmt.Errorf("cannot be used with --%s: give one workload", gvFlagTrace))
 	}
@@ -130,6 +136,7 @@ func parseGavelFlags(c *cli.Command) (gavelOptions, error) {
 			return o, badFlag(gvFlagClusterSpec, err)
 		}
 		share = gavel.ClusterShare(cl)
+		o.warnings = append(o.warnings, mixedShares(cl)...)
 	} else if s.Config.Cluster, err = gavel.ParseClusterSpec(spec, c.String(gvFlagPerServer)); err != nil {
 		return o, badFlag(gvFlagClusterSpec, err)
 	}
@@ -147,6 +154,9 @@ func parseGavelFlags(c *cli.Command) (gavelOptions, error) {
 	}
 	if err := o.parseTyped(c, share); err != nil {
 		return o, err
+	}
+	if err := s.CheckRunnable(); err != nil {
+		return o, badFlag(gvFlagClusterSpec, err)
 	}
 	return o, s.Check()
 }
@@ -169,15 +179,59 @@ func (o *gavelOptions) parseTyped(c *cli.Command, share gavel.Share) error {
 	if err != nil {
 		return badFlag(gvFlagSensitivity, err)
 	}
+	if unused := sens.Unused(o.runJobTypes()); len(unused) > 0 {
+		return badFlag(gvFlagSensitivity, fmt.Errorf("%s: no job type of the run (%s) by that name or model; job types not named stay insensitive",
+			strings.Join(unused, ", "), o.workloadName()))
+	}
+	o.sensitive = len(sens) > 0
 	o.typedCols = len(sens) > 0 || len(s.Strategies) > 0 || slices.Contains(s.Policies, joint.Policy)
 	if !o.typedCols {
 		return nil // Gavel exactly: no CPUs or memory modelled
 	}
+	if oneGPUServers(s.Config.Cluster) {
+		o.warnings = append(o.warnings, fmt.Sprintf("every server holds one GPU (--%s): a job takes its server's CPUs and memory whole, so CPU- and memory-aware placement cannot differ from its blind twin here (%s = max_min_fairness_perf, tune = fair, job by job)",
+			gvFlagPerServer, joint.Policy))
+	}
 	if s.Config.Ideal {
 		return badFlag(gvFlagIdeal, errors.New("applies allocations fluidly, without servers: not with joint, --strategies or --sensitivity"))
 	}
+	for _, p := range s.Policies {
+		if p == joint.Policy {
+			continue
+		}
+		if pol, err := gavel.NewPolicy(p, 0, false); err == nil {
+			if _, packing := pol.(gavel.PackingPolicy); packing {
+				return badFlag(simFlagPolicies, fmt.Errorf("%s co-locates jobs on shared GPUs, which cannot run with CPUs and memory per job (--%s, %s or --%s in this sweep): run it in a sweep without them",
+					p, gvFlagSensitivity, joint.Policy, simFlagStrategies))
+			}
+		}
+	}
 	s.Plugins = joint.Plugins(joint.NewCluster(s.Config.Cluster, share), sens)
 	return nil
+}
+
+// runJobTypes lists the job types the run can hold: a trace's, or every
+// template the generator draws from.
+func (o *gavelOptions) runJobTypes() []string {
+	var out []string
+	if o.sweep.Trace != nil {
+		for _, j := range o.sweep.Trace {
+			out = append(out, j.JobType)
+		}
+		return out
+	}
+	for _, t := range gavel.Templates {
+		out = append(out, t.Model)
+	}
+	return out
+}
+
+// workloadName says where the run's job types come from.
+func (o *gavelOptions) workloadName() string {
+	if o.sweep.Trace != nil {
+		return "the trace's"
+	}
+	return "Gavel's generator's templates"
 }
 
 // parseGavelThroughputs reads --throughputs (Gavel's file) and/or
@@ -272,6 +326,9 @@ func (o *gavelOptions) parseGavelWorkload(c *cli.Command) error {
 		}
 		s.Loads = loads
 		g.NumJobs = c.Int(simFlagNumJobs)
+		if g.NumJobs < 0 {
+			return badFlag(simFlagNumJobs, fmt.Errorf("%d is negative", g.NumJobs))
+		}
 	case "static":
 		if g.NumJobs = c.Int(simFlagNumJobs); g.NumJobs < 1 {
 			return badFlag(simFlagNumJobs, errors.New("a static Gavel workload needs --num-jobs ≥ 1"))
@@ -279,6 +336,9 @@ func (o *gavelOptions) parseGavelWorkload(c *cli.Command) error {
 		s.Loads = []float64{0}
 	default:
 		return badFlag(gvFlagGenerate, fmt.Errorf("%q: want continuous or static", c.String(gvFlagGenerate)))
+	}
+	if g.NumJobs > gavel.MaxJobs {
+		return badFlag(simFlagNumJobs, fmt.Errorf("%d is above %d, the most jobs one Gavel-mode run takes", g.NumJobs, gavel.MaxJobs))
 	}
 	return nil
 }
@@ -318,10 +378,9 @@ func (o *gavelOptions) parseGavelSweep(c *cli.Command) error {
 	}
 	s.Config.Check = true
 	s.Config.Ideal = c.Bool(gvFlagIdeal)
-	if h := c.Float(gvFlagMaxHours); h < 0 || h != h {
-		return badFlag(gvFlagMaxHours, fmt.Errorf("%v: must be ≥ 0", h))
-	} else {
-		s.Config.MaxS = h * 3600
+	var err error
+	if s.Config.MaxS, err = maxSeconds(c); err != nil {
+		return err
 	}
 	s.Corrected = c.Bool(gvFlagCorrected)
 	if c.IsSet(gvFlagProfileFrac) {
@@ -344,6 +403,11 @@ func (o *gavelOptions) parseGavelSweep(c *cli.Command) error {
 	if o.plot = c.String(simFlagPlot); o.plot != "" {
 		if _, err := report.FormatOf(o.plot); err != nil {
 			return badFlag(simFlagPlot, err)
+		}
+	}
+	for _, f := range []struct{ flag, path string }{{simFlagOut, o.out}, {simFlagPlot, o.plot}, {gvFlagRecord, o.record}} {
+		if err := checkOutputDir(f.path); err != nil {
+			return badFlag(f.flag, err)
 		}
 	}
 	if o.record != "" && (s.Generator == nil || len(s.Loads) != 1 || len(s.Seeds) != 1) {
@@ -370,8 +434,17 @@ func (o *gavelOptions) parseGavelWindow(w string) error {
 		return errors.New("all: a continuous workload never ends; give FIRST-LAST or --num-jobs")
 	case win.IsAll():
 		return nil // no window: every job, and the run ends when they have
+	case win.Last >= gavel.MaxJobs:
+		return fmt.Errorf("%q reaches job %d: a Gavel-mode run takes at most %d jobs", strings.TrimSpace(w), win.Last, gavel.MaxJobs)
 	case s.Trace != nil && win.Last >= len(s.Trace):
 		return fmt.Errorf("%q: the trace has jobs 0-%d", strings.TrimSpace(w), len(s.Trace)-1)
+	}
+	if s.Generator != nil {
+		warns, err := windowPastJobs(win, s.Generator.NumJobs)
+		if err != nil {
+			return err
+		}
+		o.warnings = append(o.warnings, warns...)
 	}
 	s.Config.Window = &win
 	return nil
@@ -383,15 +456,22 @@ func runGavelSimulate(ctx context.Context, c *cli.Command) error {
 		return err
 	}
 	stdout, stderr := c.Root().Writer, c.Root().ErrWriter
-	tty := writesToTerminal(stderr)
+	for _, w := range o.warnings {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
 	start := time.Now()
-	res, err := o.sweep.Run(ctx, func(done, total int, p simcore.Point) {
-		if tty || done == total || done%10 == 0 {
-			fmt.Fprintf(stderr, "gavel: %d/%d runs (%s, seed %d, %g jobs/h) %.1fs\n", done, total, p.Policy, p.Seed, p.JobsPerHour, time.Since(start).Seconds())
+	lw := &lockedWriter{w: stderr}
+	o.sweep.RunProgress = func(p simcore.Point, rounds int, nowS float64, note string) {
+		if note != "" {
+			note = "; " + note
 		}
+		fmt.Fprintf(lw, "gavel: running %s: %.1f h simulated, %d rounds%s (%.0fs)\n", pointLabel(p), nowS/3600, rounds, note, time.Since(start).Seconds())
+	}
+	res, err := o.sweep.Run(ctx, func(done, total int, p simcore.Point) {
+		fmt.Fprintf(lw, "gavel: %d/%d runs (%s) %.1fs\n", done, total, pointLabel(p), time.Since(start).Seconds())
 	})
 	if err != nil {
-		return err
+		return stopped(stdout, stderr, false, len(res.Runs), len(o.sweep.Points()), func() error { return printGavelSweep(stdout, res, o.labels()) }, err)
 	}
 	res.ProfileRows = o.profileRows
 	if o.record != "" {
@@ -415,7 +495,7 @@ func runGavelSimulate(ctx context.Context, c *cli.Command) error {
 	if err := printProfileRows(stdout, res.ProfileRows); err != nil {
 		return err
 	}
-	return printGavelSweep(stdout, res, o.typedCols)
+	return printGavelSweep(stdout, res, o.labels())
 }
 
 // writeRecordedTrace draws the run's jobs again (the generator is
@@ -466,9 +546,51 @@ func printProfileRows(w io.Writer, rows []gavel.ProfileRow) error {
 	return err
 }
 
-// printGavelSweep prints one row per run; typed adds the column of each
-// row's CPUs and memory (placement).
-func printGavelSweep(w io.Writer, res *gavel.SweepResult, typed bool) error {
+// rowLabels says what the table's rows ran: typed adds the column of each
+// row's CPUs and memory (placement); sensitive says --sensitivity gave
+// matrices (without, the joint policy's TUNE sees every job insensitive);
+// trace marks a trace's rows (no arrival rate).
+type rowLabels struct{ typed, sensitive, trace bool }
+
+func (o *gavelOptions) labels() rowLabels {
+	return rowLabels{typed: o.typedCols, sensitive: o.sensitive, trace: o.sweep.Trace != nil}
+}
+
+// load is a row's jobs/h column: the rate, or what the workload is.
+func (l rowLabels) load(p simcore.Point) string {
+	switch {
+	case l.trace:
+		return "trace"
+	case p.JobsPerHour == 0:
+		return "static"
+	}
+	return strconv.FormatFloat(p.JobsPerHour, 'g', -1, 64)
+}
+
+// pointLabel names a running point in progress lines.
+func pointLabel(p simcore.Point) string {
+	s := p.Policy
+	if p.Strategy != "" {
+		s += "+" + p.Strategy
+	}
+	return fmt.Sprintf("%s, seed %d, %g jobs/h", s, p.Seed, p.JobsPerHour)
+}
+
+// lockedWriter serialises writes from the sweep's goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// printGavelSweep prints one row per run, labelled by what it ran.
+func printGavelSweep(w io.Writer, res *gavel.SweepResult, l rowLabels) error {
+	typed := l.typed
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	costs := len(res.Runs) > 0 && res.Runs[0].Result.TotalCost != nil
 	slos := false
@@ -489,7 +611,7 @@ func printGavelSweep(w io.Writer, res *gavel.SweepResult, typed bool) error {
 	defer func() {
 		for _, r := range res.Runs {
 			if r.Result.Truncated {
-				fmt.Fprintf(w, "%s at %g jobs/h (seed %d): truncated at --%s; means over the jobs that finished\n", r.Point.Policy, r.Point.JobsPerHour, r.Point.Seed, gvFlagMaxHours)
+				fmt.Fprintf(w, "%s at %g jobs/h (seed %d): truncated at --%s; means over the jobs that finished\n", r.Point.Policy, r.Point.JobsPerHour, r.Point.Seed, simFlagMaxHours)
 			}
 		}
 	}()
@@ -500,11 +622,11 @@ func printGavelSweep(w io.Writer, res *gavel.SweepResult, typed bool) error {
 			ext = fmt.Sprintf("%.1f%%", 100*float64(x.LeaseExtensions[0])/float64(x.LeaseExtensions[1]))
 		}
 		if typed {
-			fmt.Fprintf(tw, "%s\t%s\t", rowPolicy(r.Point), rowPlacement(r.Point))
+			fmt.Fprintf(tw, "%s\t%s\t", rowPolicy(r.Point), rowPlacement(r.Point, l.sensitive))
 		} else {
 			fmt.Fprintf(tw, "%s\t", r.Point.Policy)
 		}
-		fmt.Fprintf(tw, "%g\t%d\t%d/%d\t%.3f\t%.3f\t%.3f\t%s\t%d\t", r.Point.JobsPerHour, r.Point.Seed,
+		fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%.3f\t%.3f\t%.3f\t%s\t%d\t", l.load(r.Point), r.Point.Seed,
 			x.NumFinished, windowSize(x), x.MeanJCTS/3600, x.MakespanS/3600, x.Utilization, ext, x.Rounds)
 		if costs {
 			fmt.Fprintf(tw, "%.2f\t", *x.TotalCost)
@@ -515,6 +637,16 @@ func printGavelSweep(w io.Writer, res *gavel.SweepResult, typed bool) error {
 		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// oneGPUServers says whether every server of the cluster holds one GPU.
+func oneGPUServers(c gavel.ClusterSpec) bool {
+	for i, n := range c.GPUsPerServer {
+		if n != 1 && c.GPUs[i] > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func windowSize(r *simcore.Result) int {
@@ -535,12 +667,41 @@ func rowPolicy(p simcore.Point) string {
 // rowPlacement is how a typed run gives CPUs and memory: Synergy's
 // strategy, TUNE for the joint policy, the GPU-proportional share for
 // Gavel's policies.
-func rowPlacement(p simcore.Point) string {
+func rowPlacement(p simcore.Point, sensitive bool) string {
 	switch {
 	case p.Strategy != "":
 		return p.Strategy
-	case p.Policy == joint.Policy:
+	case p.Policy == joint.Policy && sensitive:
 		return joint.Tune
+	case p.Policy == joint.Policy:
+		return "proportional (no --" + gvFlagSensitivity + ")"
 	}
 	return "proportional"
+}
+
+// mixedShares warns of each GPU type whose servers give their GPUs
+// different CPUs or memory: a typed run gives every GPU of a type the
+// type's average (gavel.ClusterShare), which no such server has.
+func mixedShares(cl scheduler.Cluster) []string {
+	type per struct{ cpus, mem float64 }
+	first := map[string]per{}
+	var out []string
+	warned := map[string]bool{}
+	for _, s := range cl.Servers {
+		if s.GPUs <= 0 || warned[s.GPUType] {
+			continue
+		}
+		p := per{s.CPUs / float64(s.GPUs), float64(s.MemBytes) / float64(s.GPUs)}
+		f, ok := first[s.GPUType]
+		if !ok {
+			first[s.GPUType] = p
+			continue
+		}
+		if f != p {
+			warned[s.GPUType] = true
+			out = append(out, fmt.Sprintf("--%s: %s servers give their GPUs different CPUs or memory (%g CPUs, %s per GPU on one; %g CPUs, %s on %s): typed runs give every %s GPU the type's average",
+				gvFlagClusterSpec, s.GPUType, f.cpus, units.FormatGB(f.mem), p.cpus, units.FormatGB(p.mem), s.Name, s.GPUType))
+		}
+	}
+	return out
 }

@@ -81,7 +81,14 @@ func (c ClusterSpec) Validate() error {
 		if c.GPUsPerServer[i] < 1 {
 			return fmt.Errorf("cluster spec: type %q: GPUs per server must be ≥ 1", c.Types[i])
 		}
-		total += n
+		// Each count is checked before it is added, so the sum cannot
+		// overflow.
+		if n < 0 || n > MaxGPUs || c.GPUsPerServer[i] > MaxGPUs {
+			return fmt.Errorf("cluster spec: type %q: %d GPUs, %d per server: at most %d (gavel.MaxGPUs)", c.Types[i], n, c.GPUsPerServer[i], MaxGPUs)
+		}
+		if total += n; total > MaxGPUs {
+			return fmt.Errorf("cluster spec: more than %d GPUs in all (gavel.MaxGPUs)", MaxGPUs)
+		}
 	}
 	if total == 0 {
 		return fmt.Errorf("cluster spec: no GPUs")
@@ -136,6 +143,9 @@ func SpecFromCluster(c scheduler.Cluster) (ClusterSpec, error) {
 		}
 		if spec.GPUsPerServer[k] != s.GPUs {
 			return spec, fmt.Errorf("cluster %q: servers[%d] (%s): %d GPUs, but other %s servers have %d (one server size per type)", c.Name, i, s.Name, s.GPUs, s.GPUType, spec.GPUsPerServer[k])
+		}
+		if s.GPUs < 0 || s.GPUs > MaxGPUs-spec.GPUs[k] {
+			return spec, fmt.Errorf("cluster %q: servers[%d] (%s): %s GPUs past %d (gavel.MaxGPUs)", c.Name, i, s.Name, s.GPUType, MaxGPUs)
 		}
 		spec.GPUs[k] += s.GPUs
 	}

@@ -23,7 +23,7 @@ func (s *simulator) runIdeal(ctx context.Context, tp *Throughputs, w Workload) e
 	r := &idealEvents{ctx: ctx, s: s, tp: tp, arr: arr, busy: make([]float64, len(s.types))}
 	// The shared loop runs the events; rounds counts the allocations
 	// applied (idealStep), not the clock's jumps to an arrival.
-	out, err := simcore.Loop(ctx, r, simcore.Limits{MaxS: s.cfg.MaxS, CheckEvery: 64})
+	out, err := simcore.Loop(ctx, r, simcore.Limits{MaxS: s.cfg.MaxS, CheckEvery: 64, Progress: s.loopProgress()})
 	s.res.Truncated = out.Truncated
 	if err != nil {
 		return err

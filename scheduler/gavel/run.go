@@ -57,6 +57,11 @@ func Run(ctx context.Context, cfg Config, tp *Throughputs, w Workload, policy Po
 			return nil, err
 		}
 	}
+	if w.Generator != nil {
+		if err := checkRunnable(cfg.Cluster, tp, Workload{}, &w.Generator.cfg); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Shaper != nil && (cfg.Ideal || s.packing != nil) {
 		return nil, fmt.Errorf("CPUs and memory per job (a shaper) need the round mechanism with single jobs: not with ideal mode or the packing policy %s", policy.Name())
 	}
@@ -101,7 +106,7 @@ func (s *simulator) loop(ctx context.Context, tp *Throughputs, w Workload) error
 	if l.next = first.ArrivalS; w.Trace != nil {
 		s.clock = simcore.NewClock(first.ArrivalS)
 	}
-	out, err := simcore.Loop(ctx, &rounds{s: s, l: l}, simcore.Limits{MaxS: s.cfg.MaxS, CheckEvery: 64})
+	out, err := simcore.Loop(ctx, &rounds{s: s, l: l}, simcore.Limits{MaxS: s.cfg.MaxS, CheckEvery: 64, Progress: s.loopProgress()})
 	s.res.Rounds += out.Rounds
 	s.res.Truncated = out.Truncated
 	if errors.Is(err, simcore.ErrStalled) {
@@ -150,7 +155,8 @@ func (r *rounds) Round() (simcore.Step, float64, error) {
 // finished is the loop's exit test, in Gavel's order: a window's jobs
 // done (generated or trace: Gavel's is_done(jobs_to_complete), so a
 // windowed replay ends where Gavel's does, not when every job of the trace
-// has run), all jobs generated and done (static), or every trace job done;
+// has run), all jobs generated and done (a generator with NumJobs, window
+// or not), or every trace job done;
 // a trace also looks at its next arrival here, and with nothing running
 // and nothing to come forces a reset, as Gavel does. (With a window Gavel
 // skips that bookkeeping: its clock then falls back to the trace's first
@@ -159,6 +165,11 @@ func (r *rounds) Round() (simcore.Step, float64, error) {
 func (s *simulator) finished(l *loopState) bool {
 	switch {
 	case s.cfg.Window != nil && s.window.Complete(false):
+		return true
+	case l.g != nil && l.g.NumJobs() > 0 && l.remaining <= 0:
+		// Every job generated has ended: a window reaching past
+		// --num-jobs can never complete (Gavel's simulator, and this one
+		// before, then ran forever with the clock standing still).
 		return true
 	case l.g != nil && s.cfg.Window != nil:
 		return false
@@ -322,4 +333,13 @@ func sameSet(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// loopProgress is the shared loop's progress hook: Config.Progress with no
+// note (nil without it).
+func (s *simulator) loopProgress() func(int, float64) {
+	if s.cfg.Progress == nil {
+		return nil
+	}
+	return func(rounds int, nowS float64) { s.cfg.Progress(rounds, nowS, "") }
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
@@ -54,7 +55,16 @@ type Config struct {
 	// scales their throughput by it (scheduler/joint); nil: the file's
 	// rates, as Gavel.
 	Shaper Shaper
+	// Progress, when set, hears how a long run goes: the rounds and the
+	// simulated clock every few seconds of wall-clock time (note ""), and
+	// a note when one allocation has run for slowAllocation and when it
+	// ends. It may be called from another goroutine.
+	Progress func(rounds int, nowS float64, note string)
 }
+
+// slowAllocation is how long one allocation runs before Progress hears of
+// it (an LP over thousands of queued jobs can take minutes).
+const slowAllocation = 5 * time.Second
 
 // PairEstimator estimates co-located throughputs ([a's, b's] steps/s per
 // worker type); *estimator is one.
@@ -282,6 +292,9 @@ func newSimulator(cfg Config, p Policy) *simulator {
 // an entry for the job paired with every active job of its scale factor.
 func (s *simulator) addJob(j Job, tp *Throughputs, at float64) error {
 	id := len(s.res.Jobs)
+	if id >= MaxJobs {
+		return fmt.Errorf("t=%.1f s: job %d: more than %d jobs arrived (gavel.MaxJobs): a window that a saturated load never finishes? --max-hours bounds the run", at, id, MaxJobs)
+	}
 	row, err := tp.Row(j.Key(), s.types)
 	if err != nil {
 		return fmt.Errorf("job %d: %w", id, err)
@@ -703,6 +716,23 @@ func (s *simulator) allocate() (allocation, error) {
 	return allocation{single: a, seq: s.nextSeq}, err
 }
 
+// timedAllocate is allocate, with Config.Progress told of an allocation
+// that runs for slowAllocation or longer (while it runs, and when it ends).
+func (s *simulator) timedAllocate() (allocation, error) {
+	if s.cfg.Progress == nil {
+		return s.allocate()
+	}
+	start, now, n, rounds := time.Now(), s.clock.Now(), len(s.active), s.res.Rounds
+	t := time.AfterFunc(slowAllocation, func() {
+		s.cfg.Progress(rounds, now, fmt.Sprintf("allocation over %d active jobs running for %v", n, slowAllocation))
+	})
+	a, err := s.allocate()
+	if !t.Stop() {
+		s.cfg.Progress(rounds, now, fmt.Sprintf("allocation over %d active jobs took %v", n, time.Since(start).Round(time.Second/10)))
+	}
+	return a, err
+}
+
 // setAlloc installs an allocation and caches each entry's row (the round
 // loop reads it for every live entry, type and round): the last
 // allocation's rows are undone and the new one's set by key, so that an
@@ -751,7 +781,7 @@ func (s *simulator) updatePriorities() error {
 	need := (s.clock.Now()-s.last >= s.cfg.MinResetS || s.last == 0) && s.needUpd
 	if need {
 		s.resetTimeRunSoFar()
-		a, err := s.allocate()
+		a, err := s.timedAllocate()
 		if err != nil {
 			return fmt.Errorf("t=%.1f s: allocation: %w", s.clock.Now(), err)
 		}

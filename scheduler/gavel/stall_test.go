@@ -41,10 +41,13 @@ func TestRun_AJobThatCanNeverRunStallsTheRun(t *testing.T) {
 }
 
 // A generated static workload (every job at t = 0) with jobs wider than
-// the cluster: once every job has arrived, the generator names where its
-// next job would have (0), and the clock must stay where it is, not go
-// back there; the run stalls with the active jobs named.
-func TestRun_AGeneratedWorkloadThatCanNeverFinishStalls(t *testing.T) {
+// the cluster: such a run could only stall (or, with a window holding the
+// job, never end), so it is refused before it runs, naming the job type
+// no GPU type can run. (It used to run until stalled: once every job had
+// arrived the generator names where its next job would have (0), and the
+// clock had to stay where it was; TestRun_WindowPastNumJobsEnds keeps
+// that static case.)
+func TestRun_AGeneratedWorkloadThatCanNeverFinishIsRefused(t *testing.T) {
 	tp, err := LoadThroughputs(filepath.Join("testdata", "generator", "throughputs.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -63,8 +66,8 @@ func TestRun_AGeneratedWorkloadThatCanNeverFinishStalls(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = Run(context.Background(), Config{Cluster: spec}, tp, Workload{Generator: g}, p)
-		if !errors.Is(err, simcore.ErrStalled) || !strings.Contains(err.Error(), "active jobs") {
-			t.Errorf("%s: %v, want a stall naming the active jobs", pol, err)
+		if err == nil || !strings.Contains(err.Error(), "no GPU type of the cluster can run") {
+			t.Errorf("%s: %v, want a refusal naming the job type no GPU type can run", pol, err)
 		}
 	}
 }

@@ -2,31 +2,23 @@ package gavel
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 
-	"github.com/synergy-sched/synergy/internal/pool"
 	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
 
-// SweepResult is every point's result, in the sweep's order.
+// SweepResult is every point's result, in the sweep's order: the one
+// sweep result (simcore.SweepResult) and the rows read from profiles.
 type SweepResult struct {
-	Runs []simcore.Run `json:"runs"`
+	simcore.SweepResult
 	// ProfileRows lists the throughputs read from profiles (rows from
 	// Gavel's file are not listed), emulated ones labelled.
 	ProfileRows []ProfileRow `json:"throughputs_from_profiles,omitempty"`
 }
 
-// WriteJSON writes the results, indented.
-func (r *SweepResult) WriteJSON(w io.Writer) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode results: %w", err)
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
-}
+// WriteJSON writes the results, indented (simcore.WriteJSON).
+func (r *SweepResult) WriteJSON(w io.Writer) error { return simcore.WriteJSON(w, r) }
 
 // Sweep is a set of runs over one cluster and throughputs file: every
 // policy on a trace, or every policy × load × seed of the generator.
@@ -56,6 +48,10 @@ type Sweep struct {
 	// memory per job); a nil policy leaves the point to NewPolicy, with
 	// the shaper returned.
 	Plugins func(p simcore.Point) (Policy, Shaper, error)
+	// RunProgress, when set, hears how each running point goes
+	// (Config.Progress, with the point); it may be called from several
+	// goroutines at once.
+	RunProgress func(p simcore.Point, rounds int, nowS float64, note string)
 }
 
 // build makes a point's policy and shaper.
@@ -112,12 +108,26 @@ func (s *Sweep) Points() []simcore.Point {
 	return ps
 }
 
+// CheckRunnable refuses a workload holding a job that no GPU type of the
+// cluster can run (a trace's job, or a job type the generator can draw):
+// it would never finish, and a run whose window holds it would never end.
+func (s *Sweep) CheckRunnable() error {
+	return checkRunnable(s.Config.Cluster, s.Throughputs, Workload{Trace: s.Trace}, s.Generator)
+}
+
 // Check builds every point's policy and workload once, so that bad
 // options fail before any run.
 func (s *Sweep) Check() error {
+	if err := s.CheckRunnable(); err != nil {
+		return err
+	}
 	for _, p := range s.Points() {
-		if _, _, err := s.build(p); err != nil {
+		pol, sh, err := s.build(p)
+		if err != nil {
 			return err
+		}
+		if _, packing := pol.(PackingPolicy); sh != nil && (packing || s.Config.Ideal) {
+			return fmt.Errorf("policy %s: CPUs and memory per job (a shaper) need the round mechanism with single jobs: not with ideal mode or a packing policy", p.Policy)
 		}
 		if _, err := s.workload(p); err != nil {
 			return err
@@ -160,30 +170,14 @@ func (s *Sweep) workload(p simcore.Point) (Workload, error) {
 	return Workload{Generator: gen}, nil
 }
 
-// Run runs the points on up to Workers goroutines (internal/pool: the
-// first failed run stops the sweep and is the error; a cancelled ctx
-// returns its error); progress (may be nil) is called after each run.
-// Results are in Points order whatever the parallelism, so one seed gives
-// byte-identical output.
+// Run runs the points on up to Workers goroutines through the one sweep
+// driver (simcore.Sweep: results in Points order whatever the parallelism;
+// the first failed run stops the sweep; a cancelled ctx stops it; the runs
+// that finished are returned with any error); progress (may be nil) is
+// called after each run.
 func (s *Sweep) Run(ctx context.Context, progress func(done, total int, p simcore.Point)) (*SweepResult, error) {
-	points := s.Points()
-	out := &SweepResult{Runs: make([]simcore.Run, len(points))}
-	_, err := pool.Run(ctx, len(points), s.Workers, func(ctx context.Context, i int) error {
-		r, err := s.run1(ctx, points[i])
-		if err != nil {
-			return fmt.Errorf("%s (seed %d, %g jobs/h): %w", points[i].Policy, points[i].Seed, points[i].JobsPerHour, err)
-		}
-		out.Runs[i] = simcore.Run{Point: points[i], Result: r}
-		return nil
-	}, func(i, done int) {
-		if progress != nil {
-			progress(done, len(points), points[i])
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	res, err := simcore.Sweep(ctx, s.Points(), s.Workers, s.run1, progress)
+	return &SweepResult{SweepResult: *res}, err
 }
 
 func (s *Sweep) run1(ctx context.Context, p simcore.Point) (*simcore.Result, error) {
@@ -197,6 +191,9 @@ func (s *Sweep) run1(ctx context.Context, p simcore.Point) (*simcore.Result, err
 	}
 	cfg := s.Config
 	cfg.Seed, cfg.Shaper = p.Seed, sh
+	if s.RunProgress != nil {
+		cfg.Progress = func(rounds int, nowS float64, note string) { s.RunProgress(p, rounds, nowS, note) }
+	}
 	if cfg.PairEstimator, err = s.estimator(p); err != nil {
 		return nil, err
 	}

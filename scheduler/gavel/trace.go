@@ -64,6 +64,9 @@ func ReadTrace(r io.Reader) ([]Job, error) {
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
+		if len(jobs) >= MaxJobs {
+			return nil, fmt.Errorf("line %d: more than %d jobs (gavel.MaxJobs, the most one run takes)", n, MaxJobs)
+		}
 		if len(jobs) > 0 && j.ArrivalS < jobs[len(jobs)-1].ArrivalS {
 			return nil, fmt.Errorf("line %d: arrival_time %v is before the previous line's %v: a trace must be in arrival order", n, j.ArrivalS, jobs[len(jobs)-1].ArrivalS)
 		}
@@ -95,13 +98,13 @@ func parseTraceLine(line string) (Job, error) {
 		return j, fmt.Errorf("needs_data_dir %q: want 0 or 1", f[4])
 	}
 	steps, err := strconv.ParseInt(strings.TrimSpace(f[5]), 10, 64)
-	if err != nil || steps < 1 {
-		return j, fmt.Errorf("total_steps %q: want an integer ≥ 1", f[5])
+	if err != nil || steps < 1 || steps > MaxSteps {
+		return j, fmt.Errorf("total_steps %q: want an integer from 1 to 2^53", f[5])
 	}
 	j.TotalSteps = float64(steps)
 	sf, err := strconv.Atoi(strings.TrimSpace(f[6]))
-	if err != nil || sf < 1 {
-		return j, fmt.Errorf("scale_factor %q: want an integer ≥ 1", f[6])
+	if err != nil || sf < 1 || sf > MaxGPUs {
+		return j, fmt.Errorf("scale_factor %q: want an integer from 1 to %d", f[6], MaxGPUs)
 	}
 	j.ScaleFactor = sf
 	if j.PriorityWeight, err = finite(f[7]); err != nil || j.PriorityWeight <= 0 {
@@ -113,8 +116,8 @@ func parseTraceLine(line string) (Job, error) {
 	if j.SLO < 0 {
 		j.SLO = -1
 	}
-	if j.ArrivalS, err = finite(f[9]); err != nil || j.ArrivalS < 0 {
-		return j, fmt.Errorf("arrival_time %q: want seconds ≥ 0", f[9])
+	if j.ArrivalS, err = finite(f[9]); err != nil || j.ArrivalS < 0 || j.ArrivalS > MaxArrivalS {
+		return j, fmt.Errorf("arrival_time %q: want seconds from 0 to %g", f[9], MaxArrivalS)
 	}
 	return j, nil
 }

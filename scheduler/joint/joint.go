@@ -2,6 +2,7 @@ package joint
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/synergy-sched/synergy/scheduler"
@@ -73,6 +74,27 @@ func (s Sensitivities) Of(jobType string) *scheduler.Job {
 		return s[model]
 	}
 	return nil
+}
+
+// Unused lists, sorted, the names of s that name none of jobTypes (by
+// full name or by model, as Of reads them): a key with a typo would
+// otherwise leave its job type insensitive without a word.
+func (s Sensitivities) Unused(jobTypes []string) []string {
+	used := map[string]bool{}
+	for _, jt := range jobTypes {
+		used[jt] = true
+		if model, _, ok := strings.Cut(jt, " (batch size "); ok {
+			used[model] = true
+		}
+	}
+	var out []string
+	for name := range s {
+		if !used[name] {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Check refuses a sensitivity without a usable matrix, naming it.

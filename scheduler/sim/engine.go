@@ -40,6 +40,17 @@ type Config struct {
 	StopWhenIdle bool
 	// MaxRounds stops a run that would not end; 0 means 10 million.
 	MaxRounds int
+	// MaxS, when > 0, ends the run once its clock has passed this many
+	// simulated seconds (a saturated load that never finishes its window;
+	// --max-hours). The result says Truncated and its figures are over the
+	// jobs that finished.
+	MaxS float64
+	// Progress, when set, hears the rounds run and the simulated clock
+	// every few seconds of wall-clock time (simcore.Limits.Progress).
+	Progress func(rounds int, nowS float64)
+	// RunProgress, when set, is what Sweep gives each point's Progress,
+	// with the point; it may be called from several goroutines at once.
+	RunProgress func(p simcore.Point, rounds int, nowS float64)
 	// OnRound, when set, is called after every round (tests check
 	// invariants with it; it must not keep r).
 	OnRound func(nowS float64, r *scheduler.Round, queue []*scheduler.Active)
@@ -63,6 +74,8 @@ func (c *Config) validate() error {
 		return errors.New("simulate: no strategy")
 	case c.Policy == nil:
 		return errors.New("simulate: no policy")
+	case c.MaxS < 0 || math.IsNaN(c.MaxS) || math.IsInf(c.MaxS, 0):
+		return fmt.Errorf("simulate: time limit %v s: need a finite duration ≥ 0", c.MaxS)
 	case !(c.RoundSeconds > 0) || math.IsInf(c.RoundSeconds, 0):
 		return fmt.Errorf("simulate: round = %v s: need a positive duration", c.RoundSeconds)
 	case c.Window.First > c.Window.Last:
@@ -97,7 +110,7 @@ func RunContext(ctx context.Context, cfg Config, src Source) (*simcore.Result, e
 	if maxRounds == 0 {
 		maxRounds = 10_000_000
 	}
-	out, err := simcore.Loop(ctx, s, simcore.Limits{MaxRounds: maxRounds})
+	out, err := simcore.Loop(ctx, s, simcore.Limits{MaxRounds: maxRounds, MaxS: cfg.MaxS, Progress: cfg.Progress})
 	switch {
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("simulate: stopped at round %d (%.0f s simulated, %d jobs finished): %w", out.Rounds, s.clock.Now(), s.finished.n, ctx.Err())
@@ -106,7 +119,9 @@ func RunContext(ctx context.Context, cfg Config, src Source) (*simcore.Result, e
 	case err != nil:
 		return nil, err
 	}
-	return summarise(s.cfg, src, &s.finished, s.arrived, out.Rounds, s.clock.Now(), &s.util), nil
+	res := summarise(s.cfg, src, &s.finished, s.arrived, out.Rounds, s.clock.Now(), &s.util)
+	res.Truncated = out.Truncated
+	return res, nil
 }
 
 var _ simcore.Rounds = (*run)(nil)
@@ -255,6 +270,9 @@ func (s *run) pending() *scheduler.Job {
 // looks at ctx every 4,096 jobs: a trace may bring millions at once).
 func (s *run) arrive(ctx context.Context) error {
 	return s.arrivals.Due(ctx, s.clock.Now(), func(j *scheduler.Job) error {
+		if s.arrived >= MaxJobs {
+			return fmt.Errorf("t=%.0f s: more than %d jobs arrived (sim.MaxJobs): a window that a saturated load never finishes? --max-hours bounds the run", s.clock.Now(), MaxJobs)
+		}
 		a := scheduler.NewActive(j, scheduler.IdealDemand(j, s.shape).Speedup)
 		if n := len(s.queue); n > 0 && j.ArrivalSeconds < s.queue[n-1].Job.ArrivalSeconds {
 			s.inArrivalOrder = false

@@ -77,17 +77,29 @@ func average(points []simcore.UtilPoint, from, to float64) simcore.UtilPoint {
 	return out
 }
 
-// hourly averages points per hour of simulated time.
+// maxSharePoints caps the points of a run's allocation series
+// (SharesHourly): a run spanning more hours (an arrival at 1e12 s, a job
+// of 1e15 iterations) gets one point per several hours, as many as its
+// span needs to fit, instead of asking for gigabytes at once. 2^18 hours is
+// 30 years of simulated time; each point says the span it averages.
+const maxSharePoints = 1 << 18
+
+// hourly averages points per hour of simulated time (per several hours
+// when the run spans more than maxSharePoints hours).
 func hourly(points []simcore.UtilPoint) []simcore.UtilPoint {
 	if len(points) == 0 {
 		return []simcore.UtilPoint{}
 	}
 	startH := math.Floor(points[0].StartS / 3600)
 	endH := math.Ceil(points[len(points)-1].EndS / 3600)
-	out := make([]simcore.UtilPoint, 0, int(endH-startH))
+	width := 1.0 // hours per point
+	if span := endH - startH; span > maxSharePoints {
+		width = math.Ceil(span / maxSharePoints)
+	}
+	out := make([]simcore.UtilPoint, 0, int(math.Ceil((endH-startH)/width)))
 	k := 0
-	for h := startH; h < endH; h++ {
-		from, to := h*3600, (h+1)*3600
+	for h := startH; h < endH; h += width {
+		from, to := h*3600, (h+width)*3600
 		for k < len(points) && points[k].EndS <= from {
 			k++
 		}

@@ -2,11 +2,6 @@ package sim
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-
-	"github.com/synergy-sched/synergy/internal/pool"
 	"github.com/synergy-sched/synergy/scheduler"
 	"github.com/synergy-sched/synergy/scheduler/simcore"
 )
@@ -45,65 +40,21 @@ func (g Grid) Points() []simcore.Point {
 	return ps
 }
 
-// SweepResult is what `synergy simulate` writes.
-type SweepResult struct {
-	Runs []simcore.Run `json:"runs"`
-}
+// SweepResult is what `synergy simulate` writes: the one sweep result of
+// every engine (simcore.SweepResult).
+type SweepResult = simcore.SweepResult
 
-// WriteJSON writes the sweep's results, indented, with a trailing newline
-// (the --out file of `synergy simulate`).
-func (r *SweepResult) WriteJSON(w io.Writer) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode results: %w", err)
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
-}
-
-// Sweep runs every point on up to workers goroutines (internal/pool: the
-// first failed run stops the sweep and is the error). base is copied for
+// Sweep runs every point through the one sweep driver (simcore.Sweep: its
+// error and interrupt rule keep the finished runs). base is copied for
 // each point with the point's strategy and policy; source makes the point's
 // workload (called once per point, so each run has its own generator).
-// Results come back in the order of points whatever the scheduling, so the
-// output does not depend on the number of workers. progress, if set, is
-// called (serially) after each run with the number done. Runs look at ctx
-// every round: once it is done, Sweep returns within a round of every
-// running simulation, with the runs that finished and ctx's error.
+// Runs look at ctx every round: once it is done, Sweep returns within a
+// round of every running simulation, with the runs that finished and ctx's
+// error.
 func Sweep(ctx context.Context, base Config, points []simcore.Point, workers int, source func(simcore.Point) (Source, error), progress func(done, total int, p simcore.Point)) (*SweepResult, error) {
-	out := &SweepResult{Runs: make([]simcore.Run, len(points))}
-	_, err := pool.Run(ctx, len(points), workers, func(ctx context.Context, i int) error {
-		p := points[i]
-		res, err := runPoint(ctx, base, p, source)
-		if err != nil {
-			return fmt.Errorf("%s+%s load %v seed %d: %w", p.Policy, p.Strategy, p.JobsPerHour, p.Seed, err)
-		}
-		out.Runs[i] = simcore.Run{Point: p, Result: res}
-		return nil
-	}, func(i, done int) {
-		if progress != nil {
-			progress(done, len(points), points[i])
-		}
-	})
-	if cerr := ctx.Err(); cerr != nil {
-		return out.finished(), fmt.Errorf("simulate: %w (%d of %d runs finished)", cerr, len(out.finished().Runs), len(points))
-	}
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// finished returns the runs that finished (a cancelled sweep's), in the
-// order of the points.
-func (r *SweepResult) finished() *SweepResult {
-	out := &SweepResult{}
-	for _, run := range r.Runs {
-		if run.Result != nil {
-			out.Runs = append(out.Runs, run)
-		}
-	}
-	return out
+	return simcore.Sweep(ctx, points, workers, func(ctx context.Context, p simcore.Point) (*simcore.Result, error) {
+		return runPoint(ctx, base, p, source)
+	}, progress)
 }
 
 func runPoint(ctx context.Context, base Config, p simcore.Point, source func(simcore.Point) (Source, error)) (*simcore.Result, error) {
@@ -121,6 +72,9 @@ func runPoint(ctx context.Context, base Config, p simcore.Point, source func(sim
 	}
 	cfg := base
 	cfg.Strategy, cfg.Policy = s, pol
+	if base.RunProgress != nil {
+		cfg.Progress = func(rounds int, nowS float64) { base.RunProgress(p, rounds, nowS) }
+	}
 	res, err := RunContext(ctx, cfg, src)
 	if res != nil {
 		res.Seed = p.Seed

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Rounds is one engine's part of the round loop, the plugin that Loop runs
@@ -77,6 +78,11 @@ type Limits struct {
 	// CheckEvery is how often, in rounds, the loop looks at ctx (1 when
 	// 0): a round can be cheaper than the look.
 	CheckEvery int
+	// Progress, when set, is called from the loop, when it looks at ctx,
+	// at most every ProgressEvery of wall-clock time (2 s when 0), with
+	// the rounds run and the simulated clock: a long run shows life.
+	Progress      func(rounds int, nowS float64)
+	ProgressEvery time.Duration
 }
 
 // Outcome is how a Loop ended.
@@ -104,10 +110,24 @@ func Loop(ctx context.Context, r Rounds, lim Limits) (Outcome, error) {
 	clock := r.Clock()
 	every := max(lim.CheckEvery, 1)
 	stalls := 0
+	tick := lim.ProgressEvery
+	if tick <= 0 {
+		tick = 2 * time.Second
+	}
+	var last time.Time
+	if lim.Progress != nil {
+		last = time.Now()
+	}
 	for iter := 0; ; iter++ {
 		if iter%every == 0 {
 			if err := ctx.Err(); err != nil {
 				return out, err
+			}
+			if lim.Progress != nil {
+				if now := time.Now(); now.Sub(last) >= tick {
+					last = now
+					lim.Progress(out.Rounds, clock.Now())
+				}
 			}
 		}
 		if r.Over() {
