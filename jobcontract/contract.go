@@ -8,6 +8,13 @@ const (
 	EnvMetricsFile = "SYNERGY_METRICS_FILE"
 	// EnvPoint is a label of the point ("cpus=2 mem=1GiB") for the job's logs.
 	EnvPoint = "SYNERGY_POINT"
+	// EnvCheckpointDir names the directory a preemptible job saves its
+	// checkpoint to and resumes from (docs/job-contract.md, "Checkpoint and
+	// resume").
+	EnvCheckpointDir = "SYNERGY_CHECKPOINT_DIR"
+	// EnvRequeue says what a preemptible job asks of Slurm after saving on
+	// SIGUSR1: "requeue", "hold" or "none".
+	EnvRequeue = "SYNERGY_REQUEUE"
 )
 
 // Names of the flags the profiler appends to the job's command (without

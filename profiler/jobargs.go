@@ -182,14 +182,25 @@ func threads(cpus float64) int { return max(1, int(math.Ceil(cpus))) }
 func (s *launcher) launchThreads(pt point) int { return threads(pt.cpus) }
 
 // jobEnv is a point's environment on top of the runner's: the thread
-// counts, then the user's own variables (Config.Env, which may override
-// them), the probe's, and the contract's.
+// counts and the checkpoint's, then the user's own variables (Config.Env,
+// which may override them), the probe's, and the contract's.
+//
+// A preemptible job (docs/job-contract.md) resumes from the checkpoint its
+// environment names, and under Slurm finds one there by default
+// ($SLURM_SUBMIT_DIR/synergy-checkpoints/JOBID, synergy's own environment
+// being the runner's): every launch gets a fresh directory of its own in its
+// metrics directory, so no launch resumes where another stopped (or from a
+// "done" checkpoint, running no iteration), and requeue "none", so a signal
+// never makes it requeue the Slurm job synergy runs in.
 func (s *launcher) jobEnv(pt point, run *pointRun) []string {
 	var env []string
 	n := strconv.Itoa(s.launchThreads(pt))
 	for _, k := range ThreadEnv {
 		env = append(env, k+"="+n)
 	}
+	env = append(env,
+		jobcontract.EnvCheckpointDir+"="+filepath.Join(run.metricsDir, "checkpoint"),
+		jobcontract.EnvRequeue+"=none")
 	env = append(env, s.cfg.Env...)
 	env = append(env, s.probeEnv(pt, run)...)
 	return append(env,

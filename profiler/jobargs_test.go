@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synergy-sched/synergy/jobcontract"
 	"github.com/synergy-sched/synergy/models/pytorch"
 	"github.com/synergy-sched/synergy/runner"
 	"github.com/synergy-sched/synergy/sensitivity"
@@ -136,6 +137,20 @@ func TestRun_TemplateAndThreadEnv(t *testing.T) {
 	}
 	if len(rec.jobs) != 2 {
 		t.Fatalf("%d jobs started, want 2", len(rec.jobs))
+	}
+	// Each launch checkpoints into a directory of its own in its metrics
+	// directory and never requeues: a preemptible job under Slurm would
+	// otherwise resume where another launch stopped, and requeue the Slurm
+	// job synergy runs in.
+	ckpts := map[string]bool{}
+	for _, job := range rec.jobs {
+		env := envOf(job)
+		dir := env[jobcontract.EnvCheckpointDir]
+		if dir == "" || filepath.Dir(dir) != job.MetricsDir || ckpts[dir] || env[jobcontract.EnvRequeue] != "none" {
+			t.Errorf("cpus=%g: %s=%q %s=%q, want a directory of the launch's own in %s and none",
+				job.Limits.CPUs, jobcontract.EnvCheckpointDir, dir, jobcontract.EnvRequeue, env[jobcontract.EnvRequeue], job.MetricsDir)
+		}
+		ckpts[dir] = true
 	}
 	for _, job := range rec.jobs {
 		cores := map[float64]string{0.5: "1", 2.5: "3"}[job.Limits.CPUs]

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/synergy-sched/synergy/internal/atomicfile"
+	"github.com/synergy-sched/synergy/jobcontract"
 )
 
 // The checkpoint half of the job contract (docs/job-contract.md,
@@ -26,13 +27,13 @@ const (
 	// EnvCheckpointDir names the checkpoint directory. Unset under Slurm
 	// (SLURM_JOB_ID set): $SLURM_SUBMIT_DIR/synergy-checkpoints/JOBID.
 	// Unset outside Slurm: no checkpoint (a stop loses the run's work).
-	EnvCheckpointDir = "SYNERGY_CHECKPOINT_DIR"
+	EnvCheckpointDir = jobcontract.EnvCheckpointDir
 	// EnvRequeue says what the job asks of Slurm after saving on SIGUSR1:
 	// "requeue" (scontrol requeue, Lightning's; the default under Slurm),
 	// "hold" (scontrol requeuehold: the job waits held for whoever
 	// signalled it, e.g. synergy's bridge, to update and release it) or
 	// "none" (the default outside Slurm).
-	EnvRequeue = "SYNERGY_REQUEUE"
+	EnvRequeue = jobcontract.EnvRequeue
 	// CheckpointFile is the checkpoint's name inside the directory.
 	CheckpointFile = "synthtrain.json"
 	// ExitPreempted is the exit status of a job stopped by the preemption
