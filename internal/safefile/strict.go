@@ -21,10 +21,10 @@ func NoDuplicateKeys(data []byte) error {
 	dec.UseNumber()
 	type level struct {
 		obj  bool
-		keys map[string]bool
-		key  string // the current key (objects) ...
-		idx  int    // ... or the next index (arrays)
-		name string // this level's own path
+		keys map[string]string // folded key -> the key as written
+		key  string            // the current key (objects) ...
+		idx  int               // ... or the next index (arrays)
+		name string            // this level's own path
 	}
 	var stack []*level
 	expectKey := func() bool {
@@ -66,7 +66,7 @@ func NoDuplicateKeys(data []byte) error {
 		case json.Delim:
 			switch t {
 			case '{', '[':
-				stack = append(stack, &level{obj: t == '{', keys: map[string]bool{}, name: childPath()})
+				stack = append(stack, &level{obj: t == '{', keys: map[string]string{}, name: childPath()})
 			case '}', ']':
 				stack = stack[:len(stack)-1]
 				valueDone()
@@ -74,16 +74,20 @@ func NoDuplicateKeys(data []byte) error {
 		case string:
 			if expectKey() {
 				top := stack[len(stack)-1]
-				if top.keys[t] {
+				if first, seen := top.keys[foldKey(t)]; seen {
 					line := bytes.Count(data[:min(int(off), len(data))], []byte{'\n'}) + 1
 					where := top.name
 					if where == "" {
 						where = "the top-level object"
 					}
-					return fmt.Errorf("line %d: key %s appears twice in %s (a file must say each thing once)",
-						line, strconv.Quote(Clip(t, 100)), where)
+					also := ""
+					if first != t {
+						also = fmt.Sprintf(" (as %s: keys match regardless of case)", strconv.Quote(Clip(first, 100)))
+					}
+					return fmt.Errorf("line %d: key %s appears twice in %s%s (a file must say each thing once)",
+						line, strconv.Quote(Clip(t, 100)), where, also)
 				}
-				top.keys[t] = true
+				top.keys[foldKey(t)] = t
 				top.key = t
 				if t == "" {
 					top.key = "\x00" // an empty key still takes a value
@@ -95,6 +99,22 @@ func NoDuplicateKeys(data []byte) error {
 			valueDone()
 		}
 	}
+}
+
+// foldKey is k as encoding/json matches it to a struct field: regardless
+// of case (Unicode simple folding: "cpus", "CPUS" and "cPuS" fill one field,
+// the last one read winning), each rune replaced by the smallest of its
+// folding orbit.
+func foldKey(k string) string {
+	var b strings.Builder
+	for _, r := range k {
+		f := r
+		for c := unicode.SimpleFold(r); c != r; c = unicode.SimpleFold(c) {
+			f = min(f, c)
+		}
+		b.WriteRune(f)
+	}
+	return b.String()
 }
 
 // MaxNameBytes bounds a name read from a file (a cluster, a server, a job):

@@ -18,6 +18,10 @@ func TestNoDuplicateKeys(t *testing.T) {
 		{`{"s": {"t": {"u": 1, "u": 1}}}`, `key "u" appears twice in s.t`},
 		{`{"": 1, "": 2}`, `key "" appears twice`},
 		{`{"a": [[], {"b": 1, "b": 1}]}`, `appears twice in a[1]`},
+		// encoding/json fills one field from keys that differ in case only
+		{`{"cpus": 1, "CPUS": 64}`, `key "CPUS" appears twice in the top-level object (as "cpus": keys match regardless of case)`},
+		{"{\"sk\": 1, \"\u017fK\": 2}", `appears twice`}, // U+017F folds to s
+		{`{"cpus": 1, "gpus": 2}`, ""},
 		{`{"a": 1,`, ""}, // not JSON: the decoder says what
 		{`not json`, ""},
 	} {
