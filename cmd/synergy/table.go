@@ -9,6 +9,7 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 
+	"github.com/synergy-sched/synergy/internal/safefile"
 	"github.com/synergy-sched/synergy/report"
 	"github.com/synergy-sched/synergy/sensitivity"
 )
@@ -101,7 +102,8 @@ func newTable(w io.Writer) *tablewriter.Table {
 // printable escapes the control characters of what it writes, but for
 // newlines: a name from a file (a cluster's server, a Slurm node) cannot
 // move the terminal's cursor, recolour it or set its title when a table
-// shows it. ESC is written as \x1b, other C0 and C1 controls alike.
+// shows it. ESC is written as \x1b, other C0 and C1 controls alike, and a
+// bidirectional-text control (which reorders what is shown) as \u202e.
 type printable struct{ w io.Writer }
 
 func (p printable) Write(b []byte) (int, error) {
@@ -115,6 +117,8 @@ func (p printable) Write(b []byte) (int, error) {
 			out.WriteRune(r)
 		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
 			fmt.Fprintf(&out, "\\x%02x", r)
+		case safefile.IsBidi(r):
+			fmt.Fprintf(&out, "\\u%04x", r)
 		default:
 			out.WriteRune(r)
 		}
@@ -125,10 +129,11 @@ func (p printable) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// hasControl reports whether b holds a control character but newline.
+// hasControl reports whether b holds a control character but newline, or
+// a bidirectional-text control.
 func hasControl(b []byte) bool {
 	for _, r := range string(b) {
-		if r != '\n' && (r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0)) {
+		if r != '\n' && (r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || safefile.IsBidi(r)) {
 			return true
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -29,6 +30,13 @@ func TestNewTable_EscapesControlCharacters(t *testing.T) {
 	}
 	if !strings.Contains(s, `evil\x1b]0;pwned\x07\x1b[2J\x9b`) || strings.Count(s, "\n") < 3 {
 		t.Errorf("table does not show the name escaped, or lost its newlines:\n%s", s)
+	}
+	// A bidirectional-text control reorders what is shown: "evil\u202egnp.exe"
+	// would read as "evilexe.png".
+	out.Reset()
+	fmt.Fprintln(printable{&out}, "removed", "evil\u202egnp.exe")
+	if got := out.String(); got != "removed evil\\u202egnp.exe\n" {
+		t.Errorf("printable wrote %q, want the override escaped", got)
 	}
 }
 

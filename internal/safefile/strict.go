@@ -135,14 +135,16 @@ func TextProblem(s string, max int) string {
 		r, _ := utf8.DecodeRuneInString(s[i:])
 		return fmt.Sprintf("holds a control character (%U)", r)
 	}
-	if i := strings.IndexFunc(s, isBidi); i >= 0 {
+	if i := strings.IndexFunc(s, IsBidi); i >= 0 {
 		r, _ := utf8.DecodeRuneInString(s[i:])
 		return fmt.Sprintf("holds a bidirectional-text control (%U), which reorders what a terminal shows", r)
 	}
 	return ""
 }
 
-func isBidi(r rune) bool {
+// IsBidi reports whether r is a bidirectional-text control (U+061C,
+// U+200E/F, U+202A..E, U+2066..9): it reorders what a terminal shows.
+func IsBidi(r rune) bool {
 	return r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
 }
 

@@ -54,10 +54,14 @@ func (r *Runner) ReapOrphans() ([]string, error) {
 				errs = append(errs, err)
 				continue
 			}
-			if why, ok := decoys[d]; ok {
-				d += " (" + why + ")"
+			name := d // a decoy's name is a job's to choose: quoted when unfit to print
+			if q := strconv.QuoteToGraphic(d); q[1:len(q)-1] != d {
+				name = q
 			}
-			removed = append(removed, d)
+			if why, ok := decoys[d]; ok {
+				name += " (" + why + ")"
+			}
+			removed = append(removed, name)
 		}
 		if c == cgroupfs.KeyUnified {
 			errs = append(errs, removeEmptyParents(dirs))
