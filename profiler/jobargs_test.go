@@ -336,7 +336,7 @@ type localNamed struct{ fakeRunner }
 
 func (*localNamed) Name() string { return "local" }
 
-func TestJobDirInsideTheRunAndRelativeArgsAbsolute(t *testing.T) {
+func TestJobDir_InsideTheRunWithTheCallersEntries(t *testing.T) {
 	caller := t.TempDir()
 	t.Chdir(caller)
 	if err := os.WriteFile("main.py", nil, 0o644); err != nil {
@@ -350,11 +350,33 @@ func TestJobDirInsideTheRunAndRelativeArgsAbsolute(t *testing.T) {
 	if s.jobDir != filepath.Join(work, "job") {
 		t.Errorf("job dir %q, want inside the run's work directory %q", s.jobDir, work)
 	}
-	got := s.absArgs([]string{"python3", "main.py", "--out", "ckpt"})
-	want := []string{"python3", filepath.Join(caller, "main.py"), "--out", "ckpt"}
-	if !slices.Equal(got, want) {
-		t.Errorf("argv %q, want %q (the script found from the job's directory; a name that is no file stays the job's)", got, want)
+	// The caller's entries are found from the job's directory by the same
+	// relative names (main.py, conf/a.yaml); a file the job makes there is
+	// not the caller's.
+	if err := os.Mkdir("conf", 0o755); err != nil {
+		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join("conf", "a.yaml"), []byte("x: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(s.jobDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.setupJobDir(); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"main.py", "conf/a.yaml"} {
+		if _, err := os.Stat(filepath.Join(s.jobDir, rel)); err != nil {
+			t.Errorf("%s not found from the job's directory: %v", rel, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(s.jobDir, "model.pt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(caller, "model.pt")); err == nil {
+		t.Error("a file the job wrote in its directory landed in the caller's")
+	}
+
 	// A module keeps the caller's directory; a chosen one is taken.
 	s = &launcher{cfg: &Config{Command: []string{"python3", "-m", "pkg.train"}}, deps: &Deps{Runner: &localNamed{}}, workDir: work}
 	if err := s.setupJobDir(); err != nil || s.jobDir != s.callerDir {

@@ -143,7 +143,7 @@ func (s *launcher) launchJob(ctx context.Context, pt point, run *pointRun, ctlEn
 	}
 	job := runner.Job{
 		Name:       cfg.JobName,
-		Argv:       s.absArgs(s.argv(pt)),
+		Argv:       s.argv(pt),
 		Dir:        s.jobDir,
 		Env:        append(s.jobEnv(pt, run), ctlEnv...),
 		Stdout:     out,

@@ -419,29 +419,42 @@ func (s *launcher) setupJobDir() error {
 		return nil
 	}
 	s.jobDir = filepath.Join(s.workDir, "job")
-	return os.Mkdir(s.jobDir, 0o755)
+	if err := os.Mkdir(s.jobDir, 0o755); err != nil {
+		return fmt.Errorf("job-dir: %w", err)
+	}
+	return linkEntries(s.callerDir, s.jobDir)
 }
 
-// absArgs makes the command's relative arguments that name a file or
-// directory of the caller's directory absolute, so that the job finds them
-// from its own working directory (the local runner: a container's paths
-// are the image's).
-func (s *launcher) absArgs(argv []string) []string {
-	if s.jobDir == s.callerDir || s.deps.Runner == nil || s.deps.Runner.Name() != "local" {
-		return argv
+// maxLinkedEntries bounds the entries of the caller's directory that
+// linkEntries mirrors: a project's directory holds tens; a larger one is
+// refused, naming --job-dir.
+const maxLinkedEntries = 10000
+
+// linkEntries makes, in the job's fresh directory, a symlink to every entry
+// of the caller's: whatever a script reads by a relative name (its own
+// modules, `--cfg=conf/a.yaml`, a default `./data/wikitext-2`) is found as
+// in the caller's directory, while a new file it writes there (a
+// checkpoint, model.pt) lands in the job's directory, not the caller's. A
+// file that already exists in the caller's directory is written through
+// its link, as it would have been without one.
+func linkEntries(from, to string) error {
+	d, err := os.Open(from)
+	if err != nil {
+		return fmt.Errorf("job-dir: %w", err)
 	}
-	out := slices.Clone(argv)
-	for i, a := range out {
-		if i == 0 && !strings.Contains(a, "/") {
-			continue // a program found on PATH
-		}
-		if a == "" || filepath.IsAbs(a) || strings.HasPrefix(a, "-") {
-			continue
-		}
-		p := filepath.Join(s.callerDir, a)
-		if _, err := os.Stat(p); err == nil {
-			out[i] = p
+	defer d.Close()
+	names, err := d.Readdirnames(maxLinkedEntries + 1)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("job-dir: list %s: %w", from, err)
+	}
+	if len(names) > maxLinkedEntries {
+		return fmt.Errorf("job-dir: %s holds more than %d entries to mirror for the job: run synergy from the script's directory, or choose the job's with --job-dir", from, maxLinkedEntries)
+	}
+	for _, n := range names {
+		if err := os.Symlink(filepath.Join(from, n), filepath.Join(to, n)); err != nil {
+			return fmt.Errorf("job-dir: %w", err)
 		}
 	}
-	return out
+	return nil
 }
+
