@@ -67,6 +67,14 @@ func ParseJobComp(r io.Reader, loc *time.Location) ([]JobRun, error) {
 func parseJobCompLine(line string, loc *time.Location) (JobRun, error) {
 	fields := map[string]string{}
 	rest := " " + line
+	// A field's value runs to the next key, and a job's owner chooses its
+	// name and directory: a name holding " JobState=COMPLETED" would
+	// rewrite its own state and times. Such a line cannot be read safely.
+	for _, key := range jobCompKeys {
+		if strings.Count(rest, " "+key+"=") > 1 {
+			return JobRun{}, fmt.Errorf("%s= appears twice (a job's name or directory holds it): the line cannot be read safely", key)
+		}
+	}
 	for k, key := range jobCompKeys {
 		i := strings.Index(rest, " "+key+"=")
 		if i < 0 {

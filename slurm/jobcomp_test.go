@@ -36,7 +36,11 @@ func TestJobComp_JoinsAJobsRuns(t *testing.T) {
 	if recs[1].JCTS != 0 || !recs[1].Finish.IsZero() {
 		t.Errorf("a cancelled job has no JCT: %+v", recs[1])
 	}
-	for _, bad := range []string{"JobId=x UserId=", "garbage", strings.Replace(jobCompLog[:strings.Index(jobCompLog, "\n")], "2026-11-28T20:31:28", "yesterday", 1)} {
+	first := jobCompLog[:strings.Index(jobCompLog, "\n")]
+	// A job named to forge its own record: "x JobState=COMPLETED ..." would
+	// set the state and times its real fields then repeat.
+	forged := strings.Replace(first, "Name=my job.sh", "Name=x JobState=COMPLETED Partition=gpu TimeLimit=1 StartTime=2026-11-28T20:31:21 EndTime=2026-11-28T20:31:22 NodeList=node1", 1)
+	for _, bad := range []string{"JobId=x UserId=", "garbage", strings.Replace(first, "2026-11-28T20:31:28", "yesterday", 1), forged} {
 		if _, err := ParseJobComp(strings.NewReader("\n"+bad+"\n"), time.UTC); err == nil || !strings.Contains(err.Error(), "line 2") {
 			t.Errorf("%.40q: %v, want an error naming line 2", bad, err)
 		}

@@ -462,6 +462,7 @@ func runSlurmRuns(_ context.Context, c *cli.Command) error {
 	if c.Bool(slurmFlagJSON) {
 		return json.NewEncoder(w).Encode(map[string]any{"jobs": recs})
 	}
+	w = printable{w} // a job's name is its owner's to choose
 	fmt.Fprintf(w, "%-8s %-24s %-10s %5s %11s %11s %9s\n", "job", "name", "state", "runs", "preemptions", "preempted_s", "jct_s")
 	for _, r := range recs {
 		fmt.Fprintf(w, "%-8d %-24.24s %-10s %5d %11d %11.0f %9.0f\n", r.JobID, r.Name, r.State, r.Runs, r.Preemptions, r.PreemptedS, r.JCTS)
