@@ -124,15 +124,14 @@ func (g *v1Group) addProc(pid int) error { return g.cg.AddProc(uint64(pid)) }
 
 func (g *v1Group) procs() ([]int, error) {
 	var all []int
+	var errs []error
 	for _, c := range slices.Sorted(maps.Keys(g.dirs)) {
 		pids, err := subtreeProcs(g.dirs[c])
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, pids...)
+		errs = append(errs, err)
+		all = append(all, pids...) // what was found, even beside an error
 	}
 	slices.Sort(all)
-	return slices.Compact(all), nil
+	return slices.Compact(all), errors.Join(errs...)
 }
 
 func (g *v1Group) kill() error { return killUntilEmpty(g.procs) }
@@ -324,20 +323,19 @@ func readProcs(dir string) ([]int, error) {
 // process may fork while being killed).
 func killUntilEmpty(list func() ([]int, error)) error {
 	var pids []int
+	var err error
 	for range emptyPollTries {
-		var err error
-		if pids, err = list(); err != nil {
+		// A list that failed in part (a job that made more cgroups than
+		// are looked at) still names processes to kill: they are killed.
+		if pids, err = list(); len(pids) == 0 {
 			return err
-		}
-		if len(pids) == 0 {
-			return nil
 		}
 		for _, pid := range pids {
 			_ = unix.Kill(pid, unix.SIGKILL)
 		}
 		time.Sleep(emptyPollInterval)
 	}
-	return fmt.Errorf("processes %v survived SIGKILL for %v", pids, emptyPollInterval*emptyPollTries)
+	return errors.Join(fmt.Errorf("processes %v survived SIGKILL for %v", pids, emptyPollInterval*emptyPollTries), err)
 }
 
 // rmdirWhenEmpty removes a cgroup directory, retrying while the kernel

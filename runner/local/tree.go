@@ -68,21 +68,22 @@ func subtreeDirs(dir string) ([]string, error) {
 }
 
 // subtreeProcs lists the processes in dir and in every cgroup below it.
+// On an error (more than subtreeMaxDirs cgroups, a cgroup it cannot read)
+// it still returns the processes it found, so that a kill reaches them.
 func subtreeProcs(dir string) ([]int, error) {
 	dirs, err := subtreeDirs(dir)
-	if err != nil {
-		return nil, err
-	}
+	errs := []error{err}
 	var all []int
 	for _, d := range dirs {
 		pids, err := readProcs(d)
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		all = append(all, pids...)
 	}
 	slices.Sort(all)
-	return slices.Compact(all), nil
+	return slices.Compact(all), errors.Join(errs...)
 }
 
 // nestedProcs names the processes in the cgroups below top (not in top

@@ -1,10 +1,13 @@
 package local
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/synergy-sched/synergy/runner/cgroupfs"
@@ -134,5 +137,34 @@ func TestSubtreeDirs(t *testing.T) {
 	}
 	if got, err := subtreeDirs(filepath.Join(top, "missing")); err != nil || len(got) != 0 {
 		t.Errorf("missing top: %q, %v", got, err)
+	}
+}
+
+// A list that failed in part (a job that made more cgroups than are looked
+// at) still names processes: they are killed, and the error is returned.
+// Before, the first error returned before any signal was sent.
+func TestKillUntilEmpty_KillsWhatAPartialListNames(t *testing.T) {
+	cmd := exec.Command("sleep", "300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	tooMany := errors.New("cgroup x: more than 10000 cgroups below it")
+	var exited atomic.Bool
+	list := func() ([]int, error) {
+		if exited.Load() {
+			return nil, tooMany
+		}
+		return []int{cmd.Process.Pid}, tooMany
+	}
+	go func() { <-done; exited.Store(true) }()
+	err := killUntilEmpty(list)
+	if !errors.Is(err, tooMany) {
+		t.Errorf("err = %v, want the list's error", err)
+	}
+	if !exited.Load() {
+		t.Error("the listed process was not killed")
 	}
 }
