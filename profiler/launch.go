@@ -219,7 +219,8 @@ func (s *launcher) endLaunch(why string) {
 	s.probeBody(l.first, l.run, false) // the launch's last report is the one kept
 	if t := l.run.tailer; t != nil && t.Bad > 0 {
 		s.keepMetrics(fmt.Sprintf("launch%d.raw-metrics.jsonl", l.id), l.first.label(), l.run.metricsPath)
-		if t.Broken(len(l.run.m.all)) == "" {
+		// The launch's good lines: its hold may have dropped some.
+		if t.Broken(t.Lines-t.Bad) == "" {
 			s.rec.warnf("launch %d (%s): %d malformed metrics lines (first: %s)", l.id, l.first.label(), t.Bad, strings.Join(t.Errors, "; "))
 		}
 	}

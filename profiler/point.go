@@ -475,7 +475,8 @@ func (s *meter) measure(pt point, run *pointRun, end pointEnd, cell *sensitivity
 	stats.StopReason = stopReason
 	stats.Iterations = len(m.all)
 	stats.WarmupIterations = len(m.all) - m.est.Iterations // the window's first iteration only anchors time
-	if why := run.tailer.Broken(len(m.all)); why != "" {
+	// Bad counts the launch's lines; m.all may hold a part of its good ones.
+	if why := run.tailer.Broken(run.tailer.Lines - run.tailer.Bad); why != "" {
 		stats.MetricsSource = sensitivity.MetricsStream
 		cell.Failure = &sensitivity.Failure{Class: sensitivity.FailMalformedMetrics, ExitCode: stats.ExitCode,
 			Message: why + " (docs/job-contract.md gives the line format)"}

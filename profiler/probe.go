@@ -457,4 +457,3 @@ func linkEntries(from, to string) error {
 	}
 	return nil
 }
-
