@@ -242,7 +242,8 @@ type Stop struct {
 // environment (os.Getenv in production). While it runs it turns SIGUSR1
 // into a Stop with a requeue (the preemption signal of Lightning's and
 // submitit's convention), SIGTERM into a Stop without one (a second
-// SIGTERM cancels at once), and SIGINT into a cancel.
+// SIGTERM cancels at once, as the first does for gen), and SIGINT into a
+// cancel.
 func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -252,6 +253,9 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	stops := make(chan Stop, 1)
 	done := make(chan struct{})
 	defer close(done)
+	// gen has no iteration to end at: SIGTERM cancels it at once, as before
+	// training took the signal for a stop at an iteration's end.
+	gen := len(args) > 0 && args[0] == "gen"
 	go func() {
 		terms := 0
 		for {
@@ -263,7 +267,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 				case os.Interrupt:
 					cancel()
 				case syscall.SIGTERM:
-					if terms++; terms > 1 {
+					if terms++; terms > 1 || gen {
 						cancel()
 						continue
 					}
