@@ -155,22 +155,29 @@ func TestReap_DecoyNamedAfterALiveProcess(t *testing.T) {
 		name  string
 		id    owner.ID
 		decoy bool
+		self  bool // the cgroup is named after the process hiding in it
 	}{
-		{"after PID 1", initID, true},
-		{"after a live process it does not descend from", unrelatedID, true},
-		{"after its parent", me, false},
+		{"after PID 1", initID, true, false},
+		{"after a live process it does not descend from", unrelatedID, true, false},
+		{"after its parent", me, false, false},
+		{"after the process inside it", owner.ID{}, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := filepath.Join(root, fmt.Sprintf("synergy-test-decoy-%s-%d", tc.id, os.Getpid()))
-			if err := os.Mkdir(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = os.Remove(dir) })
 			sleep := exec.Command("sleep", "300")
 			if err := sleep.Start(); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = sleep.Process.Kill(); _ = sleep.Wait() })
+			if tc.self {
+				if tc.id, err = owner.Of("/proc", sleep.Process.Pid); err != nil {
+					t.Fatal(err)
+				}
+			}
+			dir := filepath.Join(root, fmt.Sprintf("synergy-test-decoy-%s-%d", tc.id, os.Getpid()))
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.Remove(dir) })
 			if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(sleep.Process.Pid)), 0); err != nil {
 				t.Fatal(err)
 			}

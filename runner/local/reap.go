@@ -149,10 +149,15 @@ func (r *Runner) orphanDirs(root string) (found []string, decoys map[string]stri
 // lives, whose escape killer removes it; once the runner is gone it no
 // longer descends from that ancestor.
 func (r *Runner) decoy(dir string, id owner.ID) string {
+	pids, err := subtreeProcs(dir)
+	if err == nil && slices.Contains(pids, id.PID) {
+		// A runner never sits in its own job cgroups: a process hiding in
+		// one named after itself (and holding it) is a job's.
+		return fmt.Sprintf("named after live process %d, which is inside it: a runner never is, a job's decoy", id.PID)
+	}
 	if heldBy(r.opts.ProcRoot, id.PID, dir) {
 		return ""
 	}
-	pids, err := subtreeProcs(dir)
 	if err != nil {
 		return ""
 	}
