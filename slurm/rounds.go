@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -323,10 +324,29 @@ func (b *Bridge) RunRound(ctx context.Context, grace time.Duration, now func() t
 	}
 	wg.Wait()
 	slices.SortFunc(res.Preemptions, func(x, y Preemption) int { return cmp.Compare(x.JobID, y.JobID) })
+	// A placement of this round may need the room a preemption was to free:
+	// when one failed, the job it did not stop still holds its node, so no
+	// job is placed this round (it would wait pinned behind it); they stay
+	// held, saying why, and the next round plans again.
+	failed := slices.Sorted(maps.Keys(res.PreemptErrs))
+	notNow := func(a Action) Applied {
+		return Applied{Action: a, Err: fmt.Errorf("not placed this round: the preemption of job %v failed, so the room it needs may not be free; the next round plans again", failed)}
+	}
 	for _, a := range plan.Actions {
+		if a.Kind == Place && len(failed) > 0 {
+			res.Applied = append(res.Applied, notNow(a))
+			continue
+		}
 		res.Applied = append(res.Applied, Applied{Action: a, Err: b.apply(ctx, a)})
 	}
 	if len(target) == 0 {
+		return res, nil
+	}
+	if len(failed) > 0 {
+		for _, id := range slices.Sorted(maps.Keys(target)) {
+			res.Applied = append(res.Applied, notNow(Action{Job: Job{ID: id}, Kind: Place, Placement: target[id]}))
+		}
+		slices.SortFunc(res.Applied, func(x, y Applied) int { return cmp.Compare(x.Job.ID, y.Job.ID) })
 		return res, nil
 	}
 	// The preempted jobs are held now, with new comments: pin them where
