@@ -78,9 +78,12 @@ func (s *launcher) logHint(pt point) string {
 type launch struct {
 	id    int
 	first point // the point it was started for: names its stream and logs
-	run   *pointRun
-	u     runner.Updater // nil: the runner cannot change its limits
-	ctl   *control
+	// last is the point it was moved to last (first until a move): names
+	// the probe's report kept at its end, which says how the job ran there.
+	last point
+	run  *pointRun
+	u    runner.Updater // nil: the runner cannot change its limits
+	ctl  *control
 	// waitCh receives how the job ended; ended is closed then, and end
 	// set by the sweep once it read waitCh.
 	waitCh chan pointEnd
@@ -216,7 +219,9 @@ func (s *launcher) endLaunch(why string) {
 		l.run.sampling.stop(s.rec, &sensitivity.PointStats{}, nil)
 		l.run.sampling = nil
 	}
-	s.probeBody(l.first, l.run, false) // the launch's last report is the one kept
+	// One report a launch is kept: its last, named for the point it was
+	// read at (its loader's affinity is that point's).
+	s.probeBody(l.last, l.run, false, true)
 	if t := l.run.tailer; t != nil && t.Bad > 0 {
 		s.keepMetrics(fmt.Sprintf("launch%d.raw-metrics.jsonl", l.id), l.first.label(), l.run.metricsPath)
 		// The launch's good lines: its hold may have dropped some.

@@ -156,6 +156,7 @@ func (s *launcher) move(ctx context.Context, l *launch, pt point, st *sensitivit
 	if err := s.setLimits(ctx, l, want); err != nil {
 		return a, err
 	}
+	l.last = pt
 	if !pt.cold && l.readCold && s.deps.Cache != nil && s.cfg.DataDir != "" && !pt.synthetic {
 		// The cold point before read the dataset into the job's cgroup:
 		// evicted, it is warmed again by the profiler (prepareCache), as

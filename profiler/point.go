@@ -855,7 +855,7 @@ func (s *launcher) startLaunch(ctx context.Context, pt point) (*launch, error) {
 		run.close()
 		return nil, err
 	}
-	l := &launch{id: s.rec.prof.Cost.Launches, first: pt, run: run, u: runner.AsUpdater(run.h), ctl: ctl,
+	l := &launch{id: s.rec.prof.Cost.Launches, first: pt, last: pt, run: run, u: runner.AsUpdater(run.h), ctl: ctl,
 		waitCh: make(chan pointEnd, 1), ended: make(chan struct{}),
 		limits: s.limitsFor(pt), workers: pt.launchWorkers, threads: s.launchThreads(pt), dataDir: s.data.dataDirFor(pt), synthetic: pt.synthetic, readCold: pt.cold}
 	go func() {

@@ -219,7 +219,7 @@ const maxProbeReport = 4 << 20
 // readProbe reads the point's probe report and keeps a copy beside its
 // timeline; nil when the probe wrote none.
 func (s *launcher) readProbe(pt point, run *pointRun) *probeReport {
-	body := s.probeBody(pt, run, true)
+	body := s.probeBody(pt, run, true, false)
 	if body == nil {
 		return nil
 	}
@@ -232,11 +232,10 @@ func (s *launcher) readProbe(pt point, run *pointRun) *probeReport {
 }
 
 // probeBody reads the launch's probe report as it is now, made final
-// (finalReport) and kept beside the timeline under the launch's first
-// point's name (a later read, at the launch's end, replaces it: the kept
-// report is the launch's last); nil when there is none. warn: say why
-// it could not be read.
-func (s *launcher) probeBody(pt point, run *pointRun, warn bool) []byte {
+// (finalReport); nil when there is none. keep: keep it beside the timeline
+// under pt's name (the launch's end keeps its last report, named for the
+// point it was read at, one a launch). warn: say why it could not be read.
+func (s *launcher) probeBody(pt point, run *pointRun, warn, keep bool) []byte {
 	if s.probeDir == "" {
 		return nil
 	}
@@ -263,7 +262,7 @@ func (s *launcher) probeBody(pt point, run *pointRun, warn bool) []byte {
 		streamLines = 0
 	}
 	body = finalReport(body, streamLines)
-	if s.timeline != nil {
+	if keep && s.timeline != nil {
 		if err := s.timeline.WriteFile(pt.fileLabel()+".probe.json", body, 0o644); err != nil && warn {
 			s.rec.warnf("timeline: %v", err)
 		}

@@ -321,12 +321,13 @@ func TestDockerE2E_ScriptFails(t *testing.T) {
 	job := e2eJobName(t)
 	t.Cleanup(func() { assertNoProfileContainers(t, job) })
 	data := genDataset(t, synthtrain, "language", "1MiB")
-	// synthtrain exits 2 on a bad command line (an unknown preset). Every
-	// point fails, so synergy exits 1 saying so, with the profile saved.
+	// synthtrain exits 2 on a bad command line (an unknown preset), before
+	// its first iteration: every launch would fail alike, so synergy stops
+	// after the first and exits 1 saying so, with the profile saved.
 	run := runProfileCmd(t, nil, "--runner", "docker", "--docker-img", image, "--cpus", "1", "--mem-limits", "64MiB",
 		"--data", data, "--point-timeout", "30s", "--job-name", job, "--", "synthtrain", "--preset", "no-such-preset")
-	if run.exitCode != 1 || !strings.Contains(run.stderr, "no point produced a measurement") {
-		t.Fatalf("synergy profile exited %d, want 1 saying no point produced a measurement:\n%s", run.exitCode, run.stderr)
+	if run.exitCode != 1 || !strings.Contains(run.stderr, "stops after this one launch") {
+		t.Fatalf("synergy profile exited %d, want 1 saying it stops after one launch:\n%s", run.exitCode, run.stderr)
 	}
 	run.exitCode = 0 // the profile is there to read
 	p := run.load(t)

@@ -39,7 +39,8 @@ func TestProfileE2E_GPUModeIsHonestWithAndWithoutCgo(t *testing.T) {
 				mode string
 			}{
 				{[]string{b.synthtrain, "--preset", "language", "--gpu-step", "5ms"}, sensitivity.GPUModeEmulated},
-				{[]string{"/bin/sh", "-c", "sleep 0.2", "sh"}, sensitivity.GPUModeNone},
+				// no stream: measured by wall time, which needs {iterations}
+				{[]string{"/bin/sh", "-c", "sleep 0.2", "sh", "{iterations}"}, sensitivity.GPUModeNone},
 			} {
 				out := filepath.Join(t.TempDir(), "p.json")
 				args := append([]string{"profile", "--strategy", "axes", "--cpus", "1", "--mem-limits", "64MiB",

@@ -182,27 +182,28 @@ func TestProfileE2E_CrashAndOOMAreRecorded(t *testing.T) {
 	data := genDataset(t, synthtrain, "language", "2MiB")
 	dir := t.TempDir()
 
-	// A script that fails at once: recorded as crashed with its status and
-	// its last words, and the sweep goes on to the next point.
+	// A script that fails at once, with no memory limit and before its
+	// first iteration: recorded as crashed with its status and its last
+	// words, and, since every launch would crash alike, the profile stops
+	// after that one launch (issue 44), saying so, and exits 1 (a crash of
+	// the job, not of the profiler).
 	job := fmt.Sprintf("e2ecrash%d", os.Getpid())
 	out := filepath.Join(dir, "crash.json")
 	log, code := runCLIOutput(t, "profile", "--strategy", "axes", "--cpus", "1,2", "--mem-limits", "64MiB", "--data", data,
 		"--job-name", job, "--out", out, "--", "/bin/sh", "-c", "echo 'cannot open checkpoint' >&2; exit 3", "sh")
-	// Every point failed: synergy says so and exits 1, with the failures
-	// recorded in the profile (a crash of the job, not of the profiler).
-	if code != 1 || !strings.Contains(log, "no point produced a measurement") {
-		t.Fatalf("all points crashed: exit %d, want 1 saying no point produced a measurement\n%s", code, log)
+	if code != 1 || !strings.Contains(log, "crashed before its first iteration") || !strings.Contains(log, "stops after this one launch") {
+		t.Fatalf("a crash at start: exit %d, want 1 saying the profile stops after one launch\n%s", code, log)
 	}
 	p, err := sensitivity.Load(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []float64{1, 2} {
-		cell := p.Cell(c, 0)
-		if cell == nil || cell.Failure == nil || cell.Failure.Class != sensitivity.FailCrashed || cell.Failure.ExitCode != 3 ||
-			!strings.Contains(cell.Failure.Message, "cannot open checkpoint") {
-			t.Errorf("cpus=%v: cell %+v, want crashed with exit code 3 and the job's last line", c, cell)
-		}
+	if cell := p.Cell(1, 0); cell == nil || cell.Failure == nil || cell.Failure.Class != sensitivity.FailCrashed || cell.Failure.ExitCode != 3 ||
+		!strings.Contains(cell.Failure.Message, "cannot open checkpoint") {
+		t.Errorf("cpus=1: cell %+v, want crashed with exit code 3 and the job's last line", cell)
+	}
+	if p.Cost.Launches != 1 {
+		t.Errorf("%d launches, want 1: a crash before the first iteration is not relaunched", p.Cost.Launches)
 	}
 	if !strings.Contains(log, "FAILED (crashed)") {
 		t.Errorf("progress does not report the failure:\n%s", log)

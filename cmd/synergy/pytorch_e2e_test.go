@@ -386,7 +386,7 @@ func TestPyTorchE2E_UnmodifiedImageNetScript(t *testing.T) {
 		if p.GPU.Mode != sensitivity.GPUModeEmulated || !strings.Contains(p.GPU.Note, "resnet18") || !strings.Contains(p.GPU.Note, "v100") {
 			t.Errorf("gpu %+v: want emulated, naming the step used", p.GPU)
 		}
-		// One report per launch (its first point): points measured in place
+		// One report per launch (the point it ended at): points measured in place
 		// in a running launch share it.
 		reps := probeReports(t, run.out)
 		if len(reps) != p.Cost.Launches || len(reps) == 0 {

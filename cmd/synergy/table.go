@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
@@ -28,7 +29,11 @@ func printMatrix(w io.Writer, p *sensitivity.Profile) error {
 	case p.GPU.Type != "":
 		unit += " on a " + p.GPU.Type
 	}
-	caption := fmt.Sprintf("%s: throughput (%s) within passes over the data; ~ predicted (%s, ~OOM: an OOM kill predicted), ± 95%% CI of measured cells", p.Job.Name, unit, fitName(p))
+	predicted := fitName(p)
+	if slices.ContainsFunc(p.Cells, func(c sensitivity.Cell) bool { return cellText(&c) == "~OOM" }) {
+		predicted += ", ~OOM: an OOM kill predicted"
+	}
+	caption := fmt.Sprintf("%s: throughput (%s) within passes over the data; ~ predicted (%s), ± 95%% CI of measured cells", p.Job.Name, unit, predicted)
 	err := printGrid(w, p.Axes, caption, func(cpus float64, mem int64) string { return cellText(p.Cell(cpus, mem)) })
 	if err != nil {
 		return err

@@ -78,3 +78,28 @@ func TestPrintMatrix_EscapesWarnings(t *testing.T) {
 		t.Errorf("warning not escaped:\n%s", s)
 	}
 }
+
+// The caption explains ~OOM only where a cell shows it.
+func TestPrintMatrix_OOMLegendOnlyWhereShown(t *testing.T) {
+	p := sensitivitytest.Demo("demo")
+	var out bytes.Buffer
+	if err := printMatrix(&out, p); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); strings.Contains(s, "~OOM") {
+		t.Errorf("no cell is ~OOM, yet the table says it:\n%s", s)
+	}
+	for i := range p.Cells {
+		if !p.Cells[i].Measured && p.Cells[i].MemLimitBytes > 0 {
+			p.Cells[i].SamplesPerS, p.Cells[i].Failure = 0, nil
+			break
+		}
+	}
+	out.Reset()
+	if err := printMatrix(&out, p); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.Contains(s, "~OOM: an OOM kill predicted") || strings.Count(s, "~OOM") < 2 {
+		t.Errorf("a ~OOM cell without its legend:\n%s", s)
+	}
+}

@@ -117,8 +117,10 @@ func TestSynthtrain_GenThenTrain(t *testing.T) {
 	}
 }
 
-// The profiler normally SIGKILLs the job; a SIGTERM (docker stop) must stop
-// it too, with a non-zero status, and leave only whole lines behind.
+// The profiler normally SIGKILLs the job; a SIGTERM (docker stop, Slurm's
+// stop) must stop it too, at the end of the iteration in progress with the
+// job contract's preempted status 3 (docs/job-contract.md, "Checkpoint and
+// resume"), and leave only whole lines behind.
 func TestSynthtrain_SIGTERMStopsAnEndlessRun(t *testing.T) {
 	metrics := filepath.Join(t.TempDir(), "metrics.jsonl")
 	cmd := command(t, []string{jobcontract.EnvMetricsFile + "=" + metrics}, "--synthetic-data", "--gpu-step", "5ms")
@@ -144,8 +146,8 @@ func TestSynthtrain_SIGTERMStopsAnEndlessRun(t *testing.T) {
 	}
 	err := cmd.Wait()
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-		t.Fatalf("after SIGTERM: %v, want exit status 1; stderr %q", err, errb.String())
+	if !errors.As(err, &ee) || ee.ExitCode() != synthtrain.ExitPreempted {
+		t.Fatalf("after SIGTERM: %v, want exit status %d; stderr %q", err, synthtrain.ExitPreempted, errb.String())
 	}
 	f, err := os.Open(metrics)
 	if err != nil {
