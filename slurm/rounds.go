@@ -282,29 +282,15 @@ type RoundResult struct {
 	Applied     []Applied
 }
 
-// RunRound reads the cluster, plans a round (PlanRound) and applies it:
-// held jobs left placed are released; running jobs to move, resize or
-// pause are preempted (Preempt, each given grace to checkpoint); then the
-// held jobs the round placed, the preempted ones among them, are pinned
-// and released (their new placement), the others left held with the
-// reason. Running jobs whose placement is unchanged are not touched.
-func (b *Bridge) RunRound(ctx context.Context, grace time.Duration, now func() time.Time) (*RoundResult, error) {
-	snap, err := ReadSnapshot(ctx, b.Cmd)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := PlanRound(snap, b.Config, now())
-	if err != nil {
-		return nil, err
-	}
-	res := &RoundResult{Plan: plan, PreemptErrs: map[int]error{}}
-	// Preemptions run side by side (each waits for its job's checkpoint),
-	// at most preemptAtOnce at a time.
+// preemptAll preempts the moves' jobs side by side (each waits for its
+// job's checkpoint), at most preemptAtOnce at a time, recording each in
+// res, and returns where the round puts those it moves.
+func (b *Bridge) preemptAll(ctx context.Context, moves []Move, grace time.Duration, res *RoundResult) map[int]*Placement {
 	target := map[int]*Placement{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, preemptAtOnce)
-	for _, mv := range plan.Moves {
+	for _, mv := range moves {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -324,6 +310,26 @@ func (b *Bridge) RunRound(ctx context.Context, grace time.Duration, now func() t
 	}
 	wg.Wait()
 	slices.SortFunc(res.Preemptions, func(x, y Preemption) int { return cmp.Compare(x.JobID, y.JobID) })
+	return target
+}
+
+// RunRound reads the cluster, plans a round (PlanRound) and applies it:
+// held jobs left placed are released; running jobs to move, resize or
+// pause are preempted (Preempt, each given grace to checkpoint); then the
+// held jobs the round placed, the preempted ones among them, are pinned
+// and released (their new placement), the others left held with the
+// reason. Running jobs whose placement is unchanged are not touched.
+func (b *Bridge) RunRound(ctx context.Context, grace time.Duration, now func() time.Time) (*RoundResult, error) {
+	snap, err := ReadSnapshot(ctx, b.Cmd)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := PlanRound(snap, b.Config, now())
+	if err != nil {
+		return nil, err
+	}
+	res := &RoundResult{Plan: plan, PreemptErrs: map[int]error{}}
+	target := b.preemptAll(ctx, plan.Moves, grace, res)
 	// A placement of this round may need the room a preemption was to free:
 	// when one failed, the job it did not stop still holds its node, so no
 	// job is placed this round (it would wait pinned behind it); they stay
