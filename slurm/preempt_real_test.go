@@ -73,6 +73,7 @@ func TestReal_PreemptedJobResumesWhereItStopped(t *testing.T) {
 	dir := t.TempDir()
 	metrics, ck := filepath.Join(dir, "m.jsonl"), filepath.Join(dir, "ck")
 	script := filepath.Join(dir, "job.sh")
+	t.Cleanup(func() { logJobOutput(t, dir) })
 	const iters = 300
 	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec "+bin+" --synthetic-data --preset language --gpu-step 20ms --max-iterations 300\n"), 0o755); err != nil {
 		t.Fatal(err)
@@ -182,5 +183,18 @@ func TestReal_PreemptIgnoredSignalRequeuesAfterGrace(t *testing.T) {
 	}
 	if _, err := b.Preempt(context.Background(), id, time.Second, "again"); err == nil || !strings.Contains(err.Error(), "not RUNNING") {
 		t.Errorf("preempting a held job: %v, want a refusal", err)
+	}
+}
+
+// logJobOutput shows the Slurm job outputs (out-*.log) in dir when the test
+// failed: what the job said is why.
+func logJobOutput(t *testing.T, dir string) {
+	if !t.Failed() {
+		return
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "out-*.log"))
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		t.Logf("%s:\n%s", filepath.Base(l), b)
 	}
 }
