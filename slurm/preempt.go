@@ -141,12 +141,17 @@ func (b *Bridge) Preempt(ctx context.Context, id int, grace time.Duration, reaso
 			return p, fmt.Errorf("preempt job %d: %s: %w", id, verb, err)
 		}
 	}
-	// slurmd revoked the job's credential when its run was killed, and
-	// refuses a launch whose credential was made in that same second ("Job
-	// N already killed, do not launch batch job": the job ends FAILED, seen
-	// in CI). Released from here on, its next credential is a second later.
-	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 50*time.Millisecond)))
+	waitPastKillSecond()
 	return p, nil
+}
+
+// waitPastKillSecond returns once the current second has passed. slurmd
+// revoked a preempted job's credential when its run was killed, and
+// refuses a launch whose credential was made in that same second ("Job N
+// already killed, do not launch batch job": the job ends FAILED, seen in
+// CI); released after this, its next credential is a second later.
+func waitPastKillSecond() {
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 50*time.Millisecond)))
 }
 
 // bookService adds a running job's current run to its mark's service, once
